@@ -1,0 +1,27 @@
+"""Build smpnet and its one extension, smpnet._core (Cython, -O2)."""
+import os
+
+import Cython
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+# SMPNET_DEBUG=1 builds without optimisation and with asserts, for gdb.
+debug = os.environ.get("SMPNET_DEBUG") == "1"
+
+core = Extension(
+    "smpnet._core",
+    sources=["smpnet/_core.pyx"],
+    include_dirs=["smpnet/kernel"],
+    depends=[os.path.join("smpnet/kernel", f) for f in os.listdir("smpnet/kernel")],
+    define_macros=[("SMPNET_CYTHON_VERSION", '"%s"' % Cython.__version__)]
+    + ([] if debug else [("NDEBUG", "1")]),
+    extra_compile_args=["-O0", "-g"] if debug else ["-O2"],
+)
+
+setup(
+    ext_modules=cythonize(
+        [core],
+        compiler_directives={"language_level": 3},
+        annotate=os.environ.get("SMPNET_ANNOTATE") == "1",
+    ),
+)

@@ -1,0 +1,12 @@
+from libc.stdint cimport uint32_t, uint64_t
+
+cdef extern from "atomic.h" nogil:
+    uint32_t atomic_read(const uint32_t *v)
+    void atomic_set(uint32_t *v, uint32_t i)
+    void atomic_inc(uint32_t *v)
+    uint32_t atomic_inc_return(uint32_t *v)
+    uint32_t atomic_dec_return(uint32_t *v)
+    uint32_t atomic_xchg(uint32_t *v, uint32_t new)
+    uint32_t atomic_cmpxchg(uint32_t *v, uint32_t old, uint32_t new)
+    uint64_t atomic64_read(const uint64_t *v)
+    uint64_t atomic64_add_return(uint64_t *v, uint64_t i)

@@ -1,0 +1,67 @@
+from libc.stdint cimport int32_t, uint32_t, uint64_t
+
+cdef extern from "percpu.h" nogil:
+    enum: SMPNET_MAGIC
+    enum: SMPNET_LAYOUT_VERSION
+    enum: SMPNET_MAX_REGIONS
+    enum: SMP_F_OVERSUBSCRIBED
+    enum: REGION_CPU
+    enum: REGION_SOFTNET
+    enum: REGION_LSTATS
+    enum: CPU_OFFLINE
+    enum: CPU_ONLINE
+    enum: CPU_RUNNING
+    enum: CPU_DONE
+
+    struct smp_region:
+        uint64_t offset
+        uint32_t count
+        uint32_t stride
+
+    struct smp_header:
+        uint64_t magic
+        uint64_t layout_hash
+        uint32_t version
+        uint32_t nr_cpus
+        uint32_t nr_regions
+        uint32_t flags
+        double tsc_hz
+        uint64_t size
+        uint32_t stop
+        uint32_t barrier_arrived
+        uint32_t barrier_go
+        smp_region regions[16]
+
+    struct cpu_state:
+        int32_t cpu
+        int32_t real_cpu
+        int32_t pid
+        uint32_t state
+        uint32_t seen_arrived
+        uint32_t tsc_aux
+        uint64_t tsc_arrive
+        uint64_t tsc_release
+
+    struct softnet_data:
+        uint32_t processed
+        uint32_t time_squeeze
+        uint32_t dropped
+
+    struct pcpu_lstats:
+        uint64_t packets
+        uint64_t bytes
+        int32_t depth
+
+    struct smp_field:
+        const char *name
+        size_t offset
+        size_t size
+
+    struct smp_struct:
+        const char *name
+        size_t size
+        const smp_field *fields
+
+    const smp_struct smp_structs[]
+
+    void *per_cpu_ptr(const smp_header *hdr, int region, int cpu)

@@ -1,0 +1,63 @@
+/* smp.h - what the emulated CPUs do together: start barrier, stop flag.
+ *
+ * Every spin loop in smpnet polls hdr->stop (smp_should_stop), so a run
+ * whose worker died, or whose coordinator got Ctrl-C, ends promptly instead
+ * of spinning on a lock nobody will release. When the machine is
+ * oversubscribed (two emulated CPUs share a real one), waiting with `pause`
+ * would burn the time slice the other one needs: spin loops yield instead.
+ */
+#ifndef SMPNET_SMP_H
+#define SMPNET_SMP_H
+
+#include <sched.h>
+#include "atomic.h"
+#include "percpu.h"
+#include "tsc.h"
+
+static inline int smp_should_stop(const struct smp_header *hdr)
+{
+	return unlikely(READ_ONCE(hdr->stop) != 0);
+}
+
+/* One wait step of a spin loop: pause, or give the real CPU away. */
+static inline void smp_spin_wait(const struct smp_header *hdr)
+{
+	if (unlikely(hdr->flags & SMP_F_OVERSUBSCRIBED))
+		sched_yield();
+	else
+		cpu_relax();
+}
+
+/* The start barrier: the last CPU to arrive opens it for everyone.
+ * Returns 0 when released, -1 when the run was stopped first. */
+static inline int smp_barrier_wait(struct smp_header *hdr, struct cpu_state *cs)
+{
+	cs->tsc_arrive = tsc_start();
+	if (atomic_inc_return(&hdr->barrier_arrived) == hdr->nr_cpus)
+		atomic_set(&hdr->barrier_go, 1);
+	while (!atomic_read(&hdr->barrier_go)) {
+		if (smp_should_stop(hdr))
+			return -1;
+		smp_spin_wait(hdr);
+	}
+	cs->tsc_release = tsc_start();
+	cs->seen_arrived = atomic_read(&hdr->barrier_arrived);
+	return 0;
+}
+
+/* cpu_idle_poll(): spin until the run is stopped or `timeout_ns` passes.
+ * Returns the number of polls. A worker that only waits for the stop flag
+ * uses it; so do the tests that kill a worker mid-run. */
+static inline uint64_t cpu_idle_poll(const struct smp_header *hdr, uint64_t timeout_ns)
+{
+	uint64_t polls = 0, deadline = mono_ns() + timeout_ns;
+
+	while (!smp_should_stop(hdr)) {
+		smp_spin_wait(hdr);
+		if ((++polls & 1023) == 0 && mono_ns() >= deadline)
+			break;
+	}
+	return polls;
+}
+
+#endif
