@@ -1,0 +1,78 @@
+"""The --cpus syntax shared by every subcommand: `0,1`, `0-3`, `all`."""
+import os
+
+from .errors import BadInput
+
+
+def allowed_cpus():
+    """The real CPUs this process may run on (its affinity mask), sorted."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def parse_cpus(spec, allowed=None):
+    """Parse a --cpus value into a sorted list of real CPU numbers.
+
+    `all` (or None) means every allowed CPU. Anything outside the affinity
+    set, a duplicate, an empty list or a malformed range is a BadInput
+    naming the offending part.
+    """
+    allowed = allowed_cpus() if allowed is None else sorted(allowed)
+    if spec is None or str(spec).strip() == "all":
+        return list(allowed)
+    if not isinstance(spec, str):
+        items = list(spec)
+        if not all(isinstance(c, int) and not isinstance(c, bool) for c in items):
+            raise BadInput(f"CPU list must hold integers, got {spec!r}")
+    else:
+        text = spec.strip()
+        if not text:
+            raise BadInput("empty CPU list: give e.g. 0,1 or 0-3 or all")
+        items = []
+        for part in text.split(","):
+            items.extend(_parse_part(part.strip(), spec))
+    if not items:
+        raise BadInput("empty CPU list: give e.g. 0,1 or 0-3 or all")
+    seen = set()
+    for c in items:
+        if c in seen:
+            raise BadInput(f"CPU {c} is listed twice in {spec!r}")
+        seen.add(c)
+    outside = [c for c in items if c not in set(allowed)]
+    if outside:
+        raise BadInput(
+            f"CPU {outside[0]} is not in this process's affinity set "
+            f"({format_cpus(allowed)})"
+        )
+    return sorted(items)
+
+
+def _parse_part(part, spec):
+    try:
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            lo, hi = int(lo), int(hi)
+            if lo < 0 or hi < lo:
+                raise ValueError
+            return range(lo, hi + 1)
+        c = int(part)
+        if c < 0:
+            raise ValueError
+        return [c]
+    except ValueError:
+        raise BadInput(
+            f"bad CPU list {spec!r}: {part!r} is not a CPU number or range "
+            "(use e.g. 0,1 or 0-3 or all)"
+        ) from None
+
+
+def format_cpus(cpus):
+    """[0, 1, 2, 5] -> '0-2,5', the kernel's cpulist format."""
+    out, cpus = [], sorted(cpus)
+    i = 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(out)

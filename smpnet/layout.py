@@ -1,0 +1,151 @@
+"""The shared segment's records as numpy dtypes.
+
+smpnet/kernel/percpu.h declares the same records as C structs. Both are
+written out by hand, so that each reads naturally in its own language;
+`verify()` compares them field by field against what the C compiler laid
+out (smpnet._core.c_layout()), and Machine refuses to start if they differ.
+"""
+import hashlib
+
+import numpy as np
+
+CACHELINE = 64
+MAGIC = 0x54454E504D53  # "SMPNET", SMPNET_MAGIC
+VERSION = 1  # SMPNET_LAYOUT_VERSION: bump on any change below
+MAX_REGIONS = 16
+REGION_NAME = 16
+F_OVERSUBSCRIBED = 0x1
+
+# cpu_state.state
+CPU_OFFLINE, CPU_ONLINE, CPU_RUNNING, CPU_DONE = range(4)
+
+
+def _struct(size, *fields):
+    """A C struct as a dtype: (name, format, offset) per field, sizeof = size."""
+    names, formats, offsets = zip(*fields)
+    return np.dtype({"names": list(names), "formats": list(formats),
+                     "offsets": list(offsets), "itemsize": size})
+
+
+SMP_REGION = _struct(
+    32,
+    ("name", f"S{REGION_NAME}", 0),
+    ("offset", "<u8", 16),
+    ("count", "<u4", 24),
+    ("stride", "<u4", 28),
+)
+
+SMP_HEADER = _struct(
+    192 + MAX_REGIONS * SMP_REGION.itemsize,
+    ("magic", "<u8", 0),
+    ("layout_hash", "<u8", 8),
+    ("version", "<u4", 16),
+    ("nr_cpus", "<u4", 20),
+    ("nr_regions", "<u4", 24),
+    ("flags", "<u4", 28),
+    ("tsc_hz", "<f8", 32),
+    ("size", "<u8", 40),
+    ("stop", "<u4", 64),              # its own cache line
+    ("barrier_arrived", "<u4", 128),  # its own cache line
+    ("barrier_go", "<u4", 132),
+    ("regions", (SMP_REGION, MAX_REGIONS), 192),
+)
+
+CPU_STATE = _struct(
+    40,
+    ("cpu", "<i4", 0),
+    ("real_cpu", "<i4", 4),
+    ("pid", "<i4", 8),
+    ("state", "<u4", 12),
+    ("seen_arrived", "<u4", 16),
+    ("tsc_aux", "<u4", 20),
+    ("tsc_arrive", "<u8", 24),
+    ("tsc_release", "<u8", 32),
+)
+
+SOFTNET_DATA = _struct(
+    16,
+    ("processed", "<u4", 0),
+    ("time_squeeze", "<u4", 4),
+    ("dropped", "<u4", 8),
+)
+
+PCPU_LSTATS = _struct(
+    24,
+    ("packets", "<u8", 0),
+    ("bytes", "<u8", 8),
+    ("depth", "<i4", 16),
+)
+
+# C struct name -> dtype, for verify()
+STRUCTS = {
+    "smp_header": SMP_HEADER,
+    "smp_region": SMP_REGION,
+    "cpu_state": CPU_STATE,
+    "softnet_data": SOFTNET_DATA,
+    "pcpu_lstats": PCPU_LSTATS,
+}
+
+# The per-CPU regions every machine has, in directory order (enum smp_region_id).
+BUILTIN_REGIONS = (("cpu", CPU_STATE), ("softnet", SOFTNET_DATA), ("lstats", PCPU_LSTATS))
+
+LAYOUTS = ("aligned", "packed")
+
+
+def stride(dtype, layout="aligned"):
+    """Bytes from one record to the next: a whole number of cache lines
+    (DEFINE_PER_CPU_SHARED_ALIGNED), or the natural size rounded to 8 so that
+    neighbouring CPUs' records share lines, to show false sharing."""
+    if layout == "aligned":
+        return -(-dtype.itemsize // CACHELINE) * CACHELINE
+    return -(-dtype.itemsize // 8) * 8
+
+
+def padded(dtype, nbytes):
+    """The same record with its itemsize widened to the stride."""
+    d = dtype.fields
+    names = list(dtype.names)
+    return np.dtype({"names": names, "formats": [d[n][0] for n in names],
+                     "offsets": [d[n][1] for n in names], "itemsize": nbytes})
+
+
+def describe(dtype):
+    """A stable text form of a record: fields with offsets and formats."""
+    parts = [f"{n}@{dtype.fields[n][1]}:{dtype.fields[n][0].str}"
+             f"{dtype.fields[n][0].shape}" for n in dtype.names]
+    return f"{dtype.itemsize}{{{','.join(parts)}}}"
+
+
+def layout_hash(regions, layout):
+    """64-bit hash of everything an attacher must agree on: the version, the
+    header, each region's name and record, and the stride policy."""
+    h = hashlib.sha256(f"smpnet-layout-v{VERSION}|{layout}".encode())
+    h.update(describe(SMP_HEADER).encode())
+    for name, dtype in regions:
+        h.update(f"|{name}={describe(dtype)}".encode())
+    return int.from_bytes(h.digest()[:8], "little")
+
+
+def verify(c_layout):
+    """Compare the dtypes above with the C compiler's layout; returns a list
+    of disagreements (empty when they agree)."""
+    problems = []
+    for cname, dtype in STRUCTS.items():
+        if cname not in c_layout:
+            problems.append(f"struct {cname}: missing on the C side")
+            continue
+        csize, cfields = c_layout[cname]
+        if csize != dtype.itemsize:
+            problems.append(f"struct {cname}: sizeof {csize} in C, {dtype.itemsize} in numpy")
+        if set(cfields) != set(dtype.names):
+            problems.append(f"struct {cname}: fields {sorted(cfields)} in C, "
+                            f"{sorted(dtype.names)} in numpy")
+        for name in dtype.names:
+            if name not in cfields:
+                continue
+            fdtype, foffset = dtype.fields[name][:2]
+            if cfields[name] != (foffset, fdtype.itemsize):
+                problems.append(
+                    f"{cname}.{name}: (offset, size) {cfields[name]} in C, "
+                    f"{(foffset, fdtype.itemsize)} in numpy")
+    return problems

@@ -1,0 +1,305 @@
+"""The emulated SMP machine: one shared segment and one pinned worker per CPU.
+
+    with Machine(cpus=[0, 1]) as m:
+        results = m.run(fn, arg)    # fn(ctx, arg) on every emulated CPU
+
+Each emulated CPU is a forked worker process, pinned to its real CPU before
+it touches the segment; all of them start together on a barrier in shared
+memory. The coordinator sleeps in wait() on the workers' pipes and exit
+sentinels, so it burns no CPU the workers need. If a worker dies, raises or
+the coordinator gets Ctrl-C/SIGTERM, the stop flag goes up (every C spin loop
+polls it), the others get STOP_GRACE_S to return, stragglers are SIGKILLed,
+all are reaped, and the call raises an error that names the emulated CPU,
+the real CPU and the signal or exit code. The segment is unlinked when the
+Machine closes, on every path.
+"""
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import sys
+import time
+import traceback
+
+from . import _core, layout
+from .cpus import allowed_cpus, format_cpus, parse_cpus
+from .errors import BadInput, Interrupted, RunTimeout, SegmentError, SmpnetError, WorkerDied
+from .segment import Segment
+from .tsc import tsc_info
+
+STOP_GRACE_S = 1.0  # after the stop flag, how long workers get to return
+
+_layout_checked = False
+
+
+def check_layout():
+    """Refuse to run if the numpy dtypes and the C structs disagree."""
+    global _layout_checked
+    if not _layout_checked:
+        problems = layout.verify(_core.c_layout())
+        if problems:
+            raise SmpnetError("smpnet is built inconsistently (layout.py vs percpu.h): "
+                              + "; ".join(problems))
+        _layout_checked = True
+
+
+class CpuContext:
+    """What a worker function gets: which CPU it is, and the machine."""
+
+    def __init__(self, machine, cpu, real_cpu):
+        self.machine = machine
+        self.cpu = cpu            # emulated CPU number, 0..nr_cpus-1
+        self.real_cpu = real_cpu  # the real CPU this worker is pinned to
+        self.seg = machine.segment.buf  # pass to smpnet._core entry points
+
+    @property
+    def nr_cpus(self):
+        return self.machine.nr_cpus
+
+    def stopped(self):
+        return _core.smp_stopped(self.seg)
+
+
+class Machine:
+    """An emulated SMP machine. See the module docstring.
+
+    cpus: the real CPUs to use (a --cpus string, a list, or None for all
+          allowed ones). ncpus: emulated CPUs (default len(cpus)); emulated
+          CPU i runs on real CPU cpus[i % len(cpus)]. More emulated CPUs than
+          real ones needs oversubscribe=True and makes timings invalid.
+    layout: "aligned" (one cache line or more per per-CPU record) or "packed".
+    regions: extra shared regions, (name, dtype, count) each.
+    """
+
+    def __init__(self, cpus=None, ncpus=None, oversubscribe=False,
+                 layout="aligned", regions=()):
+        self.real_cpus = parse_cpus(cpus)
+        if ncpus is None:
+            ncpus = len(self.real_cpus)
+        if not isinstance(ncpus, int) or isinstance(ncpus, bool) or ncpus <= 0:
+            raise BadInput(f"the number of emulated CPUs must be a positive integer, got {ncpus!r}")
+        if ncpus > len(self.real_cpus) and not oversubscribe:
+            raise BadInput(
+                f"{ncpus} emulated CPUs on {len(self.real_cpus)} real CPU(s) "
+                f"({format_cpus(self.real_cpus)}): pass --oversubscribe to allow it "
+                "(results are then not valid for timing)")
+        self.nr_cpus = ncpus
+        self.oversubscribed = ncpus > len(self.real_cpus)
+        self.cpu_map = [self.real_cpus[i % len(self.real_cpus)] for i in range(ncpus)]
+        self.layout = layout
+        self.extra_regions = list(regions)
+        self.segment = None
+
+    # ------------------------------------------------------------ lifetime
+
+    def open(self):
+        check_layout()
+        flags = layout.F_OVERSUBSCRIBED if self.oversubscribed else 0
+        self.segment = Segment.create(self.nr_cpus, self.extra_regions,
+                                      tsc_hz=tsc_info()["tsc_hz"], flags=flags,
+                                      layout_name=self.layout)
+        cs = self.cpu_state
+        cs["cpu"] = range(self.nr_cpus)
+        cs["real_cpu"] = self.cpu_map
+        return self
+
+    def close(self):
+        if self.segment is not None:
+            self.segment.close()
+            self.segment = None
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def timing_valid(self):
+        return not self.oversubscribed
+
+    # ------------------------------------------------------------ views
+
+    def region(self, name):
+        if self.segment is None:
+            raise SegmentError("the machine is not open (use it as a context manager)")
+        return self.segment.region(name)
+
+    @property
+    def cpu_state(self):
+        return self.region("cpu")
+
+    @property
+    def softnet(self):
+        """softnet_data[nr_cpus]: one record per emulated CPU."""
+        return self.region("softnet")
+
+    @property
+    def lstats(self):
+        """pcpu_lstats[nr_cpus]: one record per emulated CPU."""
+        return self.region("lstats")
+
+    @property
+    def header(self):
+        return self.segment.header
+
+    # ------------------------------------------------------------ run
+
+    def run(self, fn, *args, timeout=None):
+        """Run fn(ctx, *args) on every emulated CPU, started together.
+
+        Returns the results as a list indexed by emulated CPU. Raises
+        WorkerDied if a worker died or raised, RunTimeout past `timeout`
+        seconds, Interrupted on Ctrl-C or SIGTERM; in every case no worker is
+        left running when it returns.
+        """
+        if self.segment is None:
+            raise SegmentError("the machine is not open (use it as a context manager)")
+        if timeout is not None and timeout <= 0:
+            raise BadInput(f"timeout must be positive, got {timeout}")
+        h = self.header
+        h["stop"] = 0
+        h["barrier_arrived"] = 0
+        h["barrier_go"] = 0
+        cs = self.cpu_state
+        for name in ("pid", "state", "seen_arrived", "tsc_aux", "tsc_arrive", "tsc_release"):
+            cs[name] = 0
+
+        workers = self._start_workers(fn, args)
+        old_term = signal.signal(signal.SIGTERM, _raise_interrupt) \
+            if _in_main_thread() else None
+        try:
+            return self._wait(workers, timeout)
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted: workers stopped, segment removed") from None
+        finally:
+            self._stop_and_reap(workers)
+            if old_term is not None:
+                signal.signal(signal.SIGTERM, old_term)
+
+    def _start_workers(self, fn, args):
+        ctx = multiprocessing.get_context("fork")
+        workers = []
+        # Workers must never see Ctrl-C: the coordinator decides how a run
+        # ends. Block SIGINT/SIGTERM across the fork so a child cannot take
+        # one before it has set SIGINT to ignored.
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            for cpu, real in enumerate(self.cpu_map):
+                rx, tx = ctx.Pipe(duplex=False)
+                p = ctx.Process(target=_worker_main, name=f"smpnet-cpu{cpu}",
+                                args=(self, cpu, real, fn, args, tx, old_mask, os.getpid()),
+                                daemon=True)
+                p.start()
+                tx.close()
+                workers.append(_Worker(cpu, real, p, rx))
+        except BaseException:
+            self._stop_and_reap(workers)
+            raise
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        return workers
+
+    def _wait(self, workers, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        results = [None] * len(workers)
+        by_conn = {w.conn: w for w in workers}
+        by_sentinel = {w.proc.sentinel: w for w in workers}
+        while by_conn or by_sentinel:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise RunTimeout(f"run exceeded its {timeout} s timeout; stopped")
+            ready = multiprocessing.connection.wait(list(by_conn) + list(by_sentinel), left)
+            for obj in ready:
+                if obj in by_conn:
+                    w = by_conn.pop(obj)
+                    try:
+                        kind, value = obj.recv()
+                    except (EOFError, OSError):
+                        continue  # died before sending: its sentinel says how
+                    if kind == "ok":
+                        results[w.cpu] = value
+                        w.done = True
+                    elif kind == "error":
+                        raise WorkerDied(w.cpu, w.real, w.proc.pid, f"raised {value}")
+                else:
+                    w = by_sentinel.pop(obj)
+                    w.proc.join()
+                    code = w.proc.exitcode
+                    if code != 0:
+                        raise WorkerDied(w.cpu, w.real, w.proc.pid, _describe_exit(code))
+                    if w.conn in by_conn:
+                        # exited cleanly; its result may still be in the pipe
+                        continue
+                    if not w.done:
+                        raise WorkerDied(w.cpu, w.real, w.proc.pid, "exited without a result")
+        return results
+
+    def _stop_and_reap(self, workers):
+        """Stop flag up, a grace period, SIGKILL for the rest, reap all."""
+        if self.segment is not None:
+            _core.smp_stop(self.segment.buf)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for w in workers:
+            w.proc.join(max(0.0, deadline - time.monotonic()))
+        for w in workers:
+            if w.proc.exitcode is None:
+                w.proc.kill()
+        for w in workers:
+            w.proc.join()
+            w.conn.close()
+
+
+class _Worker:
+    def __init__(self, cpu, real, proc, conn):
+        self.cpu, self.real, self.proc, self.conn = cpu, real, proc, conn
+        self.done = False
+
+
+def _worker_main(machine, cpu, real_cpu, fn, args, tx, sigmask, parent_pid):
+    """The body of one emulated CPU's worker process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, sigmask)
+    _core.set_pdeathsig(signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the coordinator died before prctl
+        os._exit(1)
+    try:
+        # Pin first: every touch of the segment is from the right CPU.
+        os.sched_setaffinity(0, {real_cpu})
+        cs = machine.cpu_state[cpu]
+        cs["pid"] = os.getpid()
+        cs["tsc_aux"] = _core.read_tscp()[1]
+        cs["state"] = layout.CPU_ONLINE
+        if not _core.barrier_wait(machine.segment.buf, cpu):
+            tx.send(("ok", None))  # stopped before the start
+            return
+        cs["state"] = layout.CPU_RUNNING
+        result = fn(CpuContext(machine, cpu, real_cpu), *args)
+        cs["state"] = layout.CPU_DONE
+        tx.send(("ok", result))
+    except Exception as e:
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
+        try:
+            tx.send(("error", f"{type(e).__name__}: {e}{where}"))
+        finally:
+            sys.exit(1)
+
+
+def _describe_exit(code):
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _in_main_thread():
+    import threading
+    return threading.current_thread() is threading.main_thread()

@@ -1,0 +1,1 @@
+"""One module per experiment: validated parameters -> run on a Machine -> result rows."""

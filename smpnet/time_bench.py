@@ -1,0 +1,86 @@
+"""The time_bench harness: one op, N times in a C loop, several rounds.
+
+Modelled on the kernel's time_bench (prototype-kernel) and pyperf: the op is
+inlined in its C loop between two TSC reads; a warm-up round runs first and
+is thrown away; then `rounds` rounds, each giving per-op cycles; the result
+is the median with min and max, plus the empty loop's cost (for_loop) timed
+the same way, so a reader can see how much of a figure is loop overhead.
+Every benchmark in smpnet, from the CLI or bench/, goes through here.
+"""
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from . import _core
+from .errors import BadInput
+from .tsc import tsc_hz as _tsc_hz
+
+MIN_ROUND_S = 0.01  # loops are calibrated so that one round lasts at least this
+
+
+@dataclass
+class BenchResult:
+    test: str
+    loops: int
+    rounds: int
+    cycles: float        # per op, median over rounds
+    cycles_min: float
+    cycles_max: float
+    ns: float            # per op, from cycles and tsc_hz
+    ns_min: float
+    ns_max: float
+    overhead_cycles: float  # the empty loop, per iteration (median)
+    tsc_hz: float
+    wall_s: float        # CLOCK_MONOTONIC time of the measured rounds
+    samples: list = field(default_factory=list)  # per-op cycles of each round
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def tests():
+    """The names of the time_bench tests compiled into smpnet._core."""
+    return list(_core.TIME_BENCH_TESTS)
+
+
+def calibrate_loops(test, min_time=MIN_ROUND_S, start=1000, limit=1 << 34):
+    """Smallest power-of-two multiple of `start` loops whose round lasts min_time."""
+    loops = start
+    while loops < limit:
+        _, wall_ns = _core.time_bench_round(test, loops)
+        if wall_ns >= min_time * 1e9:
+            return loops
+        loops *= 2
+    return loops
+
+
+def time_bench(test, loops=None, rounds=5, warmup=1, min_time=MIN_ROUND_S):
+    """Measure one test; see the module docstring."""
+    if test not in _core.TIME_BENCH_TESTS:
+        raise BadInput(f"unknown time_bench test {test!r} "
+                       f"(known: {', '.join(_core.TIME_BENCH_TESTS)})")
+    if loops is not None and loops <= 0:
+        raise BadInput(f"loops must be positive, got {loops}")
+    if rounds <= 0:
+        raise BadInput(f"rounds must be positive, got {rounds}")
+    if warmup < 0:
+        raise BadInput(f"warmup must be zero or more, got {warmup}")
+    if loops is None:
+        loops = calibrate_loops(test, min_time)
+    hz = _tsc_hz()
+    for _ in range(warmup):
+        _core.time_bench_round(test, loops)
+    samples, wall = [], 0
+    for _ in range(rounds):
+        cycles, wall_ns = _core.time_bench_round(test, loops)
+        samples.append(cycles / loops)
+        wall += wall_ns
+    overhead = [_core.time_bench_round("for_loop", loops)[0] / loops
+                for _ in range(max(1, min(rounds, 3)))]
+    med, lo, hi = statistics.median(samples), min(samples), max(samples)
+    return BenchResult(
+        test=test, loops=loops, rounds=rounds,
+        cycles=med, cycles_min=lo, cycles_max=hi,
+        ns=med * 1e9 / hz, ns_min=lo * 1e9 / hz, ns_max=hi * 1e9 / hz,
+        overhead_cycles=statistics.median(overhead), tsc_hz=hz,
+        wall_s=wall / 1e9, samples=samples,
+    )
