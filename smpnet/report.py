@@ -1,0 +1,98 @@
+"""Output: the JSON envelope every subcommand shares, and text tables.
+
+Envelope (schema 1):
+  {"schema": 1, "smpnet": VERSION, "command": NAME, "machine": {...},
+   "params": {...}, "results": [...], "verdicts": [...], "warnings": [...]}
+A verdict: {"seed", "claim", "reference", "measured", "interval", "verdict"}.
+"""
+import json
+import os
+
+from . import __version__, _core, sysinfo
+from .errors import BadInput
+from .tsc import tsc_info
+
+SCHEMA = 1
+
+
+def machine(cpus):
+    """The "machine" object: host facts, TSC facts and build facts."""
+    facts = sysinfo.machine_facts(cpus)
+    facts.update(tsc_info())
+    facts["cython"] = _core.CYTHON_VERSION
+    facts["smpnet"] = __version__
+    return facts
+
+
+def envelope(command, cpus, params, results=(), verdicts=(), warnings=(), facts=None):
+    facts = machine(cpus) if facts is None else facts
+    return {
+        "schema": SCHEMA,
+        "smpnet": __version__,
+        "command": command,
+        "machine": facts,
+        "params": params,
+        "results": list(results),
+        "verdicts": list(verdicts),
+        "warnings": list(warnings),
+    }
+
+
+def check_output_path(path):
+    """Fail before a long run, not after it, if its JSON cannot be saved."""
+    if path is None:
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise BadInput(f"--output {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise BadInput(f"--output {path}: directory {parent} is not writable")
+    if os.path.isdir(path):
+        raise BadInput(f"--output {path}: is a directory")
+
+
+def write_json(env, path):
+    """Write atomically: a reader never sees half a file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(env, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def dumps(env):
+    return json.dumps(env, indent=2)
+
+
+def table(rows, headers):
+    """A plain aligned text table; numbers right-aligned."""
+    cells = [[str(h) for h in headers]] + [[_cell(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    numeric = [all(_is_num(r[i]) for r in rows) if rows else False
+               for i in range(len(headers))]
+    lines = []
+    for n, r in enumerate(cells):
+        lines.append("  ".join(c.rjust(w) if numeric[i] else c.ljust(w)
+                               for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _cell(v):
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 100 else f"{v:.1f}"
+    return "-" if v is None else str(v)
+
+
+def time_bench_line(r):
+    """A BenchResult in time_bench's own line format, which kernel people read."""
+    period = r.wall_s / r.rounds if r.rounds else 0.0
+    return (f"Type:{r.test} Per elem: {round(r.cycles)} cycles(tsc) {r.ns:.3f} ns "
+            f"(step:0) - (measurement period time:{period:.9f} sec "
+            f"time_interval:{round(period * 1e9)}) - "
+            f"(invoke count:{r.loops} tsc_interval:{round(r.cycles * r.loops)})")
