@@ -1,0 +1,71 @@
+"""smpnet-bench: exit codes, one-line errors, the JSON envelope."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from smpnet.cli import main
+
+MACHINE_KEYS = {"cpu_model", "allowed_cpus", "tsc_hz", "tsc_source", "hypervisor", "kernel"}
+ENVELOPE_KEYS = {"schema", "smpnet", "command", "machine", "params", "results", "verdicts", "warnings"}
+
+
+def test_info_text(capsys, allowed):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    for label in ("CPU model", "TSC", "Hypervisor", "Governor", "isolcpus", "Kernel",
+                  "Python", "numpy", "smpnet", "SMT siblings", "NUMA nodes"):
+        assert label in out
+    assert "cycles" in out and "ns" in out  # timer costs, with units
+
+
+def test_info_json_envelope(capsys, allowed, tmp_path):
+    out_file = tmp_path / "info.json"
+    assert main(["info", "--json", "--cpus", str(allowed[0]), "--output", str(out_file)]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert set(env) == ENVELOPE_KEYS
+    assert env["schema"] == 1 and env["command"] == "info"
+    assert MACHINE_KEYS <= set(env["machine"])
+    assert env["machine"]["selected_cpus"] == [allowed[0]]
+    assert env["machine"]["allowed_cpus"] == allowed
+    assert {r["test"] for r in env["results"]} == {"for_loop", "tsc_read"}
+    saved = json.loads(out_file.read_text())
+    assert saved["machine"]["cpu_model"] == env["machine"]["cpu_model"]
+    assert saved["params"] == env["params"] == {"cpus": str(allowed[0])}
+
+
+def bad_cpus(allowed):
+    return [str(max(allowed) + 1), f"{allowed[0]},{allowed[0]}", "garbage", "", "2-1", "-3"]
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_bad_cpus_exit_2_with_one_line(capsys, allowed, index):
+    assert main(["info", "--cpus", bad_cpus(allowed)[index]]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("smpnet-bench: ")
+
+
+@pytest.mark.parametrize("argv", [[], ["nope"], ["info", "--bogus"], ["info", "--cpus"]])
+def test_usage_errors_exit_2_with_one_line(capsys, argv):
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "smpnet-bench" in lines[0]
+
+
+def test_output_to_a_missing_directory_is_refused_before_running(capsys, tmp_path):
+    assert main(["info", "--output", str(tmp_path / "no" / "such.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cmd", [["smpnet-bench"], [sys.executable, "-m", "smpnet"]])
+def test_entry_points_run_without_traceback(cmd):
+    ok = subprocess.run(cmd + ["info", "--json"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["command"] == "info"
+    bad = subprocess.run(cmd + ["info", "--cpus", "x"], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

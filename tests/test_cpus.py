@@ -1,0 +1,36 @@
+"""The --cpus syntax."""
+import pytest
+
+from smpnet import BadInput
+from smpnet.cpus import format_cpus, parse_cpus
+
+ALLOWED = [0, 1, 2, 3, 8]
+
+
+@pytest.mark.parametrize("spec,expected", [
+    ("all", ALLOWED), (None, ALLOWED), ("0", [0]), ("0,1", [0, 1]), ("0-3", [0, 1, 2, 3]),
+    ("3,0-1", [0, 1, 3]), (" 1 , 2 ", [1, 2]), ("8", [8]), ([2, 0], [0, 2]),
+])
+def test_valid(spec, expected):
+    assert parse_cpus(spec, ALLOWED) == expected
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("", "empty"), ("  ", "empty"), ("4", "not in this process's affinity set"),
+    ("0-4", "CPU 4 is not in"), ("0,0", "listed twice"), ("0-2,1", "listed twice"),
+    ("abc", "not a CPU number"), ("1-", "not a CPU number"), ("3-1", "not a CPU number"),
+    ("-1", "not a CPU number"), ("0,,1", "not a CPU number"), ([], "empty"),
+    ([0, "1"], "integers"),
+])
+def test_invalid(spec, message):
+    with pytest.raises(BadInput, match=message):
+        parse_cpus(spec, ALLOWED)
+
+
+@pytest.mark.parametrize("cpus,text", [([0, 1, 2, 5], "0-2,5"), ([3], "3"), ([], ""), ([4, 0, 1], "0-1,4")])
+def test_format(cpus, text):
+    assert format_cpus(cpus) == text
+
+
+def test_format_round_trips():
+    assert parse_cpus(format_cpus(ALLOWED), ALLOWED) == ALLOWED

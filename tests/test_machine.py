@@ -1,0 +1,324 @@
+"""Machine: the segment, pinned workers, barrier start, failure handling."""
+import os
+import resource
+import signal
+import stat
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from smpnet import BadInput, Machine, SegmentError, WorkerDied, _core, layout
+from smpnet.errors import RunTimeout
+
+from conftest import SHM, smpnet_segments
+
+
+def whoami(ctx):
+    return ctx.cpu, ctx.real_cpu, sorted(os.sched_getaffinity(0)), os.getpid()
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------ segment
+
+def test_segment_is_0600_with_an_unguessable_name(allowed):
+    with Machine(cpus=allowed) as m, Machine(cpus=allowed) as m2:
+        name = m.segment.name
+        st = os.stat(os.path.join(SHM, name))
+        assert stat.S_IMODE(st.st_mode) == 0o600
+        assert name.startswith("smpnet_") and len(name) == len("smpnet_") + 32
+        assert name != m2.segment.name
+    assert name not in smpnet_segments()
+
+
+def test_per_cpu_views_are_one_aligned_record_per_cpu(allowed):
+    with Machine(cpus=allowed) as m:
+        for view in (m.softnet, m.lstats, m.cpu_state):
+            assert len(view) == m.nr_cpus
+            assert view.dtype.itemsize % layout.CACHELINE == 0
+            base = view.__array_interface__["data"][0]
+            assert base % layout.CACHELINE == 0
+        assert set(m.lstats.dtype.names) == {"packets", "bytes", "depth"}
+        assert int(m.header["nr_cpus"]) == m.nr_cpus
+        assert int(m.header["magic"]) == layout.MAGIC
+
+
+def test_packed_layout_puts_neighbours_on_one_line(allowed):
+    with Machine(cpus=allowed, ncpus=2, oversubscribe=True, layout="packed") as m:
+        assert m.lstats.dtype.itemsize == 24
+        # CPU 0's and CPU 1's pcpu_lstats now share a cache line: false sharing
+        a = m.lstats[0:1].__array_interface__["data"][0]
+        b = m.lstats[1:2].__array_interface__["data"][0]
+        assert a // layout.CACHELINE == b // layout.CACHELINE
+
+
+def test_workers_write_what_the_coordinator_reads(allowed):
+    def count(ctx, n):
+        m = ctx.machine
+        m.lstats[ctx.cpu]["packets"] = n * (ctx.cpu + 1)
+        m.softnet[ctx.cpu]["processed"] = ctx.cpu + 7
+        return True
+
+    with Machine(cpus=allowed) as m:
+        assert m.run(count, 10) == [True] * m.nr_cpus
+        assert list(m.lstats["packets"]) == [10 * (i + 1) for i in range(m.nr_cpus)]
+        assert list(m.softnet["processed"]) == [i + 7 for i in range(m.nr_cpus)]
+
+
+def test_extra_regions(allowed):
+    skb = np.dtype([("next", "<u4"), ("alloc_cpu", "<u4")])
+    with Machine(cpus=allowed, regions=[("skb", skb, 100)]) as m:
+        pool = m.region("skb")
+        assert len(pool) == 100
+        assert m.segment.region_names == ["cpu", "softnet", "lstats", "skb"]
+        with pytest.raises(KeyError):
+            m.region("neigh")
+
+
+# ------------------------------------------------------------------ attach
+
+def test_attach_to_a_live_segment(allowed):
+    from smpnet.segment import Segment
+
+    with Machine(cpus=allowed) as m:
+        m.lstats[0]["bytes"] = 1234
+        other = Segment.attach(m.segment.name)
+        try:
+            assert other.region("lstats")[0]["bytes"] == 1234
+            assert int(other.header["nr_cpus"]) == m.nr_cpus
+        finally:
+            other.close()
+        assert m.segment.name in smpnet_segments()  # attacher does not unlink
+
+
+@pytest.fixture
+def foreign():
+    """A segment smpnet did not make, named like one."""
+    from multiprocessing import shared_memory
+
+    shm = shared_memory.SharedMemory(name="smpnet_foreigntest%d" % os.getpid(),
+                                     create=True, size=4096)
+    yield shm
+    shm.close()
+    shm.unlink()
+
+
+def _header(shm):
+    return np.ndarray((), layout.SMP_HEADER, shm.buf, 0)
+
+
+def test_attach_foreign_segment_bad_magic(foreign):
+    from smpnet.segment import Segment
+
+    foreign.buf[:8] = b"NOTSMPNE"
+    with pytest.raises(SegmentError, match="not an smpnet segment"):
+        Segment.attach(foreign.name)
+
+
+def test_attach_wrong_version(foreign, allowed):
+    from smpnet.segment import Segment
+
+    h = _header(foreign)
+    h["magic"], h["version"] = layout.MAGIC, layout.VERSION + 1
+    del h
+    with pytest.raises(SegmentError, match="layout version"):
+        Segment.attach(foreign.name)
+
+
+def test_attach_wrong_layout_hash(allowed):
+    from smpnet.segment import Segment
+
+    with Machine(cpus=allowed) as m:
+        m.header["layout_hash"] ^= 1
+        with pytest.raises(SegmentError, match="layout hash"):
+            Segment.attach(m.segment.name)
+
+
+def test_attach_too_small_and_missing():
+    from multiprocessing import shared_memory
+    from smpnet.segment import Segment
+
+    shm = shared_memory.SharedMemory(name="smpnet_tinytest%d" % os.getpid(),
+                                     create=True, size=16)
+    try:
+        with pytest.raises(SegmentError, match="too small"):
+            Segment.attach(shm.name)
+    finally:
+        shm.close()
+        shm.unlink()
+    with pytest.raises(SegmentError, match="no shared-memory segment"):
+        Segment.attach("smpnet_doesnotexist")
+
+
+# ------------------------------------------------------------------ workers
+
+def test_a_result_from_every_cpu_each_pinned(allowed):
+    with Machine(cpus=allowed) as m:
+        results = m.run(whoami)
+        assert [r[0] for r in results] == list(range(len(allowed)))
+        for cpu, real, affinity, pid in results:
+            assert real == allowed[cpu]
+            assert affinity == [real]  # the worker's own sched_getaffinity
+            assert pid != os.getpid()
+        assert list(m.cpu_state["state"]) == [layout.CPU_DONE] * m.nr_cpus
+        if _core.HAVE_TSC:
+            # rdtscp's TSC_AUX, set by Linux to the CPU the worker ran on
+            assert [a & 0xFFF for a in m.cpu_state["tsc_aux"]] == allowed
+
+
+def test_barrier_releases_only_when_all_arrived(allowed):
+    def spin_arrival(ctx):
+        return int(ctx.machine.header["barrier_arrived"])
+
+    with Machine(cpus=allowed, ncpus=4, oversubscribe=True) as m:
+        seen = m.run(spin_arrival)
+        assert seen == [4, 4, 4, 4]
+        assert list(m.cpu_state["seen_arrived"]) == [4, 4, 4, 4]
+        assert all(m.cpu_state["tsc_release"] >= m.cpu_state["tsc_arrive"])
+
+
+def test_runs_repeat_on_one_machine(allowed):
+    with Machine(cpus=allowed) as m:
+        first = m.run(whoami)
+        second = m.run(whoami)
+        assert [r[:3] for r in first] == [r[:3] for r in second]
+        assert {r[3] for r in first}.isdisjoint({r[3] for r in second})
+
+
+def test_one_cpu(allowed):
+    with Machine(cpus=[allowed[-1]]) as m:
+        assert m.run(whoami)[0][:3] == (0, allowed[-1], [allowed[-1]])
+
+
+def test_oversubscription_refused_by_default(allowed):
+    with pytest.raises(BadInput, match="--oversubscribe"):
+        Machine(cpus=allowed, ncpus=len(allowed) + 1)
+
+
+def test_oversubscribed_runs_round_robin_and_is_flagged(allowed):
+    n = 2 * len(allowed) + 1
+    with Machine(cpus=allowed, ncpus=n, oversubscribe=True) as m:
+        assert not m.timing_valid
+        assert int(m.header["flags"]) & layout.F_OVERSUBSCRIBED
+        results = m.run(whoami)
+        assert [r[1] for r in results] == [allowed[i % len(allowed)] for i in range(n)]
+        assert all(r[2] == [r[1]] for r in results)
+    with Machine(cpus=allowed) as m:
+        assert m.timing_valid
+
+
+@pytest.mark.parametrize("ncpus", [0, -1, 1.5, "2"])
+def test_bad_cpu_counts(allowed, ncpus):
+    with pytest.raises(BadInput):
+        Machine(cpus=allowed, ncpus=ncpus)
+
+
+def test_coordinator_sleeps_while_workers_run(allowed):
+    def busy(ctx):
+        _core.idle_poll(ctx.seg, 0.5)
+        return ctx.cpu
+
+    with Machine(cpus=allowed) as m:
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        assert m.run(busy) == list(range(m.nr_cpus))
+        after = resource.getrusage(resource.RUSAGE_SELF)
+    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    # The workers spun for 0.5 s each; a coordinator that spun too would use ~0.5 s.
+    assert used < 0.25, f"coordinator used {used:.3f} s of CPU"
+
+
+# ------------------------------------------------------------------ failures
+
+def _assert_all_gone(m):
+    pids = [int(p) for p in m.cpu_state["pid"] if p]
+    assert pids, "workers never registered"
+    assert not any(pid_alive(p) for p in pids)
+
+
+def test_worker_sigkill_names_the_cpu_and_stops_the_others(allowed):
+    def victim(ctx):
+        if ctx.cpu == ctx.nr_cpus - 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _core.idle_poll(ctx.seg, 60.0)  # only the stop flag ends this
+
+    with Machine(cpus=allowed, ncpus=2, oversubscribe=True) as m:
+        name = m.segment.name
+        t0 = time.monotonic()
+        with pytest.raises(WorkerDied) as e:
+            m.run(victim)
+        assert time.monotonic() - t0 < 30  # not the 60 s poll timeout
+        assert e.value.cpu == 1 and e.value.real_cpu == m.cpu_map[1]
+        assert "SIGKILL" in str(e.value) and "emulated CPU 1" in str(e.value)
+        _assert_all_gone(m)
+    assert name not in smpnet_segments()
+
+
+def test_worker_killed_from_outside(allowed):
+    def wait(ctx):
+        return _core.idle_poll(ctx.seg, 60.0)
+
+    with Machine(cpus=allowed, ncpus=2, oversubscribe=True) as m:
+        def killer():
+            while not all(m.cpu_state["state"] == layout.CPU_RUNNING):
+                time.sleep(0.01)
+            os.kill(int(m.cpu_state["pid"][0]), signal.SIGKILL)
+
+        t = threading.Thread(target=killer)
+        t.start()
+        with pytest.raises(WorkerDied, match=r"emulated CPU 0 .*SIGKILL"):
+            m.run(wait)
+        t.join()
+        _assert_all_gone(m)
+
+
+def test_worker_exception_is_reported(allowed):
+    def boom(ctx):
+        if ctx.cpu == 0:
+            raise ZeroDivisionError("on purpose")
+        return _core.idle_poll(ctx.seg, 60.0)
+
+    with Machine(cpus=allowed) as m:
+        with pytest.raises(WorkerDied, match=r"emulated CPU 0 .*raised ZeroDivisionError: on purpose"):
+            m.run(boom)
+        _assert_all_gone(m)
+
+
+def test_worker_exit_code_is_reported(allowed):
+    def leave(ctx):
+        sys.exit(3)
+
+    with Machine(cpus=allowed) as m:
+        with pytest.raises(WorkerDied, match="exited with code 3"):
+            m.run(leave)
+
+
+def test_worker_that_ignores_stop_is_killed(allowed):
+    def stubborn(ctx):
+        if ctx.cpu == 0:
+            raise RuntimeError("first")
+        while True:  # pure Python, never polls the stop flag
+            time.sleep(0.01)
+
+    with Machine(cpus=allowed, ncpus=2, oversubscribe=True) as m:
+        with pytest.raises(WorkerDied, match="raised RuntimeError"):
+            m.run(stubborn)
+        _assert_all_gone(m)
+
+
+def test_run_timeout_stops_everything(allowed):
+    def wait(ctx):
+        return _core.idle_poll(ctx.seg, 60.0)
+
+    with Machine(cpus=allowed) as m:
+        with pytest.raises(RunTimeout):
+            m.run(wait, timeout=0.3)
+        _assert_all_gone(m)

@@ -1,0 +1,72 @@
+"""TSC calibration and the time_bench harness (behaviour, not speed)."""
+import time
+
+import pytest
+
+from smpnet import BadInput, _core
+from smpnet import time_bench as tb
+from smpnet.time_bench import calibrate_loops, time_bench
+from smpnet.tsc import tsc_hz, tsc_info
+
+
+def test_tsc_agrees_with_clock_monotonic_within_2_percent():
+    hz = tsc_hz()
+    t0, m0 = _core.read_tsc(), time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    time.sleep(0.1)
+    t1, m1 = _core.read_tsc(), time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    measured = (t1 - t0) * 1e9 / (m1 - m0)
+    assert abs(measured - hz) / hz < 0.02
+
+
+def test_tsc_info_says_where_the_frequency_came_from():
+    info = tsc_info()
+    assert info["tsc_hz"] > 0
+    assert info["tsc_source"]
+    if _core.HAVE_TSC:
+        assert info["tsc_calibrated_hz"] > 0
+    else:
+        assert info["tsc_hz"] == 1e9 and "clock_gettime" in info["tsc_source"]
+
+
+def test_tsc_is_monotonic_on_one_cpu():
+    reads = [_core.read_tsc() for _ in range(1000)]
+    assert reads == sorted(reads)
+
+
+def test_time_bench_result_is_consistent():
+    r = time_bench("tsc_read", loops=20000, rounds=4, warmup=1)
+    assert r.loops == 20000 and r.rounds == 4 and len(r.samples) == 4
+    assert r.cycles_min <= r.cycles <= r.cycles_max
+    assert r.cycles_min == min(r.samples) and r.cycles_max == max(r.samples)
+    assert r.ns == pytest.approx(r.cycles * 1e9 / r.tsc_hz)
+    assert r.overhead_cycles > 0
+    assert r.wall_s > 0
+
+
+def test_a_timestamp_costs_more_than_an_empty_iteration():
+    # Not a speed claim: rdtsc with two lfences cannot be cheaper than a
+    # compiler barrier, on any machine.
+    assert time_bench("tsc_read", loops=50000, rounds=3).cycles > \
+        time_bench("for_loop", loops=50000, rounds=3).cycles
+
+
+def test_loop_calibration_reaches_the_minimum_round_time():
+    loops = calibrate_loops("for_loop", min_time=0.002)
+    cycles, wall_ns = _core.time_bench_round("for_loop", loops)
+    assert loops >= 1000 and cycles > 0
+    assert time_bench("for_loop", rounds=1, min_time=0.002).loops >= 1000
+
+
+def test_tests_listed():
+    assert {"for_loop", "tsc_read"} <= set(tb.tests())
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(test="nope"), "unknown time_bench test"),
+    (dict(test="for_loop", loops=0), "loops must be positive"),
+    (dict(test="for_loop", loops=10, rounds=0), "rounds must be positive"),
+    (dict(test="for_loop", loops=10, warmup=-1), "warmup"),
+])
+def test_bad_parameters(kwargs, message):
+    with pytest.raises(BadInput, match=message):
+        time_bench(**kwargs)
