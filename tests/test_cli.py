@@ -62,10 +62,11 @@ def test_output_to_a_missing_directory_is_refused_before_running(capsys, tmp_pat
 
 
 @pytest.mark.parametrize("cmd", [["smpnet-bench"], [sys.executable, "-m", "smpnet"]])
-def test_entry_points_run_without_traceback(cmd):
-    ok = subprocess.run(cmd + ["info", "--json"], capture_output=True, text=True)
+def test_entry_points_run_without_traceback(cmd, tmp_path):
+    # cwd away from the source tree, which `python -m` would put on sys.path
+    ok = subprocess.run(cmd + ["info", "--json"], capture_output=True, text=True, cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["command"] == "info"
-    bad = subprocess.run(cmd + ["info", "--cpus", "x"], capture_output=True, text=True)
+    bad = subprocess.run(cmd + ["info", "--cpus", "x"], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -35,9 +35,11 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def start():
+def start(cwd):
+    # cwd away from the source tree: `python -c` puts cwd on sys.path, and
+    # the installed smpnet (with its compiled core) is the one under test
     p = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, cwd=cwd)
     line = p.stdout.readline()
     assert line, p.stderr.read()
     return p, json.loads(line)
@@ -66,8 +68,8 @@ def wait_until(cond, limit=10.0):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_stops_workers_and_removes_segment(sig):
-    p, info = start()
+def test_interrupt_stops_workers_and_removes_segment(sig, tmp_path):
+    p, info = start(tmp_path)
     assert info["segment"] in smpnet_segments()
     p.send_signal(sig)
     _, err = p.communicate(timeout=30)
@@ -77,8 +79,8 @@ def test_interrupt_stops_workers_and_removes_segment(sig):
     assert info["segment"] not in smpnet_segments()
 
 
-def test_coordinator_sigkill_leaves_nothing_behind():
-    p, info = start()
+def test_coordinator_sigkill_leaves_nothing_behind(tmp_path):
+    p, info = start(tmp_path)
     p.kill()
     p.wait(timeout=30)
     # workers die with their parent (PR_SET_PDEATHSIG); the resource tracker
