@@ -29,7 +29,7 @@ def parse_cpus(spec, allowed=None):
             raise BadInput("empty CPU list: give e.g. 0,1 or 0-3 or all")
         items = []
         for part in text.split(","):
-            items.extend(_parse_part(part.strip(), spec))
+            items.extend(_parse_part(part.strip(), spec, allowed))
     if not items:
         raise BadInput("empty CPU list: give e.g. 0,1 or 0-3 or all")
     seen = set()
@@ -46,13 +46,16 @@ def parse_cpus(spec, allowed=None):
     return sorted(items)
 
 
-def _parse_part(part, spec):
+def _parse_part(part, spec, allowed):
     try:
         if "-" in part:
             lo, hi = part.split("-", 1)
             lo, hi = int(lo), int(hi)
             if lo < 0 or hi < lo:
                 raise ValueError
+            if allowed and hi > allowed[-1]:  # before expanding 0-4000000000
+                raise BadInput(f"CPU {hi} is not in this process's affinity set "
+                               f"({format_cpus(allowed)})")
             return range(lo, hi + 1)
         c = int(part)
         if c < 0:

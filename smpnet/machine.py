@@ -18,6 +18,7 @@ import multiprocessing.connection
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 
@@ -28,6 +29,7 @@ from .segment import Segment
 from .tsc import tsc_info
 
 STOP_GRACE_S = 1.0  # after the stop flag, how long workers get to return
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 _layout_checked = False
 
@@ -36,7 +38,7 @@ def check_layout():
     """Refuse to run if the numpy dtypes and the C structs disagree."""
     global _layout_checked
     if not _layout_checked:
-        problems = layout.verify(_core.c_layout())
+        problems = layout.verify(_core.c_layout(), _core.c_constants())
         if problems:
             raise SmpnetError("smpnet is built inconsistently (layout.py vs percpu.h): "
                               + "; ".join(problems))
@@ -50,7 +52,7 @@ class CpuContext:
         self.machine = machine
         self.cpu = cpu            # emulated CPU number, 0..nr_cpus-1
         self.real_cpu = real_cpu  # the real CPU this worker is pinned to
-        self.seg = machine.segment.buf  # pass to smpnet._core entry points
+        self.seg = machine.segment.buf  # the mapping: pass it to smpnet._core entry points
 
     @property
     def nr_cpus(self):
@@ -165,10 +167,12 @@ class Machine:
         for name in ("pid", "state", "seen_arrived", "tsc_aux", "tsc_arrive", "tsc_release"):
             cs[name] = 0
 
-        workers = self._start_workers(fn, args)
-        old_term = signal.signal(signal.SIGTERM, _raise_interrupt) \
-            if _in_main_thread() else None
+        workers = []
+        in_main = threading.current_thread() is threading.main_thread()
+        # SIGTERM ends a run the way Ctrl-C does; installed before any fork
+        old_term = signal.signal(signal.SIGTERM, _raise_interrupt) if in_main else None
         try:
+            self._start_workers(fn, args, workers)
             return self._wait(workers, timeout)
         except KeyboardInterrupt:
             raise Interrupted("interrupted: workers stopped, segment removed") from None
@@ -177,28 +181,30 @@ class Machine:
             if old_term is not None:
                 signal.signal(signal.SIGTERM, old_term)
 
-    def _start_workers(self, fn, args):
+    def _start_workers(self, fn, args, workers):
+        """Fork one pinned worker per emulated CPU into `workers` (the
+        caller's list, so that whatever was started is reaped whatever
+        happens here)."""
         ctx = multiprocessing.get_context("fork")
-        workers = []
         # Workers must never see Ctrl-C: the coordinator decides how a run
         # ends. Block SIGINT/SIGTERM across the fork so a child cannot take
-        # one before it has set SIGINT to ignored.
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        # one before it has set SIGINT to ignored; one that reaches the
+        # coordinator meanwhile is delivered when the mask is restored, and
+        # the caller reaps what was started.
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
         try:
             for cpu, real in enumerate(self.cpu_map):
                 rx, tx = ctx.Pipe(duplex=False)
                 p = ctx.Process(target=_worker_main, name=f"smpnet-cpu{cpu}",
                                 args=(self, cpu, real, fn, args, tx, old_mask, os.getpid()),
                                 daemon=True)
-                p.start()
-                tx.close()
+                try:
+                    p.start()
+                finally:
+                    tx.close()
                 workers.append(_Worker(cpu, real, p, rx))
-        except BaseException:
-            self._stop_and_reap(workers)
-            raise
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        return workers
 
     def _wait(self, workers, timeout):
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -233,21 +239,31 @@ class Machine:
                         continue
                     if not w.done:
                         raise WorkerDied(w.cpu, w.real, w.proc.pid, "exited without a result")
+        for w in workers:  # its pipe closed before its sentinel fired
+            if not w.done:
+                raise WorkerDied(w.cpu, w.real, w.proc.pid, "exited without a result")
         return results
 
     def _stop_and_reap(self, workers):
-        """Stop flag up, a grace period, SIGKILL for the rest, reap all."""
-        if self.segment is not None:
-            _core.smp_stop(self.segment.buf)
-        deadline = time.monotonic() + STOP_GRACE_S
-        for w in workers:
-            w.proc.join(max(0.0, deadline - time.monotonic()))
-        for w in workers:
-            if w.proc.exitcode is None:
-                w.proc.kill()
-        for w in workers:
-            w.proc.join()
-            w.conn.close()
+        """Stop flag up, a grace period, SIGKILL for the rest, reap all.
+
+        A second Ctrl-C must not cut this short and leave workers alive:
+        SIGINT/SIGTERM wait until every worker is reaped."""
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            if self.segment is not None:
+                _core.smp_stop(self.segment.buf)
+            deadline = time.monotonic() + STOP_GRACE_S
+            for w in workers:
+                w.proc.join(max(0.0, deadline - time.monotonic()))
+            for w in workers:
+                if w.proc.exitcode is None:
+                    w.proc.kill()
+            for w in workers:
+                w.proc.join()
+                w.conn.close()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
 class _Worker:
@@ -298,8 +314,3 @@ def _describe_exit(code):
 
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
-
-
-def _in_main_thread():
-    import threading
-    return threading.current_thread() is threading.main_thread()

@@ -6,11 +6,18 @@ told about it too, so that even a coordinator killed with SIGKILL leaves
 nothing in /dev/shm: the tracker unlinks what its parent left behind.
 Attaching checks magic, layout version and layout hash before anything is
 trusted.
-"""
-import secrets
-import sys
-from multiprocessing import resource_tracker, shared_memory
 
+The mapping itself is never unmapped by hand: every numpy view holds a
+reference to it, so a view kept after the Machine closed stays valid (the
+memory goes when the last view does), and no close can pull memory from
+under a live array.
+"""
+import mmap
+import os
+import secrets
+from multiprocessing import resource_tracker
+
+import _posixshmem
 import numpy as np
 
 from . import layout
@@ -19,16 +26,39 @@ from .errors import SegmentError
 NAME_PREFIX = "smpnet_"
 
 
+def _view(buf, dtype, offset, count=None):
+    """A numpy view that keeps the mapping alive (np.frombuffer holds it)."""
+    if count is None:
+        return np.frombuffer(buf, dtype, 1, offset).reshape(())
+    return np.frombuffer(buf, dtype, count, offset)
+
+
+def _map(name, size=None):
+    """shm_open + mmap; creates the segment (0600, must not exist) when size is given."""
+    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if size is not None else 0)
+    fd = _posixshmem.shm_open("/" + name, flags, mode=0o600)
+    try:
+        if size is not None:
+            os.ftruncate(fd, size)
+        else:
+            size = os.fstat(fd).st_size
+        if size == 0:
+            return None
+        return mmap.mmap(fd, size)
+    finally:
+        os.close(fd)
+
+
 class Segment:
     """A mapped segment with numpy views of its header and regions."""
 
-    def __init__(self, shm, regions, layout_name, owner):
-        self._shm = shm
-        self.name = shm.name.lstrip("/")
+    def __init__(self, name, buf, regions, layout_name, owner):
+        self.name = name
         self.owner = owner
         self.layout = layout_name
-        self.buf = shm.buf
-        self.header = np.ndarray((), layout.SMP_HEADER, self.buf, 0)
+        self.buf = buf
+        self.size = len(buf)
+        self.header = _view(buf, layout.SMP_HEADER, 0)
         self._types = dict(regions)
         self._views = {}
 
@@ -59,9 +89,10 @@ class Segment:
             offset = _align(offset + count * st)
         size = offset
 
-        shm = shared_memory.SharedMemory(
-            name=NAME_PREFIX + secrets.token_hex(16), create=True, size=size)
-        seg = cls(shm, [(n, d) for n, d, *_ in placed], layout_name, owner=True)
+        name = NAME_PREFIX + secrets.token_hex(16)
+        buf = _map(name, size)
+        resource_tracker.register("/" + name, "shared_memory")
+        seg = cls(name, buf, [(n, d) for n, d, *_ in placed], layout_name, owner=True)
         h = seg.header
         h["magic"] = layout.MAGIC
         h["version"] = layout.VERSION
@@ -83,22 +114,20 @@ class Segment:
         """Map an existing segment by name, checking that it is an smpnet
         segment of this very layout. `regions`: the (name, dtype) pairs of
         the extra regions its creator added."""
+        name = name.lstrip("/")
         try:
-            shm = _open_untracked(name)
+            buf = _map(name)
         except FileNotFoundError:
             raise SegmentError(f"no shared-memory segment named {name!r}") from None
         except PermissionError:
             raise SegmentError(f"shared-memory segment {name!r}: permission denied") from None
+        except OSError as e:
+            raise SegmentError(f"shared-memory segment {name!r}: {e.strerror}") from None
         types = list(layout.BUILTIN_REGIONS) + list(regions)
-        try:
-            problem = _check_header(shm, types, layout_name)
-        except BaseException:
-            shm.close()
-            raise
+        problem = _check_header(buf, types, layout_name)
         if problem:
-            shm.close()
             raise SegmentError(f"segment {name!r} {problem}")
-        return cls(shm, types, layout_name, owner=False)
+        return cls(name, buf, types, layout_name, owner=False)
 
     # ------------------------------------------------------------ views
 
@@ -110,7 +139,7 @@ class Segment:
                 r = self.header["regions"][i]
                 if r["name"].decode() == name:
                     dtype = layout.padded(self._types[name], int(r["stride"]))
-                    view = np.ndarray((int(r["count"]),), dtype, self.buf, int(r["offset"]))
+                    view = _view(self.buf, dtype, int(r["offset"]), int(r["count"]))
                     self._views[name] = view
                     break
             else:
@@ -125,65 +154,53 @@ class Segment:
     # ------------------------------------------------------------ teardown
 
     def close(self, unlink=None):
-        """Unmap, and (by default for the creator) unlink the name.
-
-        The name goes first: a view some caller still holds keeps the mapping
-        alive (BufferError on close), but never the /dev/shm entry."""
-        if self._shm is None:
+        """Unlink the name (by default, if we created it) and drop our
+        references. The mapping goes when the last numpy view of it does."""
+        if self.buf is None:
             return
         unlink = self.owner if unlink is None else unlink
         if unlink:
             try:
-                self._shm.unlink()
+                _posixshmem.shm_unlink("/" + self.name)
             except FileNotFoundError:
                 pass
+            resource_tracker.unregister("/" + self.name, "shared_memory")
         self._views.clear()
         self.header = None
         self.buf = None
-        try:
-            self._shm.close()
-        except BufferError:
-            pass  # a caller still holds a view; the mapping goes with it
-        self._shm = None
 
     @property
     def closed(self):
-        return self._shm is None
+        return self.buf is None
 
 
 def _align(n, to=layout.CACHELINE):
     return -(-n // to) * to
 
 
-def _open_untracked(name):
-    """Attach without registering with the resource tracker (which would
-    unlink a segment this process does not own when it exits)."""
-    if sys.version_info >= (3, 13):
-        return shared_memory.SharedMemory(name=name, track=False)
-    shm = shared_memory.SharedMemory(name=name)
-    resource_tracker.unregister(shm._name, "shared_memory")
-    return shm
-
-
-def _check_header(shm, types, layout_name):
+def _check_header(buf, types, layout_name):
     """Why the mapped segment is not one we can use, or None."""
-    if shm.size < layout.SMP_HEADER.itemsize:
-        return f"is too small ({shm.size} bytes) to be an smpnet segment"
-    h = np.ndarray((), layout.SMP_HEADER, shm.buf, 0)
-    try:
-        if int(h["magic"]) != layout.MAGIC:
-            return "is not an smpnet segment (bad magic)"
-        if int(h["version"]) != layout.VERSION:
-            return (f"has layout version {int(h['version'])}, "
-                    f"this smpnet reads version {layout.VERSION}")
-        nr = int(h["nr_regions"])
-        names = [h["regions"][i]["name"].decode(errors="replace") for i in range(min(nr, layout.MAX_REGIONS))]
-        if [n for n, _ in types] != names:
-            return f"holds regions {names}, expected {[n for n, _ in types]}"
-        if int(h["layout_hash"]) != layout.layout_hash(types, layout_name):
-            return "has a different layout (layout hash mismatch): built by another smpnet?"
-        if int(h["size"]) > shm.size:
-            return f"is truncated ({shm.size} of {int(h['size'])} bytes)"
-        return None
-    finally:
-        del h
+    size = 0 if buf is None else len(buf)
+    if size < layout.SMP_HEADER.itemsize:
+        return f"is too small ({size} bytes) to be an smpnet segment"
+    h = _view(buf, layout.SMP_HEADER, 0)
+    if int(h["magic"]) != layout.MAGIC:
+        return "is not an smpnet segment (bad magic)"
+    if int(h["version"]) != layout.VERSION:
+        return (f"has layout version {int(h['version'])}, "
+                f"this smpnet reads version {layout.VERSION}")
+    nr = int(h["nr_regions"])
+    if nr > layout.MAX_REGIONS:
+        return f"claims {nr} regions (at most {layout.MAX_REGIONS})"
+    names = [h["regions"][i]["name"].decode(errors="replace") for i in range(nr)]
+    if [n for n, _ in types] != names:
+        return f"holds regions {names}, expected {[n for n, _ in types]}"
+    if int(h["layout_hash"]) != layout.layout_hash(types, layout_name):
+        return "has a different layout (layout hash mismatch): built by another smpnet?"
+    if int(h["size"]) > size:
+        return f"is truncated ({size} of {int(h['size'])} bytes)"
+    for i in range(nr):
+        r = h["regions"][i]
+        if int(r["offset"]) + int(r["count"]) * int(r["stride"]) > size:
+            return f"has region {names[i]!r} running past its end"
+    return None

@@ -17,7 +17,23 @@ def test_dtype_matches_c_struct_field_by_field(cname):
 
 
 def test_verify_reports_no_disagreement():
-    assert layout.verify(_core.c_layout()) == []
+    assert layout.verify(_core.c_layout(), _core.c_constants()) == []
+
+
+def test_constants_agree_with_the_headers():
+    c = _core.c_constants()
+    assert set(layout.CONSTANTS) == set(c)
+    problems = layout.verify(_core.c_layout(), dict(c, SMPNET_LAYOUT_VERSION=c["SMPNET_LAYOUT_VERSION"] + 1))
+    assert len(problems) == 1 and "SMPNET_LAYOUT_VERSION" in problems[0]
+
+
+def test_layout_hash_sees_inside_nested_records():
+    inner1 = np.dtype({"names": ["a", "b"], "formats": ["<u4", "<u4"], "offsets": [0, 4]})
+    inner2 = np.dtype({"names": ["b", "a"], "formats": ["<u4", "<u4"], "offsets": [0, 4]})
+    base = list(layout.BUILTIN_REGIONS)
+    h1 = layout.layout_hash(base + [("neigh", np.dtype([("e", inner1, (2,))]))], "aligned")
+    h2 = layout.layout_hash(base + [("neigh", np.dtype([("e", inner2, (2,))]))], "aligned")
+    assert h1 != h2
 
 
 def test_verify_catches_a_moved_field():

@@ -79,7 +79,7 @@ def test_extra_regions(allowed):
     with Machine(cpus=allowed, regions=[("skb", skb, 100)]) as m:
         pool = m.region("skb")
         assert len(pool) == 100
-        assert m.segment.region_names == ["cpu", "softnet", "lstats", "skb"]
+        assert m.segment.region_names == [n for n, _ in layout.BUILTIN_REGIONS] + ["skb"]
         with pytest.raises(KeyError):
             m.region("neigh")
 
@@ -183,7 +183,9 @@ def test_barrier_releases_only_when_all_arrived(allowed):
         seen = m.run(spin_arrival)
         assert seen == [4, 4, 4, 4]
         assert list(m.cpu_state["seen_arrived"]) == [4, 4, 4, 4]
-        assert all(m.cpu_state["tsc_release"] >= m.cpu_state["tsc_arrive"])
+        if _core.HAVE_TSC and "constant_tsc" in open("/proc/cpuinfo").read():
+            # nobody left before the last one arrived (TSCs are synchronised)
+            assert m.cpu_state["tsc_release"].min() >= m.cpu_state["tsc_arrive"].max()
 
 
 def test_runs_repeat_on_one_machine(allowed):
@@ -255,7 +257,8 @@ def test_worker_sigkill_names_the_cpu_and_stops_the_others(allowed):
         t0 = time.monotonic()
         with pytest.raises(WorkerDied) as e:
             m.run(victim)
-        assert time.monotonic() - t0 < 30  # not the 60 s poll timeout
+        # the bound: a death stops the run within 2 s (it takes ~10 ms)
+        assert time.monotonic() - t0 < 2.0
         assert e.value.cpu == 1 and e.value.real_cpu == m.cpu_map[1]
         assert "SIGKILL" in str(e.value) and "emulated CPU 1" in str(e.value)
         _assert_all_gone(m)
@@ -268,14 +271,17 @@ def test_worker_killed_from_outside(allowed):
 
     with Machine(cpus=allowed, ncpus=2, oversubscribe=True) as m:
         def killer():
+            deadline = time.monotonic() + 20
             while not all(m.cpu_state["state"] == layout.CPU_RUNNING):
+                if time.monotonic() > deadline:
+                    return  # never reached RUNNING: the run's timeout ends it
                 time.sleep(0.01)
             os.kill(int(m.cpu_state["pid"][0]), signal.SIGKILL)
 
         t = threading.Thread(target=killer)
         t.start()
         with pytest.raises(WorkerDied, match=r"emulated CPU 0 .*SIGKILL"):
-            m.run(wait)
+            m.run(wait, timeout=30)
         t.join()
         _assert_all_gone(m)
 
@@ -290,6 +296,32 @@ def test_worker_exception_is_reported(allowed):
         with pytest.raises(WorkerDied, match=r"emulated CPU 0 .*raised ZeroDivisionError: on purpose"):
             m.run(boom)
         _assert_all_gone(m)
+
+
+def test_worker_exiting_0_without_a_result_is_an_error(allowed):
+    def quit_quietly(ctx):
+        if ctx.cpu == 0:
+            os._exit(0)
+        return ctx.cpu
+
+    with Machine(cpus=allowed, ncpus=2, oversubscribe=True) as m:
+        for _ in range(10):  # the race between its pipe and its exit
+            with pytest.raises(WorkerDied, match="emulated CPU 0 .*without a result"):
+                m.run(quit_quietly)
+
+
+def test_views_outlive_the_machine(allowed):
+    def count(ctx):
+        ctx.machine.lstats[ctx.cpu]["packets"] = 40 + ctx.cpu
+        return True
+
+    with Machine(cpus=allowed) as m:
+        m.run(count)
+        lstats = m.lstats
+        name = m.segment.name
+    assert name not in smpnet_segments()
+    # the mapping lives as long as a view of it does
+    assert list(lstats["packets"]) == [40 + i for i in range(len(allowed))]
 
 
 def test_worker_exit_code_is_reported(allowed):
