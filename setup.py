@@ -1,5 +1,6 @@
 """Build smpnet and its one extension, smpnet._core (Cython, -O2)."""
 import os
+import platform
 
 import Cython
 from Cython.Build import cythonize
@@ -15,7 +16,10 @@ core = Extension(
     depends=[os.path.join("smpnet/kernel", f) for f in os.listdir("smpnet/kernel")],
     define_macros=[("SMPNET_CYTHON_VERSION", '"%s"' % Cython.__version__)]
     + ([] if debug else [("NDEBUG", "1")]),
-    extra_compile_args=["-O0", "-g"] if debug else ["-O2"],
+    # -mno-red-zone, as the kernel is built: the `pushf; pop` of
+    # local_irq_save() writes below the stack pointer
+    extra_compile_args=(["-O0", "-g"] if debug else ["-O2"])
+    + (["-mno-red-zone"] if platform.machine() in ("x86_64", "AMD64") else []),
 )
 
 setup(

@@ -9,12 +9,24 @@ from libc.stdint cimport uint32_t, uint64_t
 from posix.time cimport timespec, nanosleep
 
 from smpnet.kernel.compiler cimport barrier
-from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp,
+from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp, tsc_read_unordered,
                                 mono_raw_ns, mono_ns, smp_cpuid)
-from smpnet.kernel.atomic cimport atomic_set, atomic_read
-from smpnet.kernel.percpu cimport (smp_header, cpu_state, smp_structs, smp_struct,
-                                   smp_field, per_cpu_ptr, REGION_CPU)
-from smpnet.kernel.smp cimport smp_barrier_wait, cpu_idle_poll
+from smpnet.kernel.atomic cimport atomic_set, atomic_read, atomic_cmpxchg, this_cpu_cmpxchg
+from smpnet.kernel.compiler cimport SMP_CACHE_BYTES
+from smpnet.kernel.percpu cimport (smp_header, cpu_state, irq_cpustat, smp_structs,
+                                   smp_struct, smp_field, per_cpu_ptr, REGION_CPU, REGION_IRQ)
+from smpnet.kernel cimport percpu as P
+from smpnet.kernel.smp cimport (cpu_ctx, cpu_ctx_init, smp_barrier_wait, cpu_idle_poll, spinlock,
+                                smp_should_stop)
+from smpnet.kernel.irqflags cimport (IRQ_TEST, irq_handlers, preempt_disable, preempt_enable,
+                                     local_irq_disable, local_irq_enable, local_irq_save,
+                                     local_irq_restore, local_bh_disable, local_bh_enable,
+                                     raise_softirq, irq_poll, send_ipi, irqs_disabled)
+from smpnet.kernel.spinlock cimport (spinlock_t, spin_lock, spin_unlock, spin_lock_bh,
+                                     spin_unlock_bh, spin_lock_irq, spin_unlock_irq,
+                                     spin_lock_irqsave, spin_unlock_irqrestore,
+                                     spin_lock_variant, spin_unlock_variant, spin_lock_init,
+                                     lockdep_end, SPIN_PTHREAD, VARIANT_IRQ_DISABLE_BEFORE_LOCK)
 
 cdef extern from "sys/prctl.h" nogil:
     int prctl(int option, unsigned long arg2, unsigned long arg3,
@@ -28,6 +40,19 @@ cdef extern from *:
     #endif
     """
     const char *SMPNET_CYTHON_VERSION
+
+cdef extern from "time_bench.h" nogil:
+    void tb_empty_function()
+    void (*tb_function_ptr)()
+
+cdef extern from "reference.h" nogil:
+    uint64_t ref_spin_lock_unlock(uint32_t *preempt_count, uint32_t *lock, uint64_t loops)
+
+cdef extern from "spinlock_types.h" nogil:
+    struct lock_slot:
+        spinlock_t lock
+        uint64_t counter
+
 
 HAVE_TSC = bool(SMPNET_HAVE_TSC)
 CYTHON_VERSION = SMPNET_CYTHON_VERSION.decode()
@@ -95,9 +120,25 @@ def c_layout():
     return out
 
 
+def c_constants():
+    """The headers' constants that smpnet/layout.py repeats, for verify()."""
+    return {
+        "SMPNET_MAGIC": P.SMPNET_MAGIC, "SMPNET_LAYOUT_VERSION": P.SMPNET_LAYOUT_VERSION,
+        "SMPNET_MAX_REGIONS": P.SMPNET_MAX_REGIONS, "SMPNET_REGION_NAME": P.SMPNET_REGION_NAME,
+        "SMP_F_OVERSUBSCRIBED": P.SMP_F_OVERSUBSCRIBED, "SMP_CACHE_BYTES": SMP_CACHE_BYTES,
+        "CPU_OFFLINE": P.CPU_OFFLINE, "CPU_ONLINE": P.CPU_ONLINE,
+        "CPU_RUNNING": P.CPU_RUNNING, "CPU_DONE": P.CPU_DONE,
+        "LOCKDEP_NR_BUGS": P.LOCKDEP_NR_BUGS, "MAX_NODES": P.MAX_NODES,
+        "REGION_CPU": P.REGION_CPU, "REGION_SOFTNET": P.REGION_SOFTNET,
+        "REGION_LSTATS": P.REGION_LSTATS, "REGION_IRQ": P.REGION_IRQ,
+        "REGION_QNODES": P.REGION_QNODES, "REGION_NR_BUILTIN": P.REGION_NR_BUILTIN,
+    }
+
+
 # ---------------------------------------------------------------- machine
 
 cdef inline smp_header *segment_header(unsigned char[::1] seg) except NULL:
+    # Python-side callers only: raises on a buffer too small to be a segment
     if <size_t>seg.shape[0] < sizeof(smp_header):
         raise ValueError("segment smaller than its header")
     return <smp_header *>&seg[0]
@@ -119,9 +160,16 @@ def smp_stopped(unsigned char[::1] seg):
     return atomic_read(&segment_header(seg).stop) != 0
 
 
+cdef inline int check_cpu(smp_header *hdr, int cpu) except -1:
+    if cpu < 0 or <uint32_t>cpu >= hdr.nr_cpus:
+        raise ValueError(f"no CPU {cpu} in this segment ({hdr.nr_cpus} CPUs)")
+    return 0
+
+
 def barrier_wait(unsigned char[::1] seg, int cpu):
     """Wait at the start barrier as emulated CPU `cpu`; False if stopped first."""
     cdef smp_header *hdr = segment_header(seg)
+    check_cpu(hdr, cpu)
     cdef cpu_state *cs = <cpu_state *>per_cpu_ptr(hdr, REGION_CPU, cpu)
     cdef int rc
     with nogil:
@@ -133,32 +181,195 @@ def idle_poll(unsigned char[::1] seg, double timeout_s):
     """Spin, polling the stop flag, until it is raised or timeout_s passes.
     Returns True if it was stopped."""
     cdef smp_header *hdr = segment_header(seg)
+    if not 0 <= timeout_s <= 1e6:
+        raise ValueError(f"timeout_s must be in [0, 1e6], got {timeout_s}")
     cdef uint64_t timeout_ns = <uint64_t>(timeout_s * 1e9)
     with nogil:
         cpu_idle_poll(hdr, timeout_ns)
     return atomic_read(&hdr.stop) != 0
 
 
+
+# ---------------------------------------------------------------- IRQ model
+#
+# The test IRQ (vector IRQ_TEST) takes c.irq_test_lock, if one is set, the
+# way a driver's handler takes its lock: that is how a test provokes the
+# checker's hardirq-inversion report.
+
+cdef void irq_test_handler(cpu_ctx *c, unsigned int vector) noexcept nogil:
+    if c.irq_test_lock != NULL:
+        if spin_lock(c, <spinlock_t *>c.irq_test_lock) == 0:
+            spin_unlock(c, <spinlock_t *>c.irq_test_lock)
+
+irq_handlers[IRQ_TEST] = irq_test_handler
+
+
+cdef inline lock_slot *slot_ptr(smp_header *hdr, int region, int index) noexcept nogil:
+    return <lock_slot *>per_cpu_ptr(hdr, region, index)
+
+
+cdef lock_slot *checked_slot(smp_header *hdr, int region, int index) except NULL:
+    """Lock `index` of region `region`, after checking that it is one."""
+    if region < 0 or <uint32_t>region >= hdr.nr_regions:
+        raise ValueError(f"no region {region} in this segment")
+    if hdr.regions[region].stride < sizeof(lock_slot):
+        raise ValueError(f"region {region} does not hold locks")
+    if index < 0 or <uint32_t>index >= hdr.regions[region].count:
+        raise IndexError(f"no lock {index} in region {region}")
+    return slot_ptr(hdr, region, index)
+
+
+cdef class Cpu:
+    """One emulated CPU's IRQ model and locks, driven from Python.
+
+    For tests and teaching: each method is one kernel call on this CPU's
+    shared state. Measured loops never come through here.
+    """
+    cdef cpu_ctx c
+    cdef object seg
+    cdef int lock_region
+    cdef unsigned char[::1] view
+
+    def __init__(self, seg, int cpu, bint check=False, bint popf=False, int lock_region=-1):
+        self.view = seg
+        self.seg = seg
+        hdr = segment_header(self.view)
+        check_cpu(hdr, cpu)
+        cpu_ctx_init(&self.c, hdr, cpu, check, popf)
+        self.lock_region = lock_region
+
+    cdef spinlock_t *_lock(self, int index) except NULL:
+        if self.lock_region < 0:
+            raise ValueError("this Cpu was made without a lock region")
+        return &checked_slot(self.c.hdr, self.lock_region, index).lock
+
+    # interrupts
+    def local_irq_disable(self): local_irq_disable(&self.c)
+    def local_irq_enable(self): local_irq_enable(&self.c)
+    def local_irq_save(self): return local_irq_save(&self.c)
+    def local_irq_restore(self, unsigned long flags): local_irq_restore(&self.c, flags)
+    def irqs_disabled(self): return bool(irqs_disabled(&self.c))
+    def irq_poll(self): irq_poll(&self.c)
+    def send_ipi(self, int target, unsigned int vector=IRQ_TEST):
+        if target < 0 or target >= self.c.hdr.nr_cpus:
+            raise ValueError(f"no CPU {target}")
+        send_ipi(&self.c, target, vector)
+    def raise_softirq(self, unsigned int nr): raise_softirq(&self.c, nr)
+    def local_bh_disable(self): local_bh_disable(&self.c)
+    def local_bh_enable(self): local_bh_enable(&self.c)
+    def preempt_disable(self): preempt_disable(&self.c)
+    def preempt_enable(self): preempt_enable(&self.c)
+    def lockdep_end(self): lockdep_end(&self.c)
+
+    def set_irq_test_lock(self, index):
+        """Have the test IRQ handler take lock `index` (None: no lock)."""
+        self.c.irq_test_lock = NULL if index is None else <spinlock *>self._lock(index)
+
+    # locks
+    def spin_lock(self, int index, int variant=0):
+        """Take lock `index` with a variant (VARIANTS order); returns the
+        saved flags (irqsave forms) or 0. RuntimeError if the run stopped."""
+        cdef unsigned long flags = 0
+        cdef spinlock_t *l = self._lock(index)
+        if spin_lock_variant(&self.c, l, variant, &flags) != 0:
+            raise RuntimeError("lock acquisition aborted: the run was stopped")
+        return flags
+
+    def spin_unlock(self, int index, int variant=0, unsigned long flags=0):
+        spin_unlock_variant(&self.c, self._lock(index), variant, flags)
+
+    @property
+    def cpu(self):
+        return self.c.cpu
+
+
+def lock_init(unsigned char[::1] seg, int region, int index, int algo, uint32_t lock_id):
+    """Initialise lock `index` of a lock_slot region for an algorithm."""
+    cdef lock_slot *s = checked_slot(segment_header(seg), region, index)
+    if algo < 0 or algo > SPIN_PTHREAD:
+        raise ValueError(f"no lock algorithm {algo}")
+    s.counter = 0
+    rc = spin_lock_init(&s.lock, algo, lock_id)
+    if rc != 0:
+        raise OSError(rc, "pthread_mutex_init failed")
+
+
+def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int variant,
+                uint64_t max_acquisitions, double duration_s, uint64_t hold_cycles,
+                bint check=False, bint popf=False):
+    """Take and release one lock over and over, incrementing its counter
+    inside the critical section (held `hold_cycles` TSC cycles), until
+    max_acquisitions (0: no limit) or duration_s (0: no limit) or stop.
+
+    Returns (acquisitions, tsc_cycles, spins, aborted).
+    """
+    cdef smp_header *hdr = segment_header(seg)
+    cdef cpu_ctx c
+    check_cpu(hdr, cpu)
+    cdef lock_slot *s = checked_slot(hdr, region, index)
+    cdef unsigned long flags = 0
+    cdef uint64_t n = 0, t0, t1, deadline, spins0, hold_end
+    cdef bint aborted = False
+    if max_acquisitions == 0 and duration_s <= 0:
+        raise ValueError("give max_acquisitions or duration_s")
+    if variant < 0 or variant > VARIANT_IRQ_DISABLE_BEFORE_LOCK:
+        raise ValueError(f"no lock variant {variant}")
+    cpu_ctx_init(&c, hdr, cpu, check, popf)
+    with nogil:
+        spins0 = c.irq.spins
+        t0 = tsc_start()
+        deadline = t0 + <uint64_t>(duration_s * hdr.tsc_hz) if duration_s > 0 else <uint64_t>-1
+        while True:
+            if spin_lock_variant(&c, &s.lock, variant, &flags) != 0:
+                aborted = True
+                break
+            s.counter = s.counter + 1
+            if hold_cycles:
+                hold_end = tsc_read_unordered() + hold_cycles
+                while tsc_read_unordered() < hold_end:
+                    barrier()
+            spin_unlock_variant(&c, &s.lock, variant, flags)
+            n += 1
+            if n == max_acquisitions:
+                break
+            if (n & 15) == 0:
+                if tsc_read_unordered() >= deadline:
+                    break
+                if smp_should_stop(hdr):
+                    aborted = True
+                    break
+        t1 = tsc_stop()
+        lockdep_end(&c)
+    return n, t1 - t0, c.irq.spins - spins0, bool(aborted)
+
+
 # ---------------------------------------------------------------- time_bench
 #
-# A time_bench test is a C function that runs its op `loops` times between
-# two TSC reads and returns the cycles. The harness (smpnet/time_bench.py)
-# calls one round at a time; the op itself is inlined into its loop, as
-# time_bench_sample.c does, so no call or dispatch is inside the timing.
+# A time_bench test is a loop function that runs its op `loops` times
+# between two TSC reads and returns the cycles. The harness
+# (smpnet/time_bench.py) calls one round at a time; each op is inlined in
+# its own loop, as in time_bench_sample.c, so no call or dispatch is inside
+# the timing (the lock algorithm is a switch on lock->algo, as a one-line
+# inline: see reference.h for the baseline without it).
 
-ctypedef uint64_t (*tb_loop_t)(void *ctx, uint64_t loops) noexcept nogil
+cdef struct tb_ctx:
+    cpu_ctx c
+    spinlock_t *lock
+    uint32_t word
+
+ctypedef uint64_t (*tb_loop_t)(tb_ctx *t, uint64_t loops) noexcept nogil
 
 
-cdef uint64_t tb_for_loop(void *ctx, uint64_t loops) noexcept nogil:
-    # The empty loop: the overhead every other test carries.
+cdef uint64_t tb_for_loop(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the empty loop: the overhead every other test carries
     cdef uint64_t i, t0 = tsc_start()
     for i in range(loops):
         barrier()
     return tsc_stop() - t0
 
 
-cdef uint64_t tb_tsc_read(void *ctx, uint64_t loops) noexcept nogil:
-    # The cost of one serialized TSC read: what a timestamp costs.
+cdef uint64_t tb_tsc_read(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # what one serialized timestamp costs
     cdef uint64_t i, t0 = tsc_start()
     for i in range(loops):
         tsc_start()
@@ -166,23 +377,206 @@ cdef uint64_t tb_tsc_read(void *ctx, uint64_t loops) noexcept nogil:
     return tsc_stop() - t0
 
 
-cdef tb_loop_t TB_LOOPS[2]
+cdef uint64_t tb_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        if spin_lock(&t.c, t.lock):
+            break
+        spin_unlock(&t.c, t.lock)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_spin_lock_unlock_irqsave(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    cdef unsigned long flags
+    for i in range(loops):
+        if spin_lock_irqsave(&t.c, t.lock, &flags):
+            break
+        spin_unlock_irqrestore(&t.c, t.lock, flags)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_irqsave_before_lock(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    cdef unsigned long flags
+    for i in range(loops):
+        flags = local_irq_save(&t.c)
+        if spin_lock(&t.c, t.lock):
+            break
+        spin_unlock(&t.c, t.lock)
+        local_irq_restore(&t.c, flags)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_spin_lock_unlock_irq(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        if spin_lock_irq(&t.c, t.lock):
+            break
+        spin_unlock_irq(&t.c, t.lock)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_simple_irq_disable_before_lock(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        local_irq_disable(&t.c)
+        if spin_lock(&t.c, t.lock):
+            break
+        spin_unlock(&t.c, t.lock)
+        local_irq_enable(&t.c)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_spin_lock_unlock_bh(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        if spin_lock_bh(&t.c, t.lock):
+            break
+        spin_unlock_bh(&t.c, t.lock)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_local_BH_disable_enable(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        local_bh_disable(&t.c)
+        local_bh_enable(&t.c)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_local_IRQ_disable_enable(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        local_irq_disable(&t.c)
+        local_irq_enable(&t.c)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_local_irq_save_restore(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    cdef unsigned long flags
+    for i in range(loops):
+        flags = local_irq_save(&t.c)
+        local_irq_restore(&t.c, flags)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_preempt_disable_enable(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        preempt_disable(&t.c)
+        preempt_enable(&t.c)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_cmpxchg(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # a successful lock cmpxchg on a line this CPU owns
+    cdef uint64_t i, t0 = tsc_start()
+    cdef uint32_t old
+    for i in range(loops):
+        old = t.word
+        atomic_cmpxchg(&t.word, old, old + 1)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_this_cpu_cmpxchg(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the same without the lock prefix: atomic against this CPU only
+    cdef uint64_t i, t0 = tsc_start()
+    cdef uint32_t old
+    for i in range(loops):
+        old = t.word
+        this_cpu_cmpxchg(&t.word, old, old + 1)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_function_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        tb_empty_function()
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_func_ptr_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        tb_function_ptr()
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_ref_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the hand-written C baseline for spin_lock_unlock (reference.h)
+    return ref_spin_lock_unlock(&t.c.irq.preempt_count, &t.lock.val, loops)
+
+
+# name -> (loop, needs: 0 nothing, 1 a CPU's IRQ state, 2 a lock too)
+cdef tb_loop_t TB_LOOPS[17]
 TB_LOOPS[0] = tb_for_loop
-TB_LOOPS[1] = tb_tsc_read
-TIME_BENCH_TESTS = ("for_loop", "tsc_read")
+TB_LOOPS[1] = tb_spin_lock_unlock
+TB_LOOPS[2] = tb_spin_lock_unlock_irqsave
+TB_LOOPS[3] = tb_irqsave_before_lock
+TB_LOOPS[4] = tb_spin_lock_unlock_irq
+TB_LOOPS[5] = tb_simple_irq_disable_before_lock
+TB_LOOPS[6] = tb_local_BH_disable_enable
+TB_LOOPS[7] = tb_local_IRQ_disable_enable
+TB_LOOPS[8] = tb_local_irq_save_restore
+TB_LOOPS[9] = tb_preempt_disable_enable
+TB_LOOPS[10] = tb_cmpxchg
+TB_LOOPS[11] = tb_this_cpu_cmpxchg
+TB_LOOPS[12] = tb_function_call_cost
+TB_LOOPS[13] = tb_func_ptr_call_cost
+TB_LOOPS[14] = tb_spin_lock_unlock_bh
+TB_LOOPS[15] = tb_tsc_read
+TB_LOOPS[16] = tb_ref_spin_lock_unlock
+
+TIME_BENCH_TESTS = (
+    ("for_loop", 0), ("spin_lock_unlock", 2), ("spin_lock_unlock_irqsave", 2),
+    ("irqsave_before_lock", 2), ("spin_lock_unlock_irq", 2),
+    ("simple_irq_disable_before_lock", 2), ("local_BH_disable_enable", 1),
+    ("local_IRQ_disable_enable", 1), ("local_irq_save_restore", 1),
+    ("preempt_disable_enable", 1), ("cmpxchg", 0), ("this_cpu_cmpxchg", 0),
+    ("function_call_cost", 0), ("func_ptr_call_cost", 0),
+    ("spin_lock_unlock_bh", 2), ("tsc_read", 0), ("ref_spin_lock_unlock", 2),
+)
+TIME_BENCH_NAMES = tuple(n for n, _ in TIME_BENCH_TESTS)
+TIME_BENCH_NEEDS = dict(TIME_BENCH_TESTS)
 
 
-def time_bench_round(str test, uint64_t loops):
-    """Run one round of a time_bench test: (cycles, wall_ns) for `loops` ops."""
+def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_region=-1,
+                     int lock_index=0, bint check=False, bint popf=False):
+    """Run one round of a time_bench test: (cycles, wall_ns) for `loops` ops.
+
+    Tests of the IRQ model need `seg` and `cpu` (whose irq_cpustat they
+    use); lock tests also a lock_slot region and index.
+    """
     cdef int idx
     try:
-        idx = TIME_BENCH_TESTS.index(test)
+        idx = TIME_BENCH_NAMES.index(test)
     except ValueError:
         raise ValueError(f"unknown time_bench test {test!r}") from None
+    cdef tb_ctx t
+    cdef unsigned char[::1] view
+    cdef smp_header *hdr
+    t.word = 0
+    t.lock = NULL
+    t.c.irq = NULL
+    needs = TIME_BENCH_NEEDS[test]
+    if needs:
+        if seg is None:
+            raise ValueError(f"time_bench test {test!r} needs a machine segment")
+        view = seg
+        hdr = segment_header(view)
+        check_cpu(hdr, cpu)
+        cpu_ctx_init(&t.c, hdr, cpu, check, popf)
+        if needs == 2:
+            t.lock = &checked_slot(hdr, lock_region, lock_index).lock
     cdef tb_loop_t fn = TB_LOOPS[idx]
     cdef uint64_t cycles, w0, w1
+    cdef bint has_cpu = needs != 0
     with nogil:
         w0 = mono_ns()
-        cycles = fn(NULL, loops)
+        cycles = fn(&t, loops)
         w1 = mono_ns()
+        if has_cpu:
+            lockdep_end(&t.c)
     return cycles, w1 - w0

@@ -11,7 +11,7 @@ import numpy as np
 
 CACHELINE = 64
 MAGIC = 0x54454E504D53  # "SMPNET", SMPNET_MAGIC
-VERSION = 1  # SMPNET_LAYOUT_VERSION: bump on any change below
+VERSION = 2  # SMPNET_LAYOUT_VERSION: bump on any change below
 MAX_REGIONS = 16
 REGION_NAME = 16
 F_OVERSUBSCRIBED = 0x1
@@ -77,6 +77,53 @@ PCPU_LSTATS = _struct(
     ("depth", "<i4", 16),
 )
 
+# checker report kinds (irq_cpustat.bugs[]), in LOCKDEP_* order
+LOCKDEP_BUGS = ("lock_irq_with_irqs_off", "hardirq_inversion", "softirq_inversion",
+                "unbalanced_irq_restore", "recursion")
+
+IRQ_CPUSTAT = _struct(
+    160,
+    ("irqs_off", "<u4", 0),
+    ("preempt_count", "<u4", 4),
+    ("softirq_pending", "<u4", 8),
+    ("save_depth", "<u4", 12),
+    ("irqs_while_masked", "<u4", 16),
+    ("hardirqs", "<u8", 24),
+    ("softirqs", "<u8", 32),
+    ("ipis_sent", "<u8", 40),
+    ("spins", "<u8", 48),
+    ("irq_pending", "<u4", 64),       # its own cache line: written by other CPUs
+    ("bugs", ("<u4", len(LOCKDEP_BUGS)), 128),
+    ("first_bug", "<u4", 148),
+    ("first_bug_lock", "<u4", 152),
+)
+
+QNODE = _struct(
+    16,
+    ("next", "<u4", 0),
+    ("locked", "<u4", 4),
+    ("count", "<u4", 8),
+)
+
+MAX_NODES = 4
+QNODES = _struct(64, ("n", (QNODE, MAX_NODES), 0))
+
+SPINLOCK = _struct(
+    96,
+    ("val", "<u4", 0),
+    ("algo", "<u4", 4),
+    ("owner", "<u4", 8),
+    ("usage", "<u4", 12),
+    ("id", "<u4", 16),
+    ("mutex_raw", "V64", 32),
+)
+
+LOCK_SLOT = _struct(
+    104,
+    ("lock", SPINLOCK, 0),
+    ("counter", "<u8", 96),
+)
+
 # C struct name -> dtype, for verify()
 STRUCTS = {
     "smp_header": SMP_HEADER,
@@ -84,10 +131,16 @@ STRUCTS = {
     "cpu_state": CPU_STATE,
     "softnet_data": SOFTNET_DATA,
     "pcpu_lstats": PCPU_LSTATS,
+    "irq_cpustat": IRQ_CPUSTAT,
+    "qnodes": QNODES,
+    "qnode": QNODE,
+    "spinlock": SPINLOCK,
+    "lock_slot": LOCK_SLOT,
 }
 
 # The per-CPU regions every machine has, in directory order (enum smp_region_id).
-BUILTIN_REGIONS = (("cpu", CPU_STATE), ("softnet", SOFTNET_DATA), ("lstats", PCPU_LSTATS))
+BUILTIN_REGIONS = (("cpu", CPU_STATE), ("softnet", SOFTNET_DATA), ("lstats", PCPU_LSTATS),
+                   ("irq", IRQ_CPUSTAT), ("qnodes", QNODES))
 
 LAYOUTS = ("aligned", "packed")
 
@@ -110,9 +163,14 @@ def padded(dtype, nbytes):
 
 
 def describe(dtype):
-    """A stable text form of a record: fields with offsets and formats."""
-    parts = [f"{n}@{dtype.fields[n][1]}:{dtype.fields[n][0].str}"
-             f"{dtype.fields[n][0].shape}" for n in dtype.names]
+    """A stable text form of a record: fields with offsets and formats,
+    nested records and arrays of them spelled out in full."""
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        return f"{describe(base)}{list(shape)}"
+    if dtype.names is None:
+        return dtype.str
+    parts = [f"{n}@{dtype.fields[n][1]}:{describe(dtype.fields[n][0])}" for n in dtype.names]
     return f"{dtype.itemsize}{{{','.join(parts)}}}"
 
 
@@ -126,10 +184,27 @@ def layout_hash(regions, layout):
     return int.from_bytes(h.digest()[:8], "little")
 
 
-def verify(c_layout):
-    """Compare the dtypes above with the C compiler's layout; returns a list
-    of disagreements (empty when they agree)."""
+# Constants both sides must agree on: name in smpnet._core.c_constants() -> value here
+CONSTANTS = {
+    "SMPNET_MAGIC": MAGIC, "SMPNET_LAYOUT_VERSION": VERSION,
+    "SMPNET_MAX_REGIONS": MAX_REGIONS, "SMPNET_REGION_NAME": REGION_NAME,
+    "SMP_F_OVERSUBSCRIBED": F_OVERSUBSCRIBED, "SMP_CACHE_BYTES": CACHELINE,
+    "CPU_OFFLINE": CPU_OFFLINE, "CPU_ONLINE": CPU_ONLINE,
+    "CPU_RUNNING": CPU_RUNNING, "CPU_DONE": CPU_DONE,
+    "LOCKDEP_NR_BUGS": len(LOCKDEP_BUGS), "MAX_NODES": MAX_NODES,
+    **{f"REGION_{name.upper()}": i for i, (name, _) in enumerate(BUILTIN_REGIONS)},
+    "REGION_NR_BUILTIN": len(BUILTIN_REGIONS),
+}
+
+
+def verify(c_layout, c_constants=None):
+    """Compare the dtypes and constants above with the C side (the
+    compiler's layout, the headers' constants); returns a list of
+    disagreements (empty when they agree)."""
     problems = []
+    for name, value in CONSTANTS.items():
+        if c_constants is not None and c_constants.get(name) != value:
+            problems.append(f"constant {name}: {c_constants.get(name)} in C, {value} in numpy")
     for cname, dtype in STRUCTS.items():
         if cname not in c_layout:
             problems.append(f"struct {cname}: missing on the C side")

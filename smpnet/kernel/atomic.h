@@ -48,6 +48,24 @@ static inline uint32_t atomic_cmpxchg(uint32_t *v, uint32_t old, uint32_t new)
 	return old;
 }
 
+/* this_cpu_cmpxchg(): on x86 a cmpxchg without the lock prefix, which is
+ * atomic against this CPU only (the kernel adds a %gs: prefix). */
+static inline uint32_t this_cpu_cmpxchg(uint32_t *p, uint32_t old, uint32_t new)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__("cmpxchgl %2, %1"
+			     : "+a"(old), "+m"(*p) : "r"(new) : "memory", "cc");
+	return old;
+#else
+	uint32_t cur = *p;
+
+	if (cur == old)
+		*p = new;
+	barrier();
+	return cur;
+#endif
+}
+
 static inline uint64_t atomic64_read(const uint64_t *v)
 {
 	return __atomic_load_n(v, __ATOMIC_ACQUIRE);

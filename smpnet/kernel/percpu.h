@@ -16,9 +16,10 @@
 #define SMPNET_PERCPU_H
 
 #include "compiler.h"
+#include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 1
+#define SMPNET_LAYOUT_VERSION 2
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -28,7 +29,9 @@ enum smp_region_id {
 	REGION_CPU = 0,		/* struct cpu_state[nr_cpus] */
 	REGION_SOFTNET = 1,	/* struct softnet_data[nr_cpus] */
 	REGION_LSTATS = 2,	/* struct pcpu_lstats[nr_cpus] */
-	REGION_NR_BUILTIN = 3,
+	REGION_IRQ = 3,		/* struct irq_cpustat[nr_cpus] */
+	REGION_QNODES = 4,	/* struct qnodes[nr_cpus] */
+	REGION_NR_BUILTIN = 5,
 };
 
 /* header flags */
@@ -96,81 +99,40 @@ struct pcpu_lstats {
 	int32_t  _pad;
 };
 
-/* Field tables, for the layout-agreement check. */
-struct smp_field {
-	const char *name;
-	size_t offset;
-	size_t size;
+/* Per-CPU IRQ, softirq and preemption state: the emulated half of the
+ * CPU's flags register plus the kernel's irq_cpustat_t and preempt_count.
+ * Line 0 is written only by its own CPU; line 1 by the others (IPIs), so
+ * that sending an IPI never steals the line the owner writes on every
+ * local_irq_disable(). */
+enum {
+	LOCKDEP_LOCK_IRQ_IRQS_OFF = 0,	/* spin_lock_irq() entered with IRQs off */
+	LOCKDEP_HARDIRQ_INVERSION = 1,	/* lock used in hardirq and with IRQs on */
+	LOCKDEP_SOFTIRQ_INVERSION = 2,	/* lock used in softirq and with BHs on */
+	LOCKDEP_UNBALANCED_RESTORE = 3,	/* local_irq_restore() without save, or a save never restored */
+	LOCKDEP_RECURSION = 4,		/* a CPU took a lock it already holds */
+	LOCKDEP_NR_BUGS = 5,
 };
 
-#define SMP_FIELD(type, member) \
-	{ #member, offsetof(struct type, member), sizeof(((struct type *)0)->member) }
-
-static const struct smp_field smp_header_fields[] = {
-	SMP_FIELD(smp_header, magic),
-	SMP_FIELD(smp_header, layout_hash),
-	SMP_FIELD(smp_header, version),
-	SMP_FIELD(smp_header, nr_cpus),
-	SMP_FIELD(smp_header, nr_regions),
-	SMP_FIELD(smp_header, flags),
-	SMP_FIELD(smp_header, tsc_hz),
-	SMP_FIELD(smp_header, size),
-	SMP_FIELD(smp_header, stop),
-	SMP_FIELD(smp_header, barrier_arrived),
-	SMP_FIELD(smp_header, barrier_go),
-	SMP_FIELD(smp_header, regions),
-	{ 0, 0, 0 }
-};
-
-static const struct smp_field smp_region_fields[] = {
-	SMP_FIELD(smp_region, name),
-	SMP_FIELD(smp_region, offset),
-	SMP_FIELD(smp_region, count),
-	SMP_FIELD(smp_region, stride),
-	{ 0, 0, 0 }
-};
-
-static const struct smp_field cpu_state_fields[] = {
-	SMP_FIELD(cpu_state, cpu),
-	SMP_FIELD(cpu_state, real_cpu),
-	SMP_FIELD(cpu_state, pid),
-	SMP_FIELD(cpu_state, state),
-	SMP_FIELD(cpu_state, seen_arrived),
-	SMP_FIELD(cpu_state, tsc_aux),
-	SMP_FIELD(cpu_state, tsc_arrive),
-	SMP_FIELD(cpu_state, tsc_release),
-	{ 0, 0, 0 }
-};
-
-static const struct smp_field softnet_data_fields[] = {
-	SMP_FIELD(softnet_data, processed),
-	SMP_FIELD(softnet_data, time_squeeze),
-	SMP_FIELD(softnet_data, dropped),
-	{ 0, 0, 0 }
-};
-
-static const struct smp_field pcpu_lstats_fields[] = {
-	SMP_FIELD(pcpu_lstats, packets),
-	SMP_FIELD(pcpu_lstats, bytes),
-	SMP_FIELD(pcpu_lstats, depth),
-	{ 0, 0, 0 }
-};
-
-struct smp_struct {
-	const char *name;
-	size_t size;
-	const struct smp_field *fields;
-};
-
-#define SMP_STRUCT(type) { #type, sizeof(struct type), type##_fields }
-
-static const struct smp_struct smp_structs[] = {
-	SMP_STRUCT(smp_header),
-	SMP_STRUCT(smp_region),
-	SMP_STRUCT(cpu_state),
-	SMP_STRUCT(softnet_data),
-	SMP_STRUCT(pcpu_lstats),
-	{ 0, 0, 0 }
+struct irq_cpustat {
+	/* line 0: this CPU's own state */
+	uint32_t irqs_off;		/* the soft IF: 1 while IRQs are disabled */
+	uint32_t preempt_count;		/* PREEMPT | SOFTIRQ << 8 | HARDIRQ << 16 */
+	uint32_t softirq_pending;	/* local_softirq_pending() */
+	uint32_t save_depth;		/* checker: local_irq_save() nesting */
+	uint32_t irqs_while_masked;	/* hard IRQs handled with the mask on: must stay 0 */
+	uint32_t _pad0;
+	uint64_t hardirqs;		/* hard IRQs and IPIs handled */
+	uint64_t softirqs;		/* softirq vectors run */
+	uint64_t ipis_sent;
+	uint64_t spins;			/* wait iterations in lock slow paths */
+	uint8_t  _pad1[SMP_CACHE_BYTES - 56];
+	/* line 1: written by other CPUs */
+	uint32_t irq_pending;		/* vectors raised and not yet handled */
+	uint8_t  _pad2[SMP_CACHE_BYTES - 4];
+	/* line 2: checker reports */
+	uint32_t bugs[LOCKDEP_NR_BUGS];	/* reports, by kind */
+	uint32_t first_bug;		/* kind of the first report + 1, 0 if none */
+	uint32_t first_bug_lock;	/* id of the lock it named */
 };
 
 /* The record of emulated CPU `cpu` in a region. */

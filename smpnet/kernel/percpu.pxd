@@ -1,13 +1,19 @@
 from libc.stdint cimport int32_t, uint32_t, uint64_t
 
 cdef extern from "percpu.h" nogil:
-    enum: SMPNET_MAGIC
+    const uint64_t SMPNET_MAGIC
     enum: SMPNET_LAYOUT_VERSION
     enum: SMPNET_MAX_REGIONS
+    enum: SMPNET_REGION_NAME
+    enum: REGION_NR_BUILTIN
+    enum: LOCKDEP_NR_BUGS
     enum: SMP_F_OVERSUBSCRIBED
     enum: REGION_CPU
     enum: REGION_SOFTNET
     enum: REGION_LSTATS
+    enum: REGION_IRQ
+    enum: REGION_QNODES
+    enum: MAX_NODES
     enum: CPU_OFFLINE
     enum: CPU_ONLINE
     enum: CPU_RUNNING
@@ -52,6 +58,22 @@ cdef extern from "percpu.h" nogil:
         uint64_t bytes
         int32_t depth
 
+    struct irq_cpustat:
+        uint32_t irqs_off
+        uint32_t preempt_count
+        uint32_t softirq_pending
+        uint32_t save_depth
+        uint32_t irqs_while_masked
+        uint64_t hardirqs
+        uint64_t softirqs
+        uint64_t ipis_sent
+        uint64_t spins
+        uint32_t irq_pending
+
+    void *per_cpu_ptr(const smp_header *hdr, int region, int cpu)
+
+
+cdef extern from "layout.h" nogil:
     struct smp_field:
         const char *name
         size_t offset
@@ -63,5 +85,3 @@ cdef extern from "percpu.h" nogil:
         const smp_field *fields
 
     const smp_struct smp_structs[]
-
-    void *per_cpu_ptr(const smp_header *hdr, int region, int cpu)

@@ -14,6 +14,28 @@
 #include "percpu.h"
 #include "tsc.h"
 
+/* What one emulated CPU carries through its run: process-private, on the
+ * worker's stack. The per-CPU records it points at are in shared memory. */
+struct cpu_ctx {
+	struct smp_header *hdr;
+	int cpu;
+	int check;			/* the lock/IRQ checker is on */
+	int popf;			/* local_irq_restore() with popf (before 5.12) */
+	struct irq_cpustat *irq;	/* this CPU's IRQ state */
+	struct spinlock *irq_test_lock;	/* taken by the test IRQ handler, if set */
+};
+
+static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int cpu,
+				int check, int popf)
+{
+	c->hdr = hdr;
+	c->cpu = cpu;
+	c->check = check;
+	c->popf = popf;
+	c->irq = (struct irq_cpustat *)per_cpu_ptr(hdr, REGION_IRQ, cpu);
+	c->irq_test_lock = NULL;
+}
+
 static inline int smp_should_stop(const struct smp_header *hdr)
 {
 	return unlikely(READ_ONCE(hdr->stop) != 0);

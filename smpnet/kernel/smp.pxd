@@ -1,7 +1,19 @@
 from libc.stdint cimport uint64_t
-from smpnet.kernel.percpu cimport smp_header, cpu_state
+from smpnet.kernel.percpu cimport smp_header, cpu_state, irq_cpustat
 
 cdef extern from "smp.h" nogil:
+    struct spinlock:
+        pass
+
+    struct cpu_ctx:
+        smp_header *hdr
+        int cpu
+        int check
+        int popf
+        irq_cpustat *irq
+        spinlock *irq_test_lock
+
+    void cpu_ctx_init(cpu_ctx *c, smp_header *hdr, int cpu, int check, int popf)
     int smp_should_stop(const smp_header *hdr)
     void smp_spin_wait(const smp_header *hdr)
     int smp_barrier_wait(smp_header *hdr, cpu_state *cs)

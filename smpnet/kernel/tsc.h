@@ -43,6 +43,13 @@ static inline uint64_t tsc_stop(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
+/* A plain rdtsc with no fences: for deadlines and delays inside a loop,
+ * never for timing one. */
+static inline uint64_t tsc_read_unordered(void)
+{
+	return __builtin_ia32_rdtsc();
+}
+
 /* rdtscp also returns IA32_TSC_AUX, which Linux sets to (node << 12) | cpu:
  * a cheap check of where a worker really runs. */
 static inline uint64_t tsc_rdtscp(uint32_t *aux)
@@ -64,6 +71,7 @@ static inline int smp_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 static inline uint64_t tsc_start(void) { barrier(); return mono_raw_ns(); }
 static inline uint64_t tsc_stop(void)  { uint64_t t = mono_raw_ns(); barrier(); return t; }
 static inline uint64_t tsc_rdtscp(uint32_t *aux) { *aux = 0; return mono_raw_ns(); }
+static inline uint64_t tsc_read_unordered(void) { return mono_raw_ns(); }
 static inline int smp_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 {
 	(void)leaf; (void)sub; r[0] = r[1] = r[2] = r[3] = 0;

@@ -1,0 +1,264 @@
+/* irqflags.h - the IRQ model: local_irq_*, preemption, bottom halves,
+ * softirqs, and emulated hard IRQs and IPIs.
+ *
+ * cli/sti fault at CPL3, so the IF bit is a per-CPU soft mask
+ * (irq_cpustat.irqs_off), as PowerPC lazy masking and LKL do. Everything
+ * else is as on x86 since 5.12 (ab234a260b1f):
+ *   local_irq_save()     real `pushf; pop` of the flags register, then the mask
+ *   local_irq_restore()  test the saved IF, enable only if it was on; or,
+ *                        with c->popf (older kernels), a real `push; popf`
+ * A hard IRQ or IPI is a bit another CPU sets in our irq_pending word; it
+ * runs when this CPU re-enables IRQs or polls with them on (irq_poll), in
+ * hardirq context, followed by softirqs on irq_exit as the kernel does.
+ * The preempt_count packs preemption, softirq and hardirq counts exactly
+ * as include/linux/preempt.h does, so in_interrupt() and friends read the
+ * same bits.
+ */
+#ifndef SMPNET_IRQFLAGS_H
+#define SMPNET_IRQFLAGS_H
+
+#include "atomic.h"
+#include "smp.h"
+
+#define PREEMPT_OFFSET		(1U << 0)
+#define SOFTIRQ_OFFSET		(1U << 8)
+#define SOFTIRQ_DISABLE_OFFSET	(2 * SOFTIRQ_OFFSET)
+#define HARDIRQ_OFFSET		(1U << 16)
+#define PREEMPT_MASK		0x000000ffU
+#define SOFTIRQ_MASK		0x0000ff00U
+#define HARDIRQ_MASK		0x000f0000U
+
+#define X86_EFLAGS_IF		0x200UL
+
+/* softirq vectors, numbered as in include/linux/interrupt.h */
+enum { HI_SOFTIRQ = 0, TIMER_SOFTIRQ, NET_TX_SOFTIRQ, NET_RX_SOFTIRQ, NR_SOFTIRQS = 10 };
+#define MAX_SOFTIRQ_RESTART 10
+
+/* hard IRQ vectors of the emulated machine */
+enum { IRQ_TEST = 0, IPI_NET_RX = 1, NR_IRQ_VECTORS = 32 };
+
+typedef void (*irq_handler_t)(struct cpu_ctx *c, unsigned int vector);
+typedef void (*softirq_action_t)(struct cpu_ctx *c);
+
+/* Handlers are per process (function pointers), set before a run. */
+static irq_handler_t irq_handlers[NR_IRQ_VECTORS];
+static softirq_action_t softirq_vec[NR_SOFTIRQS];
+
+static inline int in_hardirq(const struct cpu_ctx *c)
+{
+	return (c->irq->preempt_count & HARDIRQ_MASK) != 0;
+}
+
+static inline int in_softirq(const struct cpu_ctx *c)	/* serving or BH-disabled */
+{
+	return (c->irq->preempt_count & SOFTIRQ_MASK) != 0;
+}
+
+static inline int in_serving_softirq(const struct cpu_ctx *c)
+{
+	return (c->irq->preempt_count & SOFTIRQ_OFFSET) != 0;
+}
+
+static inline int in_interrupt(const struct cpu_ctx *c)
+{
+	return (c->irq->preempt_count & (HARDIRQ_MASK | SOFTIRQ_MASK)) != 0;
+}
+
+static inline int irqs_disabled(const struct cpu_ctx *c)
+{
+	return c->irq->irqs_off != 0;
+}
+
+/* ---------------------------------------------------------------- preempt */
+
+static inline void preempt_disable(struct cpu_ctx *c)
+{
+	c->irq->preempt_count += PREEMPT_OFFSET;
+	barrier();
+}
+
+static inline void preempt_enable(struct cpu_ctx *c)
+{
+	barrier();
+	c->irq->preempt_count -= PREEMPT_OFFSET;
+}
+
+/* ---------------------------------------------------------------- the real flags register */
+
+static inline unsigned long native_save_fl(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned long flags;
+	/* built with -mno-red-zone, as the kernel is: the push may not
+	 * clobber locals below the stack pointer */
+	__asm__ __volatile__("pushf ; pop %0" : "=rm"(flags) : : "memory");
+	return flags;
+#else
+	barrier();
+	return X86_EFLAGS_IF;	/* a soft read: no flags register to save */
+#endif
+}
+
+static inline void native_restore_fl(unsigned long flags)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	/* At CPL3 with IOPL 0, popf leaves IF alone (no fault): the cost is
+	 * real, the mask is ours. */
+	__asm__ __volatile__("push %0 ; popf" : : "g"(flags) : "memory", "cc");
+#else
+	(void)flags;
+	barrier();
+#endif
+}
+
+/* ---------------------------------------------------------------- hard IRQs */
+
+static void do_softirq(struct cpu_ctx *c);
+
+/* Run every pending hard IRQ, in hardirq context with IRQs off, then the
+ * softirqs they raised (irq_exit -> invoke_softirq). */
+static __attribute__((noinline)) void irq_replay(struct cpu_ctx *c)
+{
+	struct irq_cpustat *irq = c->irq;
+	uint32_t pending;
+
+	while ((pending = atomic_xchg(&irq->irq_pending, 0)) != 0) {
+		if (irq->irqs_off)
+			irq->irqs_while_masked++;	/* a bug in the model: tests watch it */
+		irq->irqs_off = 1;
+		irq->preempt_count += HARDIRQ_OFFSET;	/* irq_enter */
+		while (pending) {
+			unsigned int vec = __builtin_ctz(pending);
+
+			pending &= pending - 1;
+			irq->hardirqs++;
+			if (irq_handlers[vec])
+				irq_handlers[vec](c, vec);
+		}
+		irq->preempt_count -= HARDIRQ_OFFSET;	/* irq_exit */
+		irq->irqs_off = 0;
+		if (!in_interrupt(c) && irq->softirq_pending)
+			do_softirq(c);
+	}
+}
+
+static inline void local_irq_disable(struct cpu_ctx *c)
+{
+	c->irq->irqs_off = 1;
+	barrier();
+}
+
+static inline void local_irq_enable(struct cpu_ctx *c)
+{
+	barrier();
+	c->irq->irqs_off = 0;
+	barrier();
+	if (unlikely(READ_ONCE(c->irq->irq_pending)))
+		irq_replay(c);
+}
+
+/* An interrupt window: take pending IRQs if they are enabled here. */
+static inline void irq_poll(struct cpu_ctx *c)
+{
+	if (!c->irq->irqs_off && unlikely(READ_ONCE(c->irq->irq_pending)))
+		irq_replay(c);
+}
+
+/* Raise `vector` on `target`: what the sender's APIC write does. */
+static inline void send_ipi(struct cpu_ctx *c, int target, unsigned int vector)
+{
+	struct irq_cpustat *t = (struct irq_cpustat *)per_cpu_ptr(c->hdr, REGION_IRQ, target);
+
+	__atomic_fetch_or(&t->irq_pending, 1U << vector, __ATOMIC_SEQ_CST);
+	c->irq->ipis_sent++;
+}
+
+/* ---------------------------------------------------------------- save/restore */
+
+static void lockdep_bug(struct cpu_ctx *c, int kind, const struct spinlock *lock);
+
+static inline unsigned long local_irq_save(struct cpu_ctx *c)
+{
+	unsigned long flags = native_save_fl() & ~X86_EFLAGS_IF;
+
+	if (!c->irq->irqs_off)
+		flags |= X86_EFLAGS_IF;
+	local_irq_disable(c);
+	if (unlikely(c->check))
+		c->irq->save_depth++;
+	return flags;
+}
+
+static inline void local_irq_restore(struct cpu_ctx *c, unsigned long flags)
+{
+	if (unlikely(c->check)) {
+		if (c->irq->save_depth == 0)
+			lockdep_bug(c, LOCKDEP_UNBALANCED_RESTORE, NULL);
+		else
+			c->irq->save_depth--;
+	}
+	if (unlikely(c->popf)) {
+		native_restore_fl(flags | X86_EFLAGS_IF);
+		if (flags & X86_EFLAGS_IF)
+			local_irq_enable(c);
+		return;
+	}
+	if (flags & X86_EFLAGS_IF)	/* !arch_irqs_disabled_flags(flags) */
+		local_irq_enable(c);
+}
+
+/* ---------------------------------------------------------------- softirqs */
+
+static inline void raise_softirq(struct cpu_ctx *c, unsigned int nr)
+{
+	c->irq->softirq_pending |= 1U << nr;
+}
+
+/* __do_softirq(): handlers run with IRQs on and SOFTIRQ_OFFSET held;
+ * restart while more was raised, at most MAX_SOFTIRQ_RESTART times. */
+static __attribute__((noinline)) void do_softirq(struct cpu_ctx *c)
+{
+	struct irq_cpustat *irq = c->irq;
+	int restart = MAX_SOFTIRQ_RESTART;
+	int was_off = irq->irqs_off;
+	uint32_t pending;
+
+	if (in_interrupt(c))
+		return;
+	irq->irqs_off = 1;
+	irq->preempt_count += SOFTIRQ_OFFSET;
+	do {
+		pending = irq->softirq_pending;
+		irq->softirq_pending = 0;
+		local_irq_enable(c);
+		while (pending) {
+			unsigned int nr = __builtin_ctz(pending);
+
+			pending &= pending - 1;
+			irq->softirqs++;
+			if (softirq_vec[nr])
+				softirq_vec[nr](c);
+		}
+		local_irq_disable(c);
+	} while (irq->softirq_pending && --restart);
+	irq->preempt_count -= SOFTIRQ_OFFSET;
+	irq->irqs_off = was_off;
+}
+
+static inline void local_bh_disable(struct cpu_ctx *c)
+{
+	c->irq->preempt_count += SOFTIRQ_DISABLE_OFFSET;
+	barrier();
+}
+
+/* __local_bh_enable_ip(): keep preemption off while running what was raised */
+static inline void local_bh_enable(struct cpu_ctx *c)
+{
+	barrier();
+	c->irq->preempt_count -= SOFTIRQ_DISABLE_OFFSET - 1;
+	if (unlikely(!in_interrupt(c) && c->irq->softirq_pending))
+		do_softirq(c);
+	c->irq->preempt_count -= 1;
+}
+
+#endif

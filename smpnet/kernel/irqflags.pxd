@@ -1,0 +1,27 @@
+from libc.stdint cimport uint32_t
+from smpnet.kernel.smp cimport cpu_ctx
+
+cdef extern from "irqflags.h" nogil:
+    enum: IRQ_TEST
+    enum: IPI_NET_RX
+    enum: NET_RX_SOFTIRQ
+    enum: NR_SOFTIRQS
+
+    ctypedef void (*irq_handler_t)(cpu_ctx *c, unsigned int vector) noexcept nogil
+    ctypedef void (*softirq_action_t)(cpu_ctx *c) noexcept nogil
+    irq_handler_t irq_handlers[32]
+    softirq_action_t softirq_vec[10]
+
+    void preempt_disable(cpu_ctx *c)
+    void preempt_enable(cpu_ctx *c)
+    void local_irq_disable(cpu_ctx *c)
+    void local_irq_enable(cpu_ctx *c)
+    unsigned long local_irq_save(cpu_ctx *c)
+    void local_irq_restore(cpu_ctx *c, unsigned long flags)
+    void local_bh_disable(cpu_ctx *c)
+    void local_bh_enable(cpu_ctx *c)
+    void raise_softirq(cpu_ctx *c, unsigned int nr)
+    void irq_poll(cpu_ctx *c)
+    void send_ipi(cpu_ctx *c, int target, unsigned int vector)
+    int irqs_disabled(const cpu_ctx *c)
+    int in_hardirq(const cpu_ctx *c)

@@ -1,0 +1,135 @@
+/* layout.h - offsetof/sizeof of every shared record, for the check that the
+ * numpy dtypes in smpnet/layout.py agree with these structs. */
+#ifndef SMPNET_LAYOUT_H
+#define SMPNET_LAYOUT_H
+
+#include "percpu.h"
+
+/* Field tables, for the layout-agreement check. */
+struct smp_field {
+	const char *name;
+	size_t offset;
+	size_t size;
+};
+
+#define SMP_FIELD(type, member) \
+	{ #member, offsetof(struct type, member), sizeof(((struct type *)0)->member) }
+
+static const struct smp_field smp_header_fields[] = {
+	SMP_FIELD(smp_header, magic),
+	SMP_FIELD(smp_header, layout_hash),
+	SMP_FIELD(smp_header, version),
+	SMP_FIELD(smp_header, nr_cpus),
+	SMP_FIELD(smp_header, nr_regions),
+	SMP_FIELD(smp_header, flags),
+	SMP_FIELD(smp_header, tsc_hz),
+	SMP_FIELD(smp_header, size),
+	SMP_FIELD(smp_header, stop),
+	SMP_FIELD(smp_header, barrier_arrived),
+	SMP_FIELD(smp_header, barrier_go),
+	SMP_FIELD(smp_header, regions),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field smp_region_fields[] = {
+	SMP_FIELD(smp_region, name),
+	SMP_FIELD(smp_region, offset),
+	SMP_FIELD(smp_region, count),
+	SMP_FIELD(smp_region, stride),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field cpu_state_fields[] = {
+	SMP_FIELD(cpu_state, cpu),
+	SMP_FIELD(cpu_state, real_cpu),
+	SMP_FIELD(cpu_state, pid),
+	SMP_FIELD(cpu_state, state),
+	SMP_FIELD(cpu_state, seen_arrived),
+	SMP_FIELD(cpu_state, tsc_aux),
+	SMP_FIELD(cpu_state, tsc_arrive),
+	SMP_FIELD(cpu_state, tsc_release),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field softnet_data_fields[] = {
+	SMP_FIELD(softnet_data, processed),
+	SMP_FIELD(softnet_data, time_squeeze),
+	SMP_FIELD(softnet_data, dropped),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field irq_cpustat_fields[] = {
+	SMP_FIELD(irq_cpustat, irqs_off),
+	SMP_FIELD(irq_cpustat, preempt_count),
+	SMP_FIELD(irq_cpustat, softirq_pending),
+	SMP_FIELD(irq_cpustat, save_depth),
+	SMP_FIELD(irq_cpustat, irqs_while_masked),
+	SMP_FIELD(irq_cpustat, hardirqs),
+	SMP_FIELD(irq_cpustat, softirqs),
+	SMP_FIELD(irq_cpustat, ipis_sent),
+	SMP_FIELD(irq_cpustat, spins),
+	SMP_FIELD(irq_cpustat, irq_pending),
+	SMP_FIELD(irq_cpustat, bugs),
+	SMP_FIELD(irq_cpustat, first_bug),
+	SMP_FIELD(irq_cpustat, first_bug_lock),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field qnodes_fields[] = {
+	SMP_FIELD(qnodes, n),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field qnode_fields[] = {
+	SMP_FIELD(qnode, next),
+	SMP_FIELD(qnode, locked),
+	SMP_FIELD(qnode, count),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field spinlock_fields[] = {
+	SMP_FIELD(spinlock, val),
+	SMP_FIELD(spinlock, algo),
+	SMP_FIELD(spinlock, owner),
+	SMP_FIELD(spinlock, usage),
+	SMP_FIELD(spinlock, id),
+	SMP_FIELD(spinlock, mutex_raw),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field lock_slot_fields[] = {
+	SMP_FIELD(lock_slot, lock),
+	SMP_FIELD(lock_slot, counter),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field pcpu_lstats_fields[] = {
+	SMP_FIELD(pcpu_lstats, packets),
+	SMP_FIELD(pcpu_lstats, bytes),
+	SMP_FIELD(pcpu_lstats, depth),
+	{ 0, 0, 0 }
+};
+
+struct smp_struct {
+	const char *name;
+	size_t size;
+	const struct smp_field *fields;
+};
+
+#define SMP_STRUCT(type) { #type, sizeof(struct type), type##_fields }
+
+static const struct smp_struct smp_structs[] = {
+	SMP_STRUCT(smp_header),
+	SMP_STRUCT(smp_region),
+	SMP_STRUCT(cpu_state),
+	SMP_STRUCT(softnet_data),
+	SMP_STRUCT(pcpu_lstats),
+	SMP_STRUCT(irq_cpustat),
+	SMP_STRUCT(qnodes),
+	SMP_STRUCT(qnode),
+	SMP_STRUCT(spinlock),
+	SMP_STRUCT(lock_slot),
+	{ 0, 0, 0 }
+};
+
+#endif

@@ -1,0 +1,428 @@
+/* spinlock.h - the lock algorithms and the kernel's spin_lock variants.
+ *
+ * Algorithms (arch_spin_lock): tas, ttas, ticket, qspinlock (the kernel's
+ * queued spinlock: locked byte, pending bit, MCS queue with per-CPU nodes,
+ * after kernel/locking/qspinlock.c) and pthread (a process-shared mutex).
+ * Variants, as include/linux/spinlock_api_smp.h composes them:
+ *   spin_lock           preempt_disable + lock
+ *   spin_lock_bh        local_bh_disable + lock
+ *   spin_lock_irq       local_irq_disable + preempt_disable + lock
+ *   spin_lock_irqsave   local_irq_save + preempt_disable + lock
+ * Every wait loop counts a spin, polls the stop flag (a waiter never hangs
+ * on a dead holder) and, with IRQs on, takes pending IRQs as a real CPU
+ * spinning with IRQs enabled would. An acquire returns 0, or -1 when the
+ * run was stopped while it waited.
+ */
+#ifndef SMPNET_SPINLOCK_H
+#define SMPNET_SPINLOCK_H
+
+#include <errno.h>
+#include "lockdep.h"
+
+/* One wait step; -1 when the run is being stopped. */
+static inline int spin_wait(struct cpu_ctx *c)
+{
+	c->irq->spins++;
+	if (smp_should_stop(c->hdr))
+		return -1;
+	irq_poll(c);
+	smp_spin_wait(c->hdr);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- tas, ttas */
+
+static __attribute__((noinline)) int tas_lock_slowpath(struct cpu_ctx *c, spinlock_t *l)
+{
+	do {
+		if (spin_wait(c))
+			return -1;
+	} while (__atomic_exchange_n(&l->val, 1, __ATOMIC_ACQUIRE));
+	return 0;
+}
+
+static __attribute__((noinline)) int ttas_lock_slowpath(struct cpu_ctx *c, spinlock_t *l)
+{
+	for (;;) {
+		while (READ_ONCE(l->val))	/* spin on a shared copy of the line */
+			if (spin_wait(c))
+				return -1;
+		if (!__atomic_exchange_n(&l->val, 1, __ATOMIC_ACQUIRE))
+			return 0;
+	}
+}
+
+/* ---------------------------------------------------------------- ticket */
+
+static __attribute__((noinline)) int ticket_lock_slowpath(struct cpu_ctx *c, spinlock_t *l,
+							   uint16_t ticket)
+{
+	while (__atomic_load_n(&l->locked_pending, __ATOMIC_ACQUIRE) != ticket)
+		if (spin_wait(c))
+			return -1;
+	return 0;
+}
+
+static inline int ticket_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	uint32_t t = __atomic_fetch_add(&l->val, 1U << 16, __ATOMIC_ACQUIRE);
+	uint16_t ticket = (uint16_t)(t >> 16);
+
+	if (likely((uint16_t)t == ticket))
+		return 0;
+	return ticket_lock_slowpath(c, l, ticket);
+}
+
+static inline void ticket_unlock(spinlock_t *l)
+{
+	/* only the holder writes the serving half */
+	__atomic_store_n(&l->locked_pending, (uint16_t)(l->locked_pending + 1), __ATOMIC_RELEASE);
+}
+
+/* ---------------------------------------------------------------- qspinlock */
+
+#define _Q_LOCKED_VAL		1U
+#define _Q_PENDING_VAL		(1U << 8)
+#define _Q_LOCKED_MASK		0x000000ffU
+#define _Q_PENDING_MASK		0x0000ff00U
+#define _Q_LOCKED_PENDING_MASK	0x0000ffffU
+#define _Q_TAIL_MASK		0xffff0000U
+#define _Q_TAIL_OFFSET		16
+#define _Q_TAIL_CPU_OFFSET	18
+#define _Q_PENDING_LOOPS	1
+
+static inline uint32_t encode_tail(int cpu, int idx)
+{
+	return ((uint32_t)(cpu + 1) << _Q_TAIL_CPU_OFFSET) | ((uint32_t)idx << _Q_TAIL_OFFSET);
+}
+
+static inline struct qnode *decode_tail(struct cpu_ctx *c, uint32_t tail)
+{
+	int cpu = (int)(tail >> _Q_TAIL_CPU_OFFSET) - 1;
+	int idx = (tail >> _Q_TAIL_OFFSET) & 3;
+
+	return &((struct qnodes *)per_cpu_ptr(c->hdr, REGION_QNODES, cpu))->n[idx];
+}
+
+static inline int queued_spin_trylock(spinlock_t *l)
+{
+	uint32_t v = READ_ONCE(l->val);
+
+	return !v && __atomic_compare_exchange_n(&l->val, &v, _Q_LOCKED_VAL, 0,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+static __attribute__((noinline)) int queued_spin_lock_slowpath(struct cpu_ctx *c,
+								spinlock_t *l, uint32_t val)
+{
+	struct qnodes *nodes = (struct qnodes *)per_cpu_ptr(c->hdr, REGION_QNODES, c->cpu);
+	struct qnode *node;
+	uint32_t old, tail, next = 0;
+	int idx, cnt;
+
+	/* a pending -> locked hand-over in progress: wait a little for it */
+	if (val == _Q_PENDING_VAL) {
+		cnt = _Q_PENDING_LOOPS;
+		while ((val = READ_ONCE(l->val)) == _Q_PENDING_VAL && cnt--)
+			cpu_relax();
+	}
+	if (val & ~_Q_LOCKED_MASK)
+		goto queue;
+
+	/* trylock || pending */
+	val = __atomic_fetch_or(&l->val, _Q_PENDING_VAL, __ATOMIC_ACQUIRE);
+	if (!(val & ~_Q_LOCKED_MASK)) {
+		/* we are pending: wait for the owner to go, then take over */
+		if (val & _Q_LOCKED_MASK)
+			while (__atomic_load_n(&l->locked, __ATOMIC_ACQUIRE))
+				if (spin_wait(c))
+					return -1;
+		__atomic_store_n(&l->locked_pending, (uint16_t)_Q_LOCKED_VAL, __ATOMIC_RELAXED);
+		return 0;
+	}
+	/* somebody else is pending or queued: undo our pending bit */
+	if (!(val & _Q_PENDING_MASK))
+		__atomic_store_n(&l->pending, 0, __ATOMIC_RELAXED);
+queue:
+	idx = nodes->n[0].count++;
+	tail = encode_tail(c->cpu, idx);
+	if (unlikely(idx >= MAX_NODES)) {
+		/* out of nesting levels: spin on trylock, as the kernel does */
+		while (!queued_spin_trylock(l))
+			if (spin_wait(c))
+				goto abort;
+		goto release;
+	}
+	node = &nodes->n[idx];
+	barrier();
+	node->locked = 0;
+	node->next = 0;
+	if (queued_spin_trylock(l))
+		goto release;
+
+	/* publish our node: xchg_tail (x86 xchg is a full barrier) */
+	old = (uint32_t)__atomic_exchange_n(&l->tail, (uint16_t)(tail >> _Q_TAIL_OFFSET),
+					    __ATOMIC_SEQ_CST) << _Q_TAIL_OFFSET;
+	if (old & _Q_TAIL_MASK) {
+		struct qnode *prev = decode_tail(c, old);
+
+		__atomic_store_n(&prev->next, tail, __ATOMIC_RELEASE);
+		while (!__atomic_load_n(&node->locked, __ATOMIC_ACQUIRE))	/* arch_mcs_spin_lock_contended */
+			if (spin_wait(c))
+				goto abort;
+		next = READ_ONCE(node->next);
+	}
+
+	/* at the head of the queue: wait for the owner and the pending waiter */
+	while ((val = __atomic_load_n(&l->val, __ATOMIC_ACQUIRE)) & _Q_LOCKED_PENDING_MASK)
+		if (spin_wait(c))
+			goto abort;
+
+	/* claim the lock; if we are also the tail, the queue becomes empty */
+	if ((val & _Q_TAIL_MASK) == tail &&
+	    __atomic_compare_exchange_n(&l->val, &val, _Q_LOCKED_VAL, 0,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		goto release;
+	__atomic_store_n(&l->locked, (uint8_t)_Q_LOCKED_VAL, __ATOMIC_RELAXED);	/* set_locked */
+	while (!next && !(next = __atomic_load_n(&node->next, __ATOMIC_ACQUIRE)))
+		if (spin_wait(c))
+			goto abort;
+	__atomic_store_n(&decode_tail(c, next)->locked, 1, __ATOMIC_RELEASE);	/* hand the MCS lock on */
+release:
+	nodes->n[0].count--;
+	return 0;
+abort:
+	nodes->n[0].count--;
+	return -1;
+}
+
+static inline int queued_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	uint32_t val = 0;
+
+	if (likely(__atomic_compare_exchange_n(&l->val, &val, _Q_LOCKED_VAL, 0,
+					       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+		return 0;
+	return queued_spin_lock_slowpath(c, l, val);
+}
+
+static inline void queued_spin_unlock(spinlock_t *l)
+{
+	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+}
+
+/* ---------------------------------------------------------------- pthread */
+
+static __attribute__((noinline)) int pthread_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	int rc = pthread_mutex_lock(&l->mutex);
+
+	if (likely(rc == 0))
+		return 0;
+	if (rc == EOWNERDEAD) {		/* the holder died: the run is over */
+		pthread_mutex_consistent(&l->mutex);
+		pthread_mutex_unlock(&l->mutex);
+		atomic_set(&c->hdr->stop, 1);
+	}
+	return -1;			/* EDEADLK (recursion) and the rest */
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static inline int arch_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	switch (l->algo) {
+	case SPIN_QSPINLOCK:
+		return queued_spin_lock(c, l);
+	case SPIN_TICKET:
+		return ticket_lock(c, l);
+	case SPIN_TAS:
+		if (likely(!__atomic_exchange_n(&l->val, 1, __ATOMIC_ACQUIRE)))
+			return 0;
+		return tas_lock_slowpath(c, l);
+	case SPIN_TTAS:
+		if (likely(!READ_ONCE(l->val) && !__atomic_exchange_n(&l->val, 1, __ATOMIC_ACQUIRE)))
+			return 0;
+		return ttas_lock_slowpath(c, l);
+	default:
+		return pthread_lock(c, l);
+	}
+}
+
+static inline void arch_spin_unlock(spinlock_t *l)
+{
+	switch (l->algo) {
+	case SPIN_QSPINLOCK:
+		queued_spin_unlock(l);
+		break;
+	case SPIN_TICKET:
+		ticket_unlock(l);
+		break;
+	case SPIN_TAS:
+	case SPIN_TTAS:
+		__atomic_store_n(&l->val, 0, __ATOMIC_RELEASE);
+		break;
+	default:
+		pthread_mutex_unlock(&l->mutex);
+	}
+}
+
+static inline int do_raw_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	int rc;
+
+	if (unlikely(c->check))
+		lockdep_acquire(c, l);
+	rc = arch_spin_lock(c, l);
+	if (unlikely(c->check) && rc == 0)
+		WRITE_ONCE(l->owner, (uint32_t)c->cpu + 1);
+	return rc;
+}
+
+static inline void do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
+{
+	if (unlikely(c->check))
+		WRITE_ONCE(l->owner, 0);
+	arch_spin_unlock(l);
+}
+
+/* ---------------------------------------------------------------- variants */
+
+static inline int spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	preempt_disable(c);
+	return do_raw_spin_lock(c, l);
+}
+
+static inline void spin_unlock(struct cpu_ctx *c, spinlock_t *l)
+{
+	do_raw_spin_unlock(c, l);
+	preempt_enable(c);
+}
+
+static inline int spin_lock_bh(struct cpu_ctx *c, spinlock_t *l)
+{
+	local_bh_disable(c);
+	return do_raw_spin_lock(c, l);
+}
+
+static inline void spin_unlock_bh(struct cpu_ctx *c, spinlock_t *l)
+{
+	do_raw_spin_unlock(c, l);
+	local_bh_enable(c);
+}
+
+static inline int spin_lock_irq(struct cpu_ctx *c, spinlock_t *l)
+{
+	if (unlikely(c->check) && irqs_disabled(c))
+		lockdep_bug(c, LOCKDEP_LOCK_IRQ_IRQS_OFF, l);
+	local_irq_disable(c);
+	preempt_disable(c);
+	return do_raw_spin_lock(c, l);
+}
+
+static inline void spin_unlock_irq(struct cpu_ctx *c, spinlock_t *l)
+{
+	do_raw_spin_unlock(c, l);
+	local_irq_enable(c);
+	preempt_enable(c);
+}
+
+static inline int spin_lock_irqsave(struct cpu_ctx *c, spinlock_t *l, unsigned long *flags)
+{
+	*flags = local_irq_save(c);
+	preempt_disable(c);
+	return do_raw_spin_lock(c, l);
+}
+
+static inline void spin_unlock_irqrestore(struct cpu_ctx *c, spinlock_t *l, unsigned long flags)
+{
+	do_raw_spin_unlock(c, l);
+	local_irq_restore(c, flags);
+	preempt_enable(c);
+}
+
+/* ---------------------------------------------------------------- variants by number */
+
+/* For loops that pick the variant at run time (contended runs, torture):
+ * the time_bench tests inline each variant into its own loop instead. */
+enum spin_variant {
+	VARIANT_PLAIN = 0,
+	VARIANT_BH = 1,
+	VARIANT_IRQ = 2,
+	VARIANT_IRQSAVE = 3,
+	VARIANT_IRQSAVE_BEFORE_LOCK = 4,	/* local_irq_save; spin_lock */
+	VARIANT_IRQ_DISABLE_BEFORE_LOCK = 5,	/* local_irq_disable; spin_lock */
+	SPIN_NR_VARIANTS = 6,
+};
+
+static inline int spin_lock_variant(struct cpu_ctx *c, spinlock_t *l, int variant,
+				    unsigned long *flags)
+{
+	switch (variant) {
+	case VARIANT_BH:
+		return spin_lock_bh(c, l);
+	case VARIANT_IRQ:
+		return spin_lock_irq(c, l);
+	case VARIANT_IRQSAVE:
+		return spin_lock_irqsave(c, l, flags);
+	case VARIANT_IRQSAVE_BEFORE_LOCK:
+		*flags = local_irq_save(c);
+		return spin_lock(c, l);
+	case VARIANT_IRQ_DISABLE_BEFORE_LOCK:
+		local_irq_disable(c);
+		return spin_lock(c, l);
+	default:
+		return spin_lock(c, l);
+	}
+}
+
+static inline void spin_unlock_variant(struct cpu_ctx *c, spinlock_t *l, int variant,
+				       unsigned long flags)
+{
+	switch (variant) {
+	case VARIANT_BH:
+		spin_unlock_bh(c, l);
+		break;
+	case VARIANT_IRQ:
+		spin_unlock_irq(c, l);
+		break;
+	case VARIANT_IRQSAVE:
+		spin_unlock_irqrestore(c, l, flags);
+		break;
+	case VARIANT_IRQSAVE_BEFORE_LOCK:
+		spin_unlock(c, l);
+		local_irq_restore(c, flags);
+		break;
+	case VARIANT_IRQ_DISABLE_BEFORE_LOCK:
+		spin_unlock(c, l);
+		local_irq_enable(c);
+		break;
+	default:
+		spin_unlock(c, l);
+	}
+}
+
+/* Initialise a lock in shared memory for `algo`; 0 or an errno. */
+static inline int spin_lock_init(spinlock_t *l, int algo, uint32_t id)
+{
+	pthread_mutexattr_t attr;
+	int rc = 0;
+
+	l->val = 0;
+	l->owner = 0;
+	l->usage = 0;
+	l->id = id;
+	l->algo = (uint32_t)algo;
+	if (algo == SPIN_PTHREAD) {
+		pthread_mutexattr_init(&attr);
+		pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+		pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+		rc = pthread_mutex_init(&l->mutex, &attr);
+		pthread_mutexattr_destroy(&attr);
+	}
+	return rc;
+}
+
+#endif

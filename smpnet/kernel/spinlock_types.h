@@ -1,0 +1,78 @@
+/* spinlock_types.h - spinlock_t and the MCS queue node, as laid out in the
+ * shared segment.
+ *
+ * One spinlock_t serves every algorithm; `algo` says which one a lock was
+ * initialised for, and the lock word `val` is read the way that algorithm
+ * reads it:
+ *   tas, ttas   0 free, 1 held
+ *   ticket      low 16 bits: the ticket being served; high 16: the next ticket
+ *   qspinlock   the kernel's x86 layout (include/asm-generic/qspinlock_types.h,
+ *               NR_CPUS < 16K): locked byte, pending byte, 16-bit MCS tail
+ *   pthread     a process-shared, robust, error-checking pthread mutex
+ */
+#ifndef SMPNET_SPINLOCK_TYPES_H
+#define SMPNET_SPINLOCK_TYPES_H
+
+#include <pthread.h>
+#include "compiler.h"
+
+enum spin_algo {
+	SPIN_TAS = 0,
+	SPIN_TTAS = 1,
+	SPIN_TICKET = 2,
+	SPIN_QSPINLOCK = 3,
+	SPIN_PTHREAD = 4,
+	SPIN_NR_ALGOS = 5,
+};
+
+typedef struct spinlock {
+	union {
+		uint32_t val;
+		struct {
+			uint8_t locked;
+			uint8_t pending;
+		};
+		struct {
+			uint16_t locked_pending;	/* ticket: now serving */
+			uint16_t tail;			/* ticket: next ticket */
+		};
+	};
+	uint32_t algo;		/* enum spin_algo */
+	uint32_t owner;		/* checker: holder's CPU + 1, 0 when free */
+	uint32_t usage;		/* checker: LOCK_USED_* bits (lockdep.h) */
+	uint32_t id;		/* named in checker reports */
+	uint32_t _pad[3];
+	union {
+		pthread_mutex_t mutex;
+		uint8_t mutex_raw[64];
+	};
+} spinlock_t;
+
+_Static_assert(sizeof(pthread_mutex_t) <= 64, "pthread_mutex_t does not fit spinlock_t");
+
+/* A lock and the datum it protects, as the lock benchmarks and the
+ * mutual-exclusion tests use them: a non-atomic counter that only the
+ * holder increments, so that any lost update shows. */
+struct lock_slot {
+	spinlock_t lock;
+	uint64_t counter;
+};
+
+/* struct mcs_spinlock (kernel/locking/mcs_spinlock.h), with the `next`
+ * pointer replaced by an encoded tail so that it means the same thing in
+ * every process mapping the segment. */
+struct qnode {
+	uint32_t next;		/* encoded tail of the waiter behind us, 0 if none */
+	uint32_t locked;	/* 1 once the lock is handed to us */
+	uint32_t count;		/* nesting level in use (node 0 only) */
+	uint32_t _pad;
+};
+
+/* One node per context a CPU can spin in: task, softirq, hardirq, NMI. */
+#define MAX_NODES 4
+
+struct qnodes {
+	struct qnode n[MAX_NODES];
+};
+
+#endif
