@@ -18,7 +18,9 @@ from smpnet.kernel.percpu cimport (smp_header, cpu_state, irq_cpustat, smp_struc
 from smpnet.kernel cimport percpu as P
 from smpnet.kernel.smp cimport (cpu_ctx, cpu_ctx_init, smp_barrier_wait, cpu_idle_poll, spinlock,
                                 smp_should_stop)
-from smpnet.kernel.irqflags cimport (IRQ_TEST, irq_handlers, preempt_disable, preempt_enable,
+from smpnet.kernel.irqflags cimport (IRQ_TEST, IPI_NET_RX, HI_SOFTIRQ, NET_RX_SOFTIRQ,
+                                     irq_handlers, softirq_vec,
+                                     preempt_disable, preempt_enable,
                                      local_irq_disable, local_irq_enable, local_irq_save,
                                      local_irq_restore, local_bh_disable, local_bh_enable,
                                      raise_softirq, irq_poll, send_ipi, irqs_disabled)
@@ -26,7 +28,10 @@ from smpnet.kernel.spinlock cimport (spinlock_t, spin_lock, spin_unlock, spin_lo
                                      spin_unlock_bh, spin_lock_irq, spin_unlock_irq,
                                      spin_lock_irqsave, spin_unlock_irqrestore,
                                      spin_lock_variant, spin_unlock_variant, spin_lock_init,
-                                     lockdep_end, SPIN_PTHREAD, VARIANT_IRQ_DISABLE_BEFORE_LOCK)
+                                     lockdep_end, SPIN_TAS, SPIN_TTAS, SPIN_TICKET,
+                                     SPIN_QSPINLOCK, SPIN_PTHREAD, VARIANT_PLAIN, VARIANT_BH,
+                                     VARIANT_IRQ, VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK,
+                                     VARIANT_IRQ_DISABLE_BEFORE_LOCK)
 
 cdef extern from "sys/prctl.h" nogil:
     int prctl(int option, unsigned long arg2, unsigned long arg3,
@@ -192,16 +197,21 @@ def idle_poll(unsigned char[::1] seg, double timeout_s):
 
 # ---------------------------------------------------------------- IRQ model
 #
-# The test IRQ (vector IRQ_TEST) takes c.irq_test_lock, if one is set, the
-# way a driver's handler takes its lock: that is how a test provokes the
-# checker's hardirq-inversion report.
+# The test IRQ (vector IRQ_TEST) and the test softirq (HI_SOFTIRQ) take
+# c.irq_test_lock, if one is set, the way a driver's handler takes its
+# lock: that is how a test provokes the checker's inversion reports.
 
 cdef void irq_test_handler(cpu_ctx *c, unsigned int vector) noexcept nogil:
     if c.irq_test_lock != NULL:
         if spin_lock(c, <spinlock_t *>c.irq_test_lock) == 0:
             spin_unlock(c, <spinlock_t *>c.irq_test_lock)
 
+
+cdef void softirq_test_action(cpu_ctx *c) noexcept nogil:
+    irq_test_handler(c, 0)
+
 irq_handlers[IRQ_TEST] = irq_test_handler
+softirq_vec[HI_SOFTIRQ] = softirq_test_action
 
 
 cdef inline lock_slot *slot_ptr(smp_header *hdr, int region, int index) noexcept nogil:
@@ -281,6 +291,20 @@ cdef class Cpu:
     @property
     def cpu(self):
         return self.c.cpu
+
+    @property
+    def preempt_count(self):
+        return self.c.irq.preempt_count
+
+
+# The C enums, by name: the one place Python learns their values.
+LOCK_ALGOS = {"tas": SPIN_TAS, "ttas": SPIN_TTAS, "ticket": SPIN_TICKET,
+              "qspinlock": SPIN_QSPINLOCK, "pthread": SPIN_PTHREAD}
+LOCK_VARIANTS = {"plain": VARIANT_PLAIN, "bh": VARIANT_BH, "irq": VARIANT_IRQ,
+                 "irqsave": VARIANT_IRQSAVE, "irqsave_before_lock": VARIANT_IRQSAVE_BEFORE_LOCK,
+                 "irq_disable_before_lock": VARIANT_IRQ_DISABLE_BEFORE_LOCK}
+IRQ_VECTORS = {"test": IRQ_TEST, "net_rx": IPI_NET_RX}
+SOFTIRQS = {"hi": HI_SOFTIRQ, "net_rx": NET_RX_SOFTIRQ}
 
 
 def lock_init(unsigned char[::1] seg, int region, int index, int algo, uint32_t lock_id):

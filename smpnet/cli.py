@@ -19,6 +19,35 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(f"{message} (see {self.prog} --help)")
 
 
+def _int_at_least(low):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is below the minimum, {low}")
+        return value
+    return parse
+
+
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text} s is outside (0, 3600]")
+    return value
+
+
+def _machine_options(p):
+    p.add_argument("--ncpus", type=_int_at_least(1), metavar="N",
+                   help="emulated CPUs (default: one per selected real CPU)")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="allow more emulated CPUs than real ones (timings then not valid)")
+
+
 def _common(p):
     p.add_argument("--cpus", default="all", metavar="LIST",
                    help="real CPUs to use: 0,1 or 0-3 or all (default: all allowed)")
@@ -39,6 +68,34 @@ def build_parser():
                                    "versions, and warnings (like pyperf system show).")
     _common(p)
     p.set_defaults(func=cmd_info)
+
+    from .scenarios import locks
+    p = sub.add_parser(
+        "locks", help="spinlock and IRQ-flag costs (seed 003: irqsave vs irq)",
+        description="The time_bench_sample suite, uncontended, on the first selected CPU, "
+                    "in time_bench's line format, then a summary and seed 003's verdict. "
+                    "With --contended, every selected CPU hammers one shared lock instead.")
+    _common(p)
+    _machine_options(p)
+    p.add_argument("--algo", default="qspinlock", metavar="LIST",
+                   help=f"lock algorithms: {','.join(locks.ALGOS)} or all (default: qspinlock)")
+    p.add_argument("--variant", default="all", metavar="LIST",
+                   help=f"lock variants: {','.join(locks.VARIANTS)} or all (default: all)")
+    p.add_argument("--loops", type=_int_at_least(1), metavar="N",
+                   help="ops per round (default: calibrated to 10 ms per round)")
+    p.add_argument("--rounds", type=_int_at_least(1), default=10, metavar="R",
+                   help="measured rounds per test, after one warm-up round (default: 10)")
+    p.add_argument("--restore", choices=locks.RESTORES, default="sti",
+                   help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
+    p.add_argument("--check", action="store_true",
+                   help="run the lock/IRQ checker and report what it finds")
+    p.add_argument("--contended", action="store_true",
+                   help="every selected CPU hammers one shared lock")
+    p.add_argument("--hold-cycles", type=_int_at_least(0), default=0, metavar="N",
+                   help="with --contended: critical-section length in TSC cycles (default: 0)")
+    p.add_argument("--duration", type=_seconds, default=0.5, metavar="S",
+                   help="with --contended: seconds per algorithm and variant (default: 0.5)")
+    p.set_defaults(func=cmd_locks)
     return parser
 
 
@@ -107,6 +164,111 @@ def _info_text(f, timers, warnings):
     else:
         lines.append("No warnings: this machine is set up for stable timings.")
     return "\n".join(lines)
+
+
+def cmd_locks(args):
+    from . import sysinfo
+    from .scenarios import locks
+
+    cpus = parse_cpus(args.cpus)
+    algos = locks.parse_list(args.algo, locks.ALGOS, "lock algorithm")
+    variants = locks.parse_list(args.variant, locks.VARIANTS, "lock variant")
+    report.check_output_path(args.output)
+    params = {"cpus": format_cpus(cpus), "algo": algos, "variant": variants,
+              "restore": args.restore, "check": args.check, "contended": args.contended}
+    facts = report.machine(cpus)
+    oversubscribed = (args.ncpus or len(cpus)) > len(cpus)
+    warnings = sysinfo.timing_warnings(facts, oversubscribed=oversubscribed)
+    if args.check:
+        warnings.append("the checker is on: timings include its checks")
+    verdicts = []
+    if args.contended:
+        params.update(duration_s=args.duration, hold_cycles=args.hold_cycles,
+                      ncpus=args.ncpus or len(cpus))
+        rows, reports = locks.run_contended(
+            cpus, algos, variants, duration=args.duration, hold_cycles=args.hold_cycles,
+            restore=args.restore, check=args.check, ncpus=args.ncpus,
+            oversubscribe=args.oversubscribe, progress=locks.progress_printer("locks"))
+        text = lambda: _contended_text(rows, reports, args)  # noqa: E731
+    else:
+        if args.ncpus or args.oversubscribe:
+            raise BadInput("--ncpus and --oversubscribe apply to --contended runs only")
+        params.update(loops=args.loops, rounds=args.rounds, cpu=cpus[0])
+        rows, reports = locks.run_suite(
+            cpus[0], algos, variants, loops=args.loops, rounds=args.rounds,
+            restore=args.restore, check=args.check, progress=locks.progress_printer("locks"))
+        algo = "qspinlock" if "qspinlock" in algos else algos[0]
+        v = locks.seed_003_verdict(rows, algo)
+        if v:
+            verdicts.append(v)
+        text = lambda: _suite_text(rows, reports, verdicts, args, cpus[0])  # noqa: E731
+    if args.check:
+        params["checker_reports"] = reports
+    env = report.envelope("locks", cpus, params, rows, verdicts, warnings, facts=facts)
+    _emit(args, env, lambda: text() + _warnings_text(warnings))
+    return 0
+
+
+def _suite_text(rows, reports, verdicts, args, cpu):
+    lines = [f"# time_bench suite on CPU {cpu}: {args.rounds} rounds after a warm-up, "
+             f"restore={args.restore}" + (", checker on" if args.check else "")]
+    for r in rows:
+        lines.append(report.time_bench_row_line(r))
+    lines.append("")
+    table = [(r["test"], r["algo"] or "-", r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"])
+             for r in rows]
+    lines.append("Summary, per op (median of rounds, with min and max):")
+    lines.append(report.table(table, ["test", "algo", "cycles", "min", "max", "ns"]))
+    overhead = next((r["cycles"] for r in rows if r["test"] == "for_loop"), None)
+    if overhead is not None:
+        lines.append(f"Loop overhead: for_loop = {overhead:.2f} cycles per iteration, "
+                     "included in every figure above.")
+    lines.append("")
+    for v in verdicts:
+        lo, hi = v["interval"]
+        lines.append(f"seed {v['seed']}: {v['reference']}; here ({v['algo']}, "
+                     f"restore={args.restore}): irqsave - irq = {v['measured']:.2f} cycles "
+                     f"[95 % interval {lo:.2f} .. {hi:.2f}] -> {v['verdict']}")
+    if not verdicts:
+        lines.append("seed 003: no verdict (it needs the irq and irqsave variants)")
+    lines.append(_checker_text(reports, args.check))
+    return "\n".join(lines)
+
+
+def _contended_text(rows, reports, args):
+    lines = []
+    for r in rows:
+        lines.append(f"# {r['algo']} {r['variant']}: {len(r['cpus'])} CPUs hammer one lock for "
+                     f"{r['duration_s']} s, hold {r['hold_cycles']} cycles")
+        for c in r["per_cpu"]:
+            lines.append(f"  CPU {c['cpu']} (real {c['real_cpu']}): {c['acquisitions']} "
+                         f"acquisitions, {c['cycles_per_acq']:.1f} cycles/acq, "
+                         f"share {r['shares'][c['cpu']] * 100:.1f} %, {c['spins']} spins")
+    lines.append("")
+    table = [(r["algo"], r["variant"], r["acq_per_s"] / 1e6, r["cycles"], r["fairness"],
+              r["spins_per_acq"], "yes" if r["mutual_exclusion"] else "NO")
+             for r in rows]
+    lines.append(report.table(table, ["algo", "variant", "M acq/s", "cycles/acq",
+                                      "fairness (Jain)", "spins/acq", "exclusive"]))
+    lines.append("cycles/acq: median over CPUs of each CPU's run time over its acquisitions; "
+                 "fairness: 1.0 = equal shares, 1/N = one CPU got all.")
+    lines.append(_checker_text(reports, args.check))
+    return "\n".join(lines)
+
+
+def _checker_text(reports, on):
+    if not on:
+        return "checker: off (--check turns it on)"
+    if not reports:
+        return "checker: no reports"
+    return "checker: " + ", ".join(f"{k} x{n}" for k, n in reports.items())
+
+
+def _warnings_text(warnings):
+    if not warnings:
+        return ""
+    return "\n\nWarnings (timings on this machine are less reliable):\n" + \
+        "\n".join(f"  - {w}" for w in warnings)
 
 
 def _emit(args, env, text):

@@ -3,6 +3,7 @@ from smpnet.kernel.smp cimport cpu_ctx
 
 cdef extern from "irqflags.h" nogil:
     enum: IRQ_TEST
+    enum: HI_SOFTIRQ
     enum: IPI_NET_RX
     enum: NET_RX_SOFTIRQ
     enum: NR_SOFTIRQS
