@@ -1,0 +1,127 @@
+"""The IRQ model: soft masking, lazy replay, save/restore, bh and softirqs."""
+import time
+
+import numpy as np
+import pytest
+
+from smpnet import Machine, _core, layout
+
+IRQ_TEST = _core.IRQ_VECTORS["test"]
+HI = _core.SOFTIRQS["hi"]
+
+
+@pytest.fixture(params=[False, True], ids=["sti", "popf"])
+def cpu0(request, allowed):
+    with Machine(cpus=[allowed[0]]) as m:
+        yield m, _core.Cpu(m.segment.buf, 0, popf=request.param)
+
+
+def irq(m, cpu=0):
+    return m.region("irq")[cpu]
+
+
+def test_masked_irq_runs_exactly_once_after_unmask(cpu0):
+    m, c = cpu0
+    c.local_irq_disable()
+    c.send_ipi(0, IRQ_TEST)
+    for _ in range(3):
+        c.irq_poll()  # an interrupt window, but IRQs are off
+    assert irq(m)["hardirqs"] == 0 and irq(m)["irq_pending"] != 0
+    c.local_irq_enable()
+    assert irq(m)["hardirqs"] == 1 and irq(m)["irq_pending"] == 0
+    c.irq_poll()
+    c.local_irq_disable()
+    c.local_irq_enable()
+    assert irq(m)["hardirqs"] == 1
+    assert irq(m)["irqs_while_masked"] == 0
+
+
+def test_irq_delivered_at_a_poll_when_enabled(cpu0):
+    m, c = cpu0
+    c.send_ipi(0, IRQ_TEST)
+    assert irq(m)["hardirqs"] == 0  # delivery is lazy: at the next window
+    c.irq_poll()
+    assert irq(m)["hardirqs"] == 1
+
+
+def test_save_restore_nests(cpu0):
+    m, c = cpu0
+    outer = c.local_irq_save()
+    assert c.irqs_disabled()
+    inner = c.local_irq_save()
+    c.send_ipi(0, IRQ_TEST)
+    c.local_irq_restore(inner)  # IRQs were off when inner was saved: stay off
+    assert c.irqs_disabled() and irq(m)["hardirqs"] == 0
+    c.local_irq_restore(outer)
+    assert not c.irqs_disabled() and irq(m)["hardirqs"] == 1
+    assert outer & 0x200 and not inner & 0x200  # the IF bit in the saved flags
+
+
+def test_softirq_runs_at_bh_enable(cpu0):
+    m, c = cpu0
+    c.local_bh_disable()
+    assert c.preempt_count == 0x200  # SOFTIRQ_DISABLE_OFFSET
+    c.raise_softirq(HI)
+    assert irq(m)["softirqs"] == 0
+    c.local_bh_enable()
+    assert irq(m)["softirqs"] == 1 and irq(m)["softirq_pending"] == 0
+    assert c.preempt_count == 0
+
+
+def test_softirq_waits_for_the_outermost_bh_enable(cpu0):
+    m, c = cpu0
+    c.local_bh_disable()
+    c.local_bh_disable()
+    c.raise_softirq(HI)
+    c.local_bh_enable()
+    assert irq(m)["softirqs"] == 0
+    c.local_bh_enable()
+    assert irq(m)["softirqs"] == 1
+
+
+def test_preempt_count_packs_like_the_kernel(cpu0):
+    _, c = cpu0
+    c.preempt_disable()
+    c.local_bh_disable()
+    assert c.preempt_count == 0x201
+    c.local_bh_enable()
+    c.preempt_enable()
+    assert c.preempt_count == 0
+
+
+def test_ipi_from_another_cpu_waits_for_unmask(allowed):
+    """CPU 1 raises an IPI on CPU 0 while CPU 0 has IRQs off."""
+    flags = np.dtype([("step", "<u4")])
+
+    def body(ctx):
+        c = _core.Cpu(ctx.seg, ctx.cpu)
+        step = ctx.machine.region("flags")[0:1]["step"]
+        deadline = time.monotonic() + 20
+        if ctx.cpu == 0:
+            c.local_irq_disable()
+            step[0] = 1
+            while step[0] != 2 and time.monotonic() < deadline:
+                c.irq_poll()
+            masked = int(ctx.machine.region("irq")[0]["hardirqs"])
+            c.local_irq_enable()
+            return masked, int(ctx.machine.region("irq")[0]["hardirqs"])
+        while step[0] != 1 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        c.send_ipi(0, IRQ_TEST)
+        step[0] = 2
+        return None
+
+    with Machine(cpus=allowed, ncpus=2, oversubscribe=True,
+                 regions=[("flags", flags, 1)]) as m:
+        (masked, after), _ = m.run(body, timeout=30)
+        assert (masked, after) == (0, 1)
+        assert m.region("irq")[1]["ipis_sent"] == 1
+
+
+def test_cpu_out_of_range(allowed):
+    with Machine(cpus=[allowed[0]]) as m:
+        with pytest.raises(ValueError):
+            _core.Cpu(m.segment.buf, 1)
+        c = _core.Cpu(m.segment.buf, 0)
+        with pytest.raises(ValueError):
+            c.send_ipi(5, IRQ_TEST)

@@ -1,0 +1,212 @@
+"""Spinlocks: mutual exclusion, dead holders, the checker, the CLI."""
+import json
+import os
+import signal
+
+import pytest
+
+from smpnet import Machine, WorkerDied, _core, layout
+from smpnet.cli import main
+from smpnet.scenarios import locks
+
+ALGOS = locks.ALGOS
+VARIANTS = locks.VARIANTS
+IRQ_TEST = _core.IRQ_VECTORS["test"]
+HI = _core.SOFTIRQS["hi"]
+
+
+def lock_machine(cpus, n=1, **kw):
+    return Machine(cpus=cpus, regions=[("locks", layout.LOCK_SLOT, n)], **kw)
+
+
+def region(m):
+    return m.segment.region_names.index("locks")
+
+
+def hammer(ctx, reg, variant, count, check=False):
+    return _core.lock_hammer(ctx.seg, ctx.cpu, reg, 0, variant, count, 0, 0, check)
+
+
+def is_free(val, algo):
+    if algo == "ticket":
+        return val & 0xFFFF == val >> 16  # now serving == next ticket
+    return algo == "pthread" or val == 0
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+@pytest.mark.parametrize("ncpus,count", [(2, 200000), (4, 20000)], ids=["2cpus", "4cpus-oversubscribed"])
+def test_mutual_exclusion_every_variant(allowed, algo, ncpus, count):
+    with lock_machine(allowed, ncpus=ncpus, oversubscribe=True) as m:
+        reg = region(m)
+        for variant in VARIANTS:
+            _core.lock_init(m.segment.buf, reg, 0, _core.LOCK_ALGOS[algo], 0)
+            out = m.run(hammer, reg, _core.LOCK_VARIANTS[variant], count, timeout=120)
+            assert [r[0] for r in out] == [count] * ncpus, variant
+            assert not any(r[3] for r in out), f"{variant}: aborted"
+            # the counter is incremented non-atomically inside the lock
+            assert m.region("locks")[0]["counter"] == ncpus * count, variant
+            assert is_free(int(m.region("locks")[0]["lock"]["val"]), algo), variant
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_waiters_give_up_when_the_holder_dies(allowed, algo):
+    def body(ctx, reg):
+        if ctx.cpu == 0:
+            _core.Cpu(ctx.seg, 0, lock_region=reg).spin_lock(0)
+            os.kill(os.getpid(), signal.SIGKILL)  # dies holding the lock
+        return _core.lock_hammer(ctx.seg, ctx.cpu, reg, 0, 0, 1 << 40, 0, 0)
+
+    with lock_machine(allowed, ncpus=3, oversubscribe=True) as m:
+        reg = region(m)
+        _core.lock_init(m.segment.buf, reg, 0, _core.LOCK_ALGOS[algo], 0)
+        with pytest.raises(WorkerDied, match="emulated CPU 0 .*SIGKILL"):
+            m.run(body, reg, timeout=30)  # a hang would be RunTimeout
+
+
+# ------------------------------------------------------------------ checker
+
+@pytest.fixture(params=ALGOS)
+def checked(request, allowed):
+    with lock_machine([allowed[0]], n=2) as m:
+        reg = region(m)
+        for i in range(2):
+            _core.lock_init(m.segment.buf, reg, i, _core.LOCK_ALGOS[request.param], 10 + i)
+        yield m, _core.Cpu(m.segment.buf, 0, check=True, lock_region=reg)
+
+
+def bugs(m):
+    irq = m.region("irq")[0]
+    return {name: int(irq["bugs"][k]) for k, name in enumerate(layout.LOCKDEP_BUGS)
+            if irq["bugs"][k]}
+
+
+def test_checker_spin_lock_irq_with_irqs_off(checked):
+    m, c = checked
+    c.local_irq_disable()
+    v = VARIANTS.index("irq")
+    c.spin_lock(0, v)
+    c.spin_unlock(0, v)
+    assert bugs(m) == {"lock_irq_with_irqs_off": 1}
+    assert m.region("irq")[0]["first_bug_lock"] == 10
+
+
+def test_checker_hardirq_inversion(checked):
+    m, c = checked
+    c.set_irq_test_lock(1)
+    c.spin_lock(1)          # process context, IRQs on
+    c.spin_unlock(1)
+    c.send_ipi(0, IRQ_TEST)
+    c.irq_poll()            # the handler takes the same lock in hardirq context
+    assert bugs(m) == {"hardirq_inversion": 1}
+    assert m.region("irq")[0]["first_bug_lock"] == 11
+
+
+def test_checker_softirq_inversion(checked):
+    m, c = checked
+    c.set_irq_test_lock(0)
+    c.spin_lock(0)          # BHs on
+    c.spin_unlock(0)
+    c.local_bh_disable()
+    c.raise_softirq(HI)
+    c.local_bh_enable()     # the softirq takes the lock in softirq context
+    assert bugs(m) == {"softirq_inversion": 1}
+
+
+def test_checker_unbalanced_restore(checked):
+    m, c = checked
+    c.local_irq_restore(0x200)   # never saved
+    assert bugs(m) == {"unbalanced_irq_restore": 1}
+    c.local_irq_save()           # never restored
+    c.lockdep_end()
+    assert bugs(m) == {"unbalanced_irq_restore": 2}
+
+
+def test_checker_recursion_stops_instead_of_deadlocking(checked):
+    m, c = checked
+    c.spin_lock(0)
+    with pytest.raises(RuntimeError, match="aborted"):
+        c.spin_lock(0)
+    assert bugs(m) == {"recursion": 1}
+    assert m.header["stop"] == 1
+
+
+def test_checker_quiet_on_correct_irq_safe_locking(checked):
+    m, c = checked
+    c.set_irq_test_lock(0)
+    v = VARIANTS.index("irqsave")
+    flags = c.spin_lock(0, v)       # process context takes it with IRQs off
+    c.send_ipi(0, IRQ_TEST)         # raised while held: waits for unmask
+    c.spin_unlock(0, v, flags)      # the handler runs here, after the unlock
+    assert m.region("irq")[0]["hardirqs"] == 1
+    v = VARIANTS.index("irq")
+    c.spin_lock(1, v)
+    c.spin_unlock(1, v)
+    c.lockdep_end()
+    assert bugs(m) == {}
+
+
+def test_checker_quiet_on_every_variant_under_contention(allowed):
+    with lock_machine(allowed, ncpus=2, oversubscribe=True) as m:
+        reg = region(m)
+        for variant in VARIANTS:
+            _core.lock_init(m.segment.buf, reg, 0, _core.LOCK_ALGOS["qspinlock"], 0)
+            m.run(hammer, reg, _core.LOCK_VARIANTS[variant], 2000, True, timeout=60)
+        assert int(m.region("irq")["bugs"].sum()) == 0
+
+
+# ------------------------------------------------------------------ CLI
+
+def test_locks_suite_json(capsys, allowed):
+    assert main(["locks", "--json", "--loops", "2000", "--rounds", "3",
+                 "--algo", "qspinlock,ticket", "--check"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    tests = [(r["test"], r["algo"]) for r in env["results"]]
+    expected = []
+    for test, variant in locks.SUITE:
+        expected += [(test, None)] if variant is None else [(test, "qspinlock"), (test, "ticket")]
+    assert tests == expected
+    for r in env["results"]:
+        assert {"test", "algo", "variant", "restore", "cpus", "contended", "cycles",
+                "cycles_min", "cycles_max", "ns", "loops", "rounds"} <= set(r)
+        assert r["loops"] == 2000 and r["rounds"] == 3 and not r["contended"]
+        assert r["cycles_min"] <= r["cycles"] <= r["cycles_max"]
+    (v,) = env["verdicts"]
+    assert v["seed"] == "003" and v["algo"] == "qspinlock"
+    assert set(v) >= {"seed", "claim", "reference", "measured", "interval", "verdict"}
+    lo, hi = v["interval"]
+    assert lo <= v["measured"] <= hi
+    assert v["verdict"] in ("reproduced", "not reproduced", "no measurable difference")
+    assert env["params"]["checker_reports"] == {}
+
+
+def test_locks_suite_text_has_time_bench_lines(capsys):
+    assert main(["locks", "--loops", "1000", "--rounds", "2", "--variant", "irq,irqsave"]) == 0
+    out = capsys.readouterr().out
+    assert "Type:spin_lock_unlock_irq Per elem: " in out and "cycles(tsc)" in out
+    assert "Type:spin_lock_unlock Per elem" not in out  # plain not selected
+    assert "seed 003:" in out
+
+
+def test_locks_contended_json(capsys, allowed):
+    assert main(["locks", "--contended", "--json", "--duration", "0.05", "--variant", "plain",
+                 "--ncpus", "3", "--oversubscribe"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    (r,) = env["results"]
+    assert r["contended"] and r["algo"] == "qspinlock" and r["test"] == "spin_lock_unlock"
+    assert r["mutual_exclusion"] and r["loops"] == sum(c["acquisitions"] for c in r["per_cpu"])
+    assert len(r["per_cpu"]) == 3 and r["acq_per_s"] > 0
+    assert 1 / 3 - 1e-9 <= r["fairness"] <= 1.0
+    assert abs(sum(r["shares"]) - 1.0) < 1e-9
+    assert not r["timing_valid"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--algo", "mcs"], ["--algo", ""], ["--variant", "irqsafe"], ["--algo", "tas,tas"],
+    ["--loops", "0"], ["--loops", "x"], ["--rounds", "0"], ["--duration", "-1"],
+    ["--hold-cycles", "-1"], ["--restore", "iret"], ["--ncpus", "2"],
+    ["--contended", "--ncpus", "99"],
+])
+def test_locks_bad_input_exit_2(capsys, argv):
+    assert main(["locks"] + argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("smpnet-bench: ")
