@@ -8,7 +8,7 @@ calls in once per round (or once per run) and gets totals back.
 from libc.stdint cimport uint32_t, uint64_t
 from posix.time cimport timespec, nanosleep
 
-from smpnet.kernel.compiler cimport barrier
+from smpnet.kernel.compiler cimport barrier, cpu_relax
 from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp, tsc_read_unordered,
                                 mono_raw_ns, mono_ns, smp_cpuid)
 from smpnet.kernel.atomic cimport atomic_set, atomic_read, atomic_cmpxchg, this_cpu_cmpxchg
@@ -19,6 +19,7 @@ from smpnet.kernel cimport percpu as P
 from smpnet.kernel.smp cimport (cpu_ctx, cpu_ctx_init, smp_barrier_wait, cpu_idle_poll, spinlock,
                                 smp_should_stop)
 from smpnet.kernel.irqflags cimport (IRQ_TEST, IPI_NET_RX, HI_SOFTIRQ, NET_RX_SOFTIRQ,
+                                     NR_SOFTIRQS, NR_IRQ_VECTORS,
                                      irq_handlers, softirq_vec,
                                      preempt_disable, preempt_enable,
                                      local_irq_disable, local_irq_enable, local_irq_save,
@@ -261,10 +262,14 @@ cdef class Cpu:
     def irqs_disabled(self): return bool(irqs_disabled(&self.c))
     def irq_poll(self): irq_poll(&self.c)
     def send_ipi(self, int target, unsigned int vector=IRQ_TEST):
-        if target < 0 or target >= self.c.hdr.nr_cpus:
-            raise ValueError(f"no CPU {target}")
+        check_cpu(self.c.hdr, target)
+        if vector >= NR_IRQ_VECTORS:
+            raise ValueError(f"no IRQ vector {vector} (0..{NR_IRQ_VECTORS - 1})")
         send_ipi(&self.c, target, vector)
-    def raise_softirq(self, unsigned int nr): raise_softirq(&self.c, nr)
+    def raise_softirq(self, unsigned int nr):
+        if nr >= NR_SOFTIRQS:
+            raise ValueError(f"no softirq {nr} (0..{NR_SOFTIRQS - 1})")
+        raise_softirq(&self.c, nr)
     def local_bh_disable(self): local_bh_disable(&self.c)
     def local_bh_enable(self): local_bh_enable(&self.c)
     def preempt_disable(self): preempt_disable(&self.c)
@@ -276,16 +281,32 @@ cdef class Cpu:
         self.c.irq_test_lock = NULL if index is None else <spinlock *>self._lock(index)
 
     # locks
-    def spin_lock(self, int index, int variant=0):
-        """Take lock `index` with a variant (VARIANTS order); returns the
-        saved flags (irqsave forms) or 0. RuntimeError if the run stopped."""
+    def spin_lock(self, int index, int variant=0, double timeout=5.0):
+        """Take lock `index` with a variant (LOCK_VARIANTS); returns the saved
+        flags (irqsave forms) or 0. RuntimeError if the run was stopped or the
+        lock was not free within `timeout` seconds (nothing else would end
+        the wait of a CPU driven from Python: a lock this same CPU holds
+        would otherwise spin forever). A ticket or qspinlock whose waiter
+        gave up while queued needs lock_init() before it is used again."""
         cdef unsigned long flags = 0
         cdef spinlock_t *l = self._lock(index)
-        if spin_lock_variant(&self.c, l, variant, &flags) != 0:
-            raise RuntimeError("lock acquisition aborted: the run was stopped")
+        cdef int rc
+        if variant < 0 or variant > VARIANT_IRQ_DISABLE_BEFORE_LOCK:
+            raise ValueError(f"no lock variant {variant}")
+        if not 0 < timeout <= 3600:
+            raise ValueError(f"timeout must be in (0, 3600] s, got {timeout}")
+        self.c.spin_deadline = tsc_read_unordered() + <uint64_t>(timeout * self.c.hdr.tsc_hz)
+        with nogil:
+            rc = spin_lock_variant(&self.c, l, variant, &flags)
+        self.c.spin_deadline = 0
+        if rc != 0:
+            raise RuntimeError("lock acquisition aborted: the run was stopped, "
+                               "or the lock stayed held past the timeout")
         return flags
 
     def spin_unlock(self, int index, int variant=0, unsigned long flags=0):
+        if variant < 0 or variant > VARIANT_IRQ_DISABLE_BEFORE_LOCK:
+            raise ValueError(f"no lock variant {variant}")
         spin_unlock_variant(&self.c, self._lock(index), variant, flags)
 
     @property
@@ -320,10 +341,12 @@ def lock_init(unsigned char[::1] seg, int region, int index, int algo, uint32_t 
 
 def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int variant,
                 uint64_t max_acquisitions, double duration_s, uint64_t hold_cycles,
-                bint check=False, bint popf=False):
+                bint check=False, bint popf=False, int irq_lock=-1):
     """Take and release one lock over and over, incrementing its counter
     inside the critical section (held `hold_cycles` TSC cycles), until
     max_acquisitions (0: no limit) or duration_s (0: no limit) or stop.
+    IRQs that arrive meanwhile run the test handler, which takes lock
+    `irq_lock` of the same region if that is not -1.
 
     Returns (acquisitions, tsc_cycles, spins, aborted).
     """
@@ -338,7 +361,11 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
         raise ValueError("give max_acquisitions or duration_s")
     if variant < 0 or variant > VARIANT_IRQ_DISABLE_BEFORE_LOCK:
         raise ValueError(f"no lock variant {variant}")
+    if not 0 <= duration_s <= 1e6:
+        raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     cpu_ctx_init(&c, hdr, cpu, check, popf)
+    if irq_lock >= 0:
+        c.irq_test_lock = <spinlock *>&checked_slot(hdr, region, irq_lock).lock
     with nogil:
         spins0 = c.irq.spins
         t0 = tsc_start()
@@ -350,8 +377,10 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
             s.counter = s.counter + 1
             if hold_cycles:
                 hold_end = tsc_read_unordered() + hold_cycles
-                while tsc_read_unordered() < hold_end:
-                    barrier()
+                if hold_end > deadline:
+                    hold_end = deadline
+                while tsc_read_unordered() < hold_end and not smp_should_stop(hdr):
+                    cpu_relax()
             spin_unlock_variant(&c, &s.lock, variant, flags)
             n += 1
             if n == max_acquisitions:

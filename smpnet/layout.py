@@ -11,7 +11,7 @@ import numpy as np
 
 CACHELINE = 64
 MAGIC = 0x54454E504D53  # "SMPNET", SMPNET_MAGIC
-VERSION = 2  # SMPNET_LAYOUT_VERSION: bump on any change below
+VERSION = 3  # SMPNET_LAYOUT_VERSION: bump on any change below
 MAX_REGIONS = 16
 REGION_NAME = 16
 F_OVERSUBSCRIBED = 0x1
@@ -79,7 +79,7 @@ PCPU_LSTATS = _struct(
 
 # checker report kinds (irq_cpustat.bugs[]), in LOCKDEP_* order
 LOCKDEP_BUGS = ("lock_irq_with_irqs_off", "hardirq_inversion", "softirq_inversion",
-                "unbalanced_irq_restore", "recursion")
+                "unbalanced_irq_restore", "recursion", "bh_enable_with_irqs_off")
 
 IRQ_CPUSTAT = _struct(
     160,
@@ -94,8 +94,8 @@ IRQ_CPUSTAT = _struct(
     ("spins", "<u8", 48),
     ("irq_pending", "<u4", 64),       # its own cache line: written by other CPUs
     ("bugs", ("<u4", len(LOCKDEP_BUGS)), 128),
-    ("first_bug", "<u4", 148),
-    ("first_bug_lock", "<u4", 152),
+    ("first_bug", "<u4", 152),
+    ("first_bug_lock", "<u4", 156),
 )
 
 QNODE = _struct(

@@ -29,6 +29,7 @@ from .segment import Segment
 from .tsc import tsc_info
 
 STOP_GRACE_S = 1.0  # after the stop flag, how long workers get to return
+MAX_CPUS = 4096     # emulated CPUs; qspinlock's 14-bit tail CPU field allows 16383
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 _layout_checked = False
@@ -80,6 +81,8 @@ class Machine:
             ncpus = len(self.real_cpus)
         if not isinstance(ncpus, int) or isinstance(ncpus, bool) or ncpus <= 0:
             raise BadInput(f"the number of emulated CPUs must be a positive integer, got {ncpus!r}")
+        if ncpus > MAX_CPUS:
+            raise BadInput(f"{ncpus} emulated CPUs: smpnet emulates at most {MAX_CPUS}")
         if ncpus > len(self.real_cpus) and not oversubscribe:
             raise BadInput(
                 f"{ncpus} emulated CPUs on {len(self.real_cpus)} real CPU(s) "
@@ -166,6 +169,13 @@ class Machine:
         cs = self.cpu_state
         for name in ("pid", "state", "seen_arrived", "tsc_aux", "tsc_arrive", "tsc_release"):
             cs[name] = 0
+        # Every run starts from a CPU just booted: IRQs on, nothing held or
+        # pending (an aborted run may have left a lock's prologue half done).
+        # The counters (hardirqs, spins, checker reports) carry on.
+        irq = self.region("irq")
+        for name in ("irqs_off", "preempt_count", "softirq_pending", "save_depth", "irq_pending"):
+            irq[name] = 0
+        self.region("qnodes")["n"] = 0
 
         workers = []
         in_main = threading.current_thread() is threading.main_thread()

@@ -118,10 +118,38 @@ def test_ipi_from_another_cpu_waits_for_unmask(allowed):
         assert m.region("irq")[1]["ipis_sent"] == 1
 
 
-def test_cpu_out_of_range(allowed):
+def test_bad_cpu_vector_softirq(allowed):
     with Machine(cpus=[allowed[0]]) as m:
         with pytest.raises(ValueError):
             _core.Cpu(m.segment.buf, 1)
         c = _core.Cpu(m.segment.buf, 0)
         with pytest.raises(ValueError):
             c.send_ipi(5, IRQ_TEST)
+        with pytest.raises(ValueError):
+            c.send_ipi(0, 32)
+        with pytest.raises(ValueError):
+            c.raise_softirq(10)
+        assert m.region("irq")[0]["irq_pending"] == 0
+
+
+def test_popf_restore_never_loads_dangerous_flags(allowed):
+    with Machine(cpus=[allowed[0]]) as m:
+        c = _core.Cpu(m.segment.buf, 0, popf=True)
+        c.local_irq_disable()
+        # TF, DF and AC would trap or break the ABI if popf loaded them
+        c.local_irq_restore(0x200 | 0x100 | 0x400 | 0x40000)
+        assert not c.irqs_disabled()
+
+
+def test_each_run_starts_with_irqs_on(allowed):
+    def leave_irqs_off(ctx):
+        c = _core.Cpu(ctx.seg, ctx.cpu)
+        was = c.irqs_disabled()
+        c.local_irq_disable()
+        c.preempt_disable()
+        return was
+
+    with Machine(cpus=allowed) as m:
+        assert m.run(leave_irqs_off) == [False] * m.nr_cpus
+        assert m.run(leave_irqs_off) == [False] * m.nr_cpus
+        assert list(m.region("irq")["preempt_count"]) == [1] * m.nr_cpus

@@ -2,7 +2,9 @@
 import json
 import os
 import signal
+import time
 
+import numpy as np
 import pytest
 
 from smpnet import Machine, WorkerDied, _core, layout
@@ -50,17 +52,63 @@ def test_mutual_exclusion_every_variant(allowed, algo, ncpus, count):
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_waiters_give_up_when_the_holder_dies(allowed, algo):
+    returned = np.dtype([("flag", "<u4")])
+
     def body(ctx, reg):
         if ctx.cpu == 0:
             _core.Cpu(ctx.seg, 0, lock_region=reg).spin_lock(0)
             os.kill(os.getpid(), signal.SIGKILL)  # dies holding the lock
-        return _core.lock_hammer(ctx.seg, ctx.cpu, reg, 0, 0, 1 << 40, 0, 0)
+        out = _core.lock_hammer(ctx.seg, ctx.cpu, reg, 0, 0, 1 << 40, 0, 0)
+        ctx.machine.region("returned")[ctx.cpu]["flag"] = 1  # gave up by itself
+        return out
 
-    with lock_machine(allowed, ncpus=3, oversubscribe=True) as m:
+    with Machine(cpus=allowed, ncpus=3, oversubscribe=True,
+                 regions=[("locks", layout.LOCK_SLOT, 1), ("returned", returned, 3)]) as m:
         reg = region(m)
         _core.lock_init(m.segment.buf, reg, 0, _core.LOCK_ALGOS[algo], 0)
         with pytest.raises(WorkerDied, match="emulated CPU 0 .*SIGKILL"):
             m.run(body, reg, timeout=30)  # a hang would be RunTimeout
+        # the waiters saw the stop flag and returned, before any SIGKILL
+        assert list(m.region("returned")["flag"]) == [0, 1, 1]
+
+
+@pytest.mark.parametrize("algo", ["qspinlock", "ticket", "pthread"])
+@pytest.mark.parametrize("variant", ["plain", "irqsave", "bh"])
+def test_irqs_during_contention(allowed, algo, variant):
+    """CPU 0 keeps sending IPIs while CPUs 1 and 2 hammer lock 0; the IRQ
+    handler takes lock 1, so CPUs waiting for lock 0 with IRQs on nest a
+    second acquisition (qspinlock: MCS node 1) inside the wait."""
+    done = np.dtype([("flag", "<u4")])
+
+    def body(ctx, reg):
+        if ctx.cpu == 0:
+            c = _core.Cpu(ctx.seg, 0)
+            deadline = time.monotonic() + 20
+            flags = ctx.machine.region("done")["flag"]
+            while not all(flags[1:]) and time.monotonic() < deadline:
+                c.send_ipi(1, IRQ_TEST)
+                c.send_ipi(2, IRQ_TEST)
+            return None
+        out = _core.lock_hammer(ctx.seg, ctx.cpu, reg, 0, _core.LOCK_VARIANTS[variant], 0,
+                                0.3, 200, True, False, 1)
+        ctx.machine.region("done")[ctx.cpu]["flag"] = 1
+        return out
+
+    with Machine(cpus=allowed, ncpus=3, oversubscribe=True,
+                 regions=[("locks", layout.LOCK_SLOT, 2), ("done", done, 3)]) as m:
+        reg = region(m)
+        for i in range(2):
+            _core.lock_init(m.segment.buf, reg, i, _core.LOCK_ALGOS[algo], i)
+        out = m.run(body, reg, timeout=60)
+        total = out[1][0] + out[2][0]
+        locks_ = m.region("locks")
+        assert locks_[0]["counter"] == total and not out[1][3] and not out[2][3]
+        irq = m.region("irq")
+        assert irq["hardirqs"][1:].sum() > 0
+        assert irq["irqs_while_masked"].sum() == 0
+        assert int(irq["bugs"].sum()) == 0  # lock 1 only in hardirq, lock 0 never
+        assert is_free(int(locks_[0]["lock"]["val"]), algo)
+        assert is_free(int(locks_[1]["lock"]["val"]), algo)
 
 
 # ------------------------------------------------------------------ checker
@@ -128,6 +176,27 @@ def test_checker_recursion_stops_instead_of_deadlocking(checked):
         c.spin_lock(0)
     assert bugs(m) == {"recursion": 1}
     assert m.header["stop"] == 1
+
+
+def test_checker_bh_enable_with_irqs_off(checked):
+    m, c = checked
+    c.local_bh_disable()
+    c.local_irq_disable()
+    c.local_bh_enable()
+    c.local_irq_enable()
+    assert bugs(m) == {"bh_enable_with_irqs_off": 1}
+
+
+def test_recursion_without_the_checker_times_out(allowed):
+    with lock_machine([allowed[0]]) as m:
+        reg = region(m)
+        _core.lock_init(m.segment.buf, reg, 0, _core.LOCK_ALGOS["qspinlock"], 0)
+        c = _core.Cpu(m.segment.buf, 0, lock_region=reg)
+        c.spin_lock(0)
+        with pytest.raises(RuntimeError, match="timeout"):
+            c.spin_lock(0, timeout=0.2)
+        c.spin_unlock(0)
+        assert m.region("locks")[0]["lock"]["val"] == 0
 
 
 def test_checker_quiet_on_correct_irq_safe_locking(checked):
@@ -204,7 +273,8 @@ def test_locks_contended_json(capsys, allowed):
     ["--algo", "mcs"], ["--algo", ""], ["--variant", "irqsafe"], ["--algo", "tas,tas"],
     ["--loops", "0"], ["--loops", "x"], ["--rounds", "0"], ["--duration", "-1"],
     ["--hold-cycles", "-1"], ["--restore", "iret"], ["--ncpus", "2"],
-    ["--contended", "--ncpus", "99"],
+    ["--contended", "--ncpus", "99"], ["--contended", "--ncpus", "99999", "--oversubscribe"],
+    ["--contended", "--hold-cycles", "100000000000000", "--duration", "0.1"],
 ])
 def test_locks_bad_input_exit_2(capsys, argv):
     assert main(["locks"] + argv) == 2

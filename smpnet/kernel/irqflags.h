@@ -29,6 +29,10 @@
 #define HARDIRQ_MASK		0x000f0000U
 
 #define X86_EFLAGS_IF		0x200UL
+/* What a restore may load with popf: IF, the arithmetic flags and the
+ * always-one bit 1. Never TF, DF, AC and the like, whatever the caller
+ * passes: they would trap or break the ABI. */
+#define X86_EFLAGS_RESTORABLE	(X86_EFLAGS_IF | 0x8d5UL | 0x2UL)
 
 /* softirq vectors, numbered as in include/linux/interrupt.h */
 enum { HI_SOFTIRQ = 0, TIMER_SOFTIRQ, NET_TX_SOFTIRQ, NET_RX_SOFTIRQ, NR_SOFTIRQS = 10 };
@@ -198,7 +202,7 @@ static inline void local_irq_restore(struct cpu_ctx *c, unsigned long flags)
 			c->irq->save_depth--;
 	}
 	if (unlikely(c->popf)) {
-		native_restore_fl(flags | X86_EFLAGS_IF);
+		native_restore_fl((flags & X86_EFLAGS_RESTORABLE) | X86_EFLAGS_IF);
 		if (flags & X86_EFLAGS_IF)
 			local_irq_enable(c);
 		return;
@@ -251,9 +255,13 @@ static inline void local_bh_disable(struct cpu_ctx *c)
 	barrier();
 }
 
-/* __local_bh_enable_ip(): keep preemption off while running what was raised */
+/* __local_bh_enable_ip(): keep preemption off while running what was raised.
+ * With IRQs off it is a caller bug (the kernel warns): do_softirq would turn
+ * them on under the caller. */
 static inline void local_bh_enable(struct cpu_ctx *c)
 {
+	if (unlikely(c->check) && c->irq->irqs_off)
+		lockdep_bug(c, LOCKDEP_BH_ENABLE_IRQS_OFF, NULL);
 	barrier();
 	c->irq->preempt_count -= SOFTIRQ_DISABLE_OFFSET - 1;
 	if (unlikely(!in_interrupt(c) && c->irq->softirq_pending))

@@ -7,6 +7,7 @@ cdef extern from "irqflags.h" nogil:
     enum: IPI_NET_RX
     enum: NET_RX_SOFTIRQ
     enum: NR_SOFTIRQS
+    enum: NR_IRQ_VECTORS
 
     ctypedef void (*irq_handler_t)(cpu_ctx *c, unsigned int vector) noexcept nogil
     ctypedef void (*softirq_action_t)(cpu_ctx *c) noexcept nogil

@@ -14,6 +14,8 @@
  *                       unrestored when the run ends
  *   RECURSION           taking a lock this CPU already holds; the run is
  *                       stopped rather than left to deadlock
+ *   BH_ENABLE_IRQS_OFF  local_bh_enable() with IRQs off: the softirqs it
+ *                       runs would turn IRQs on under the caller
  */
 #ifndef SMPNET_LOCKDEP_H
 #define SMPNET_LOCKDEP_H

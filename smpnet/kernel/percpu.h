@@ -19,7 +19,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 2
+#define SMPNET_LAYOUT_VERSION 3
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -110,7 +110,8 @@ enum {
 	LOCKDEP_SOFTIRQ_INVERSION = 2,	/* lock used in softirq and with BHs on */
 	LOCKDEP_UNBALANCED_RESTORE = 3,	/* local_irq_restore() without save, or a save never restored */
 	LOCKDEP_RECURSION = 4,		/* a CPU took a lock it already holds */
-	LOCKDEP_NR_BUGS = 5,
+	LOCKDEP_BH_ENABLE_IRQS_OFF = 5,	/* local_bh_enable() with IRQs off */
+	LOCKDEP_NR_BUGS = 6,
 };
 
 struct irq_cpustat {

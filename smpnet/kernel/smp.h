@@ -23,6 +23,7 @@ struct cpu_ctx {
 	int popf;			/* local_irq_restore() with popf (before 5.12) */
 	struct irq_cpustat *irq;	/* this CPU's IRQ state */
 	struct spinlock *irq_test_lock;	/* taken by the test IRQ handler, if set */
+	uint64_t spin_deadline;		/* TSC after which a lock wait gives up; 0: never */
 };
 
 static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int cpu,
@@ -34,6 +35,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->popf = popf;
 	c->irq = (struct irq_cpustat *)per_cpu_ptr(hdr, REGION_IRQ, cpu);
 	c->irq_test_lock = NULL;
+	c->spin_deadline = 0;
 }
 
 static inline int smp_should_stop(const struct smp_header *hdr)

@@ -11,7 +11,10 @@
  * Every wait loop counts a spin, polls the stop flag (a waiter never hangs
  * on a dead holder) and, with IRQs on, takes pending IRQs as a real CPU
  * spinning with IRQs enabled would. An acquire returns 0, or -1 when the
- * run was stopped while it waited.
+ * run was stopped while it waited. An aborted wait leaves tas, ttas,
+ * pthread and a pending qspinlock waiter's lock usable; a ticket taken or
+ * an MCS node queued cannot be given back (the kernel has no way either),
+ * so such a lock needs spin_lock_init() again.
  */
 #ifndef SMPNET_SPINLOCK_H
 #define SMPNET_SPINLOCK_H
@@ -19,11 +22,15 @@
 #include <errno.h>
 #include "lockdep.h"
 
-/* One wait step; -1 when the run is being stopped. */
+/* One wait step; -1 when the run is being stopped (or the caller's
+ * deadline passed: Python-driven CPUs set one, they have no stop flag
+ * raised for them). */
 static inline int spin_wait(struct cpu_ctx *c)
 {
 	c->irq->spins++;
 	if (smp_should_stop(c->hdr))
+		return -1;
+	if (unlikely(c->spin_deadline) && tsc_read_unordered() > c->spin_deadline)
 		return -1;
 	irq_poll(c);
 	smp_spin_wait(c->hdr);
@@ -135,8 +142,11 @@ static __attribute__((noinline)) int queued_spin_lock_slowpath(struct cpu_ctx *c
 		/* we are pending: wait for the owner to go, then take over */
 		if (val & _Q_LOCKED_MASK)
 			while (__atomic_load_n(&l->locked, __ATOMIC_ACQUIRE))
-				if (spin_wait(c))
+				if (spin_wait(c)) {
+					/* give the pending bit back: the lock stays usable */
+					__atomic_store_n(&l->pending, 0, __ATOMIC_RELEASE);
 					return -1;
+				}
 		__atomic_store_n(&l->locked_pending, (uint16_t)_Q_LOCKED_VAL, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -213,10 +223,25 @@ static inline void queued_spin_unlock(spinlock_t *l)
 
 /* ---------------------------------------------------------------- pthread */
 
+/* The uncontended path is one trylock (glibc's lock fast path is the same
+ * cmpxchg); a contended waiter sleeps in the futex 10 ms at a time, so it
+ * still notices the stop flag. */
 static __attribute__((noinline)) int pthread_lock(struct cpu_ctx *c, spinlock_t *l)
 {
-	int rc = pthread_mutex_lock(&l->mutex);
+	struct timespec ts;
+	int rc = pthread_mutex_trylock(&l->mutex);
 
+	while (rc == EBUSY || rc == ETIMEDOUT) {
+		if (spin_wait(c))
+			return -1;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		rc = pthread_mutex_timedlock(&l->mutex, &ts);
+	}
 	if (likely(rc == 0))
 		return 0;
 	if (rc == EOWNERDEAD) {		/* the holder died: the run is over */

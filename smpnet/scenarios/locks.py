@@ -75,7 +75,7 @@ def _init_locks(m, algos):
 
 
 def _checker_reports(m):
-    """{bug kind: count} over all CPUs, plus the first report's lock."""
+    """{bug kind: count} over all CPUs since the machine started."""
     irq = m.region("irq")
     out = {}
     for k, name in enumerate(layout.LOCKDEP_BUGS):
@@ -83,6 +83,10 @@ def _checker_reports(m):
         if n:
             out[name] = n
     return out
+
+
+def _new_reports(before, after):
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
 
 
 # ------------------------------------------------------------------ suite
@@ -145,23 +149,31 @@ def seed_003_verdict(rows, algo):
 
 def run_contended(cpus, algos, variants, duration=0.5, hold_cycles=0, restore="sti",
                   check=False, ncpus=None, oversubscribe=False, progress=None):
-    """Every CPU hammers one lock, for each algorithm and variant."""
-    rows, reports = [], {}
+    """Every CPU hammers one lock, for each algorithm and variant. The
+    checker's reports are given per row, and in total."""
+    rows = []
     combos = [(a, v) for a in algos for v in variants]
     with Machine(cpus=cpus, ncpus=ncpus, oversubscribe=oversubscribe,
                  regions=_locks_region(len(algos))) as m:
         region = _init_locks(m, algos)
         hz = float(m.header["tsc_hz"])
+        if hold_cycles > duration * hz:
+            raise BadInput(f"--hold-cycles {hold_cycles} is longer than the whole "
+                           f"{duration} s run ({duration * hz:.0f} cycles)")
         for n, (algo, variant) in enumerate(combos):
             if progress:
                 progress(n, len(combos), f"{algo} {variant}")
             index = algos.index(algo)
             _core.lock_init(m.segment.buf, region, index, _core.LOCK_ALGOS[algo], index)
+            before = _checker_reports(m)
             per_cpu = m.run(_hammer, region, index, _core.LOCK_VARIANTS[variant], duration,
                             hold_cycles, check, restore == "popf")
             counter = int(m.region("locks")[index]["counter"])
-            rows.append(_contended_row(m, algo, variant, restore, per_cpu, counter, hz,
-                                       duration, hold_cycles))
+            row = _contended_row(m, algo, variant, restore, per_cpu, counter, hz,
+                                 duration, hold_cycles)
+            if check:
+                row["checker_reports"] = _new_reports(before, _checker_reports(m))
+            rows.append(row)
         reports = _checker_reports(m)
     return rows, reports
 
@@ -174,14 +186,18 @@ def _hammer(ctx, region, index, variant, duration, hold_cycles, check, popf):
 def _contended_row(m, algo, variant, restore, per_cpu, counter, hz, duration, hold):
     acq = [r[0] for r in per_cpu]
     total = sum(acq)
+    # a CPU's cycles per acquisition: its run time over its own acquisitions
     cyc = [r[1] / r[0] if r[0] else float("inf") for r in per_cpu]
-    seconds = max(r[1] for r in per_cpu) / hz
+    elapsed = max(r[1] for r in per_cpu)
+    seconds = elapsed / hz
     return {
         "test": TEST_OF_VARIANT[variant], "algo": algo, "variant": variant,
         "restore": restore, "cpus": [int(c) for c in m.cpu_map], "contended": True,
         "cycles": statistics.median(cyc), "cycles_min": min(cyc), "cycles_max": max(cyc),
         "ns": statistics.median(cyc) * 1e9 / hz, "loops": total, "rounds": 1,
         "acq_per_s": total / seconds if seconds else 0.0,
+        # the machine's: run time over all acquisitions (one lock hand-over)
+        "system_cycles_per_acq": elapsed / total if total else float("inf"),
         "fairness": stats.jain_fairness(acq),
         "shares": [a / total if total else 0.0 for a in acq],
         "spins_per_acq": sum(r[2] for r in per_cpu) / total if total else 0.0,
