@@ -6,20 +6,24 @@ inline functions of smpnet/kernel/*.h, never back into Python. Python code
 calls in once per round (or once per run) and gets totals back.
 """
 from libc.stdint cimport uint32_t, uint64_t
+from libc.string cimport memset
 from posix.time cimport timespec, nanosleep
 
 from smpnet.kernel.compiler cimport barrier, cpu_relax
 from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp, tsc_read_unordered,
                                 mono_raw_ns, mono_ns, smp_cpuid)
-from smpnet.kernel.atomic cimport atomic_set, atomic_read, atomic_cmpxchg, this_cpu_cmpxchg
+from smpnet.kernel.atomic cimport (atomic_set, atomic_read, atomic_cmpxchg, this_cpu_cmpxchg,
+                                   atomic_inc)
+from smpnet.kernel cimport skbuff as N
+from smpnet.kernel.skbuff cimport net_ctx, sk_buff, softnet_data
 from smpnet.kernel.compiler cimport SMP_CACHE_BYTES
 from smpnet.kernel.percpu cimport (smp_header, cpu_state, irq_cpustat, smp_structs,
                                    smp_struct, smp_field, per_cpu_ptr, REGION_CPU, REGION_IRQ)
 from smpnet.kernel cimport percpu as P
 from smpnet.kernel.smp cimport (cpu_ctx, cpu_ctx_init, smp_barrier_wait, cpu_idle_poll, spinlock,
-                                smp_should_stop)
+                                smp_should_stop, smp_spin_wait)
 from smpnet.kernel.irqflags cimport (IRQ_TEST, IPI_NET_RX, HI_SOFTIRQ, NET_RX_SOFTIRQ,
-                                     NR_SOFTIRQS, NR_IRQ_VECTORS,
+                                     NR_SOFTIRQS, NR_IRQ_VECTORS, do_softirq,
                                      irq_handlers, softirq_vec,
                                      preempt_disable, preempt_enable,
                                      local_irq_disable, local_irq_enable, local_irq_save,
@@ -138,6 +142,8 @@ def c_constants():
         "REGION_CPU": P.REGION_CPU, "REGION_SOFTNET": P.REGION_SOFTNET,
         "REGION_LSTATS": P.REGION_LSTATS, "REGION_IRQ": P.REGION_IRQ,
         "REGION_QNODES": P.REGION_QNODES, "REGION_NR_BUILTIN": P.REGION_NR_BUILTIN,
+        "NAPI_SKB_CACHE_SIZE": N.NAPI_SKB_CACHE_SIZE, "FLUSH_HIST_BUCKETS": N.FLUSH_HIST_BUCKETS,
+        "SKB_RING_SIZE": N.SKB_RING_SIZE, "SKB_FREE": N.SKB_FREE, "SKB_LIVE": N.SKB_LIVE,
     }
 
 
@@ -213,6 +219,7 @@ cdef void softirq_test_action(cpu_ctx *c) noexcept nogil:
 
 irq_handlers[IRQ_TEST] = irq_test_handler
 softirq_vec[HI_SOFTIRQ] = softirq_test_action
+N.net_dev_init()   # the NET_RX softirq and the defer kick's IPI
 
 
 cdef inline lock_slot *slot_ptr(smp_header *hdr, int region, int index) noexcept nogil:
@@ -230,6 +237,209 @@ cdef lock_slot *checked_slot(smp_header *hdr, int region, int index) except NULL
     return slot_ptr(hdr, region, index)
 
 
+cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
+                       uint32_t defer_max) except -1:
+    """Fill a net_ctx for CPU c from the (skb, pool, cache, stats) regions."""
+    cdef smp_header *hdr = c.hdr
+    skb_r, pool_r, cache_r, stats_r = regions
+    for r in regions:
+        if r < 0 or <uint32_t>r >= hdr.nr_regions:
+            raise ValueError(f"no region {r} in this segment")
+    if strategy < N.DEFER_IRQSAVE or strategy > N.DEFER_LLIST:
+        raise ValueError(f"no defer strategy {strategy}")
+    if defer_max < 1:
+        raise ValueError("defer_max must be at least 1")
+    if hdr.regions[cache_r].count < hdr.nr_cpus or hdr.regions[stats_r].count < hdr.nr_cpus:
+        raise ValueError("the cache and stats regions need one record per CPU")
+    memset(n, 0, sizeof(net_ctx))
+    n.skbs = <sk_buff *>per_cpu_ptr(hdr, skb_r, 0)
+    n.nr_skbs = hdr.regions[skb_r].count
+    n.pool = <N.skb_pool *>per_cpu_ptr(hdr, pool_r, 0)
+    n.cache_region = cache_r
+    n.stats_region = stats_r
+    n.cache = <N.napi_alloc_cache *>per_cpu_ptr(hdr, cache_r, c.cpu)
+    n.stats = <N.skb_stats *>per_cpu_ptr(hdr, stats_r, c.cpu)
+    n.strategy = strategy
+    n.defer_max = defer_max
+    n.budget_tsc = <uint64_t>(N.NETDEV_BUDGET_USECS * 1e-6 * hdr.tsc_hz)
+    return 0
+
+
+def net_init(unsigned char[::1] seg, regions, int lock_algo):
+    """Put every skb in the shared pool, empty the caches, zero the stats,
+    and reset each CPU's defer list and defer_lock (for `lock_algo`)."""
+    cdef smp_header *hdr = segment_header(seg)
+    cdef cpu_ctx c
+    cdef net_ctx n
+    cdef uint32_t i
+    cdef int cpu
+    cdef softnet_data *sd
+    cpu_ctx_init(&c, hdr, 0, 0, 0)
+    net_ctx_setup(&n, &c, regions, 0, 1)
+    skb_r, pool_r, cache_r, stats_r = regions
+    for i in range(n.nr_skbs):
+        n.skbs[i].next = i + 2 if i + 1 < n.nr_skbs else 0
+        n.skbs[i].state = N.SKB_FREE
+    if spin_lock_init(&n.pool.lock, lock_algo, 0xfffffffe) != 0:
+        raise OSError("pthread_mutex_init failed")
+    n.pool.head = 1 if n.nr_skbs else 0
+    n.pool.count = n.nr_skbs
+    n.pool.total = n.nr_skbs
+    for cpu in range(hdr.nr_cpus):
+        memset(per_cpu_ptr(hdr, cache_r, cpu), 0, hdr.regions[cache_r].stride)
+        memset(per_cpu_ptr(hdr, stats_r, cpu), 0, hdr.regions[stats_r].stride)
+        sd = N.softnet(&c, cpu)
+        sd.defer_list = 0
+        sd.defer_count = 0
+        sd.defer_ipi_scheduled = 0
+        sd.poll_list = 0
+        if spin_lock_init(&sd.defer_lock, lock_algo, 0x80000000u + cpu) != 0:
+            raise OSError("pthread_mutex_init failed")
+
+
+def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
+                 uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
+                 uint64_t skbs, double duration_s, bint check=False, bint popf=False):
+    """An RX CPU of the defer experiment: NAPI polls receive skbs (allocate
+    them here) into the consumers' rings until `skbs` were received or
+    duration_s passed; net_rx_action flushes what consumers defer back; ends
+    with a last flush once every consumer is done. Returns its TSC cycles."""
+    cdef smp_header *hdr = segment_header(seg)
+    cdef cpu_ctx c
+    cdef net_ctx n
+    cdef N.defer_ctl *ctl
+    cdef uint64_t t0, t1
+    cdef bint sending_done = False
+    check_cpu(hdr, cpu)
+    cpu_ctx_init(&c, hdr, cpu, check, popf)
+    net_ctx_setup(&n, &c, regions, strategy, defer_max)
+    setup_rings(&n, hdr, ring_region, n_rx, n_consumers)
+    ctl = <N.defer_ctl *>per_cpu_ptr(hdr, ctl_region, 0)
+    c.net = &n
+    n.to_send = skbs if skbs else <uint64_t>-1
+    with nogil:
+        t0 = tsc_start()
+        n.send_deadline = t0 + <uint64_t>(duration_s * hdr.tsc_hz) if duration_s > 0 else <uint64_t>-1
+        while not smp_should_stop(hdr):
+            if n.to_send and tsc_read_unordered() >= n.send_deadline:
+                n.to_send = 0
+            if n.to_send:
+                N.napi_schedule(&c)         # the device's IRQ
+            elif not sending_done:
+                sending_done = True
+                atomic_inc(&ctl.rx_done)
+            if c.irq.softirq_pending:
+                do_softirq(&c)              # irq_exit: net_rx_action
+            irq_poll(&c)                    # defer kicks
+            if sending_done:
+                if atomic_read(&ctl.consumers_done) == <uint32_t>n_consumers:
+                    N.skb_defer_free_flush(&c, &n)  # the last deferred skbs come home
+                    break
+                smp_spin_wait(hdr)
+        t1 = tsc_stop()
+        lockdep_end(&c)
+    return t1 - t0
+
+
+def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
+                       uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
+                       uint32_t batch, bint check=False, bint popf=False):
+    """A consumer CPU (the socket owner): take skbs off its rings, `batch` at
+    a time from each, read them, and free them with skb_attempt_defer_free()
+    (1 call in 8 timed); ends when every RX CPU is done and its rings are
+    empty. Returns its TSC cycles."""
+    cdef smp_header *hdr = segment_header(seg)
+    cdef cpu_ctx c
+    cdef net_ctx n
+    cdef N.defer_ctl *ctl
+    cdef N.skb_ring *r
+    cdef sk_buff *skb
+    cdef uint64_t t0, t1, v, ts, got, sink = 0
+    cdef uint32_t k
+    cdef int rx, me = cpu - n_rx
+    check_cpu(hdr, cpu)
+    if me < 0 or me >= n_consumers:
+        raise ValueError(f"CPU {cpu} is not a consumer")
+    if batch < 1:
+        raise ValueError("batch must be at least 1")
+    cpu_ctx_init(&c, hdr, cpu, check, popf)
+    net_ctx_setup(&n, &c, regions, strategy, defer_max)
+    setup_rings(&n, hdr, ring_region, n_rx, n_consumers)
+    ctl = <N.defer_ctl *>per_cpu_ptr(hdr, ctl_region, 0)
+    c.net = &n
+    with nogil:
+        t0 = tsc_start()
+        while not smp_should_stop(hdr):
+            got = 0
+            for rx in range(n_rx):
+                r = N.ring_of(&n, rx, me)
+                k = 0
+                while k < batch and N.ring_pop(r, &v):
+                    k += 1
+                    skb = N.skb_of(&n, <uint32_t>v)
+                    if skb.gen != <uint32_t>(v >> 32) or skb.state != N.SKB_LIVE:
+                        n.stats.stale += 1
+                        continue
+                    sink += skb.hash            # the receiver reads the packet
+                    n.stats.received += 1
+                    if (n.defer_calls & N.DEFER_SAMPLE_MASK) == 0:
+                        ts = tsc_start()
+                        N.skb_attempt_defer_free(&c, &n, skb)
+                        n.stats.defer_cycles += tsc_stop() - ts
+                        n.stats.defer_samples += 1
+                    else:
+                        N.skb_attempt_defer_free(&c, &n, skb)
+                    n.defer_calls += 1
+                got += k
+            irq_poll(&c)
+            if got == 0:
+                if atomic_read(&ctl.rx_done) == <uint32_t>n_rx and rings_empty(&n, me):
+                    break
+                smp_spin_wait(hdr)
+        t1 = tsc_stop()
+        atomic_inc(&ctl.consumers_done)
+        lockdep_end(&c)
+    return t1 - t0, sink
+
+
+cdef int setup_rings(net_ctx *n, smp_header *hdr, int ring_region, int n_rx,
+                     int n_consumers) except -1:
+    if ring_region < 0 or <uint32_t>ring_region >= hdr.nr_regions:
+        raise ValueError(f"no region {ring_region}")
+    if n_rx < 1 or n_consumers < 1 or n_rx + n_consumers != <int>hdr.nr_cpus:
+        raise ValueError("every CPU must be an RX CPU or a consumer")
+    if hdr.regions[ring_region].count < <uint32_t>(n_rx * n_consumers):
+        raise ValueError("too few rings")
+    n.rings = <N.skb_ring *>per_cpu_ptr(hdr, ring_region, 0)
+    n.ring_stride = hdr.regions[ring_region].stride
+    n.n_rx = n_rx
+    n.n_consumers = n_consumers
+    return 0
+
+
+cdef bint rings_empty(net_ctx *n, int me) noexcept nogil:
+    cdef int rx
+    cdef N.skb_ring *r
+    for rx in range(n.n_rx):
+        r = N.ring_of(n, rx, me)
+        if atomic_read(&r.tail) != atomic_read(&r.head):
+            return False
+    return True
+
+
+def timer_overhead():
+    """Median cycles of an empty tsc_start()..tsc_stop() region: what each
+    timed section in the network model carries on top of its work."""
+    cdef uint64_t d[101]
+    cdef uint64_t t
+    cdef int i
+    with nogil:
+        for i in range(101):
+            t = tsc_start()
+            d[i] = tsc_stop() - t
+    return sorted(d[i] for i in range(101))[50]
+
+
 cdef class Cpu:
     """One emulated CPU's IRQ model and locks, driven from Python.
 
@@ -240,6 +450,7 @@ cdef class Cpu:
     cdef object seg
     cdef int lock_region
     cdef unsigned char[::1] view
+    cdef net_ctx n
 
     def __init__(self, seg, int cpu, bint check=False, bint popf=False, int lock_region=-1):
         self.view = seg
@@ -317,6 +528,46 @@ cdef class Cpu:
     def preempt_count(self):
         return self.c.irq.preempt_count
 
+    # the network model
+    def attach_net(self, regions, int strategy, uint32_t defer_max):
+        """Run the network model on this CPU: regions is the
+        (skb, pool, cache, stats) tuple of region indices from net_init."""
+        net_ctx_setup(&self.n, &self.c, regions, strategy, defer_max)
+        self.c.net = &self.n
+
+    cdef net_ctx *_net(self) except NULL:
+        if self.c.net == NULL:
+            raise ValueError("attach_net() first")
+        return &self.n
+
+    def napi_alloc_skb(self):
+        """Allocate an skb on this CPU; its handle (index + 1), 0 if the pool is dry."""
+        cdef net_ctx *n = self._net()
+        cdef sk_buff *skb = N.napi_alloc_skb(&self.c, n, 1500)
+        return 0 if skb == NULL else N.skb_handle(n, skb)
+
+    cdef sk_buff *_skb(self, uint32_t handle) except NULL:
+        cdef net_ctx *n = self._net()
+        if handle == 0 or handle > n.nr_skbs:
+            raise ValueError(f"no skb {handle}")
+        return N.skb_of(n, handle)
+
+    def skb_attempt_defer_free(self, uint32_t handle):
+        N.skb_attempt_defer_free(&self.c, self._net(), self._skb(handle))
+
+    def kfree_skb(self, uint32_t handle):
+        N.kfree_skb_local(&self.c, self._net(), self._skb(handle))
+
+    def skb_defer_free_flush(self):
+        """Called as a (deliberately wrong, if IRQs are off) call site would."""
+        N.skb_defer_free_flush(&self.c, self._net())
+
+    def net_rx_action(self):
+        """Raise NET_RX and run softirqs, as irq_exit would."""
+        self._net()
+        raise_softirq(&self.c, NET_RX_SOFTIRQ)
+        do_softirq(&self.c)
+
 
 # The C enums, by name: the one place Python learns their values.
 LOCK_ALGOS = {"tas": SPIN_TAS, "ttas": SPIN_TTAS, "ticket": SPIN_TICKET,
@@ -325,6 +576,8 @@ LOCK_VARIANTS = {"plain": VARIANT_PLAIN, "bh": VARIANT_BH, "irq": VARIANT_IRQ,
                  "irqsave": VARIANT_IRQSAVE, "irqsave_before_lock": VARIANT_IRQSAVE_BEFORE_LOCK,
                  "irq_disable_before_lock": VARIANT_IRQ_DISABLE_BEFORE_LOCK}
 IRQ_VECTORS = {"test": IRQ_TEST, "net_rx": IPI_NET_RX}
+DEFER_STRATEGIES = {"irqsave": N.DEFER_IRQSAVE, "irq": N.DEFER_IRQ, "bh": N.DEFER_BH,
+                    "llist": N.DEFER_LLIST}
 SOFTIRQS = {"hi": HI_SOFTIRQ, "net_rx": NET_RX_SOFTIRQ}
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 CACHELINE = 64
 MAGIC = 0x54454E504D53  # "SMPNET", SMPNET_MAGIC
-VERSION = 3  # SMPNET_LAYOUT_VERSION: bump on any change below
+VERSION = 4  # SMPNET_LAYOUT_VERSION: bump on any change below
 MAX_REGIONS = 16
 REGION_NAME = 16
 F_OVERSUBSCRIBED = 0x1
@@ -61,13 +61,6 @@ CPU_STATE = _struct(
     ("tsc_aux", "<u4", 20),
     ("tsc_arrive", "<u8", 24),
     ("tsc_release", "<u8", 32),
-)
-
-SOFTNET_DATA = _struct(
-    16,
-    ("processed", "<u4", 0),
-    ("time_squeeze", "<u4", 4),
-    ("dropped", "<u4", 8),
 )
 
 PCPU_LSTATS = _struct(
@@ -124,6 +117,75 @@ LOCK_SLOT = _struct(
     ("counter", "<u8", 96),
 )
 
+SOFTNET_DATA = _struct(
+    176,
+    ("processed", "<u4", 0),
+    ("time_squeeze", "<u4", 4),
+    ("dropped", "<u4", 8),
+    ("poll_list", "<u4", 12),
+    ("defer_lock", SPINLOCK, 64),      # lines 1..2: written by other CPUs
+    ("defer_count", "<u4", 160),
+    ("defer_ipi_scheduled", "<u4", 164),
+    ("defer_list", "<u4", 168),        # skb handle (index + 1), 0 when empty
+)
+
+# The network model (skbuff.h, dev.h)
+NAPI_SKB_CACHE_SIZE = 64
+FLUSH_HIST_BUCKETS = 8
+SKB_RING_SIZE = 256
+SKB_FREE, SKB_LIVE = 0, 1
+
+SK_BUFF = _struct(
+    64,
+    ("next", "<u4", 0),
+    ("alloc_cpu", "<u4", 4),
+    ("gen", "<u4", 8),
+    ("state", "<u4", 12),
+    ("len", "<u4", 16),
+    ("hash", "<u4", 20),
+    ("tstamp", "<u8", 24),
+    ("cb", "V32", 32),
+)
+
+SKB_POOL = _struct(
+    112,
+    ("lock", SPINLOCK, 0),
+    ("head", "<u4", 96),
+    ("count", "<u4", 100),
+    ("total", "<u4", 104),
+)
+
+NAPI_ALLOC_CACHE = _struct(
+    260,
+    ("count", "<u4", 0),
+    ("skb_cache", ("<u4", NAPI_SKB_CACHE_SIZE), 4),
+)
+
+_SKB_STAT_NAMES = ("allocated", "alloc_failed", "freed", "freed_local", "deferred",
+                   "fallback_frees", "double_free", "stale", "ipis", "flushes", "flushed",
+                   "flush_cycles", "flush_lock_cycles", "max_flush", "defer_cycles",
+                   "defer_samples", "received", "rx_packets", "ring_full")
+SKB_STATS = _struct(
+    184,
+    *[(name, "<u8", 8 * i) for i, name in enumerate(_SKB_STAT_NAMES)],
+    ("flush_hist", ("<u4", FLUSH_HIST_BUCKETS), 152),
+)
+
+SKB_RING = _struct(
+    128 + 8 * SKB_RING_SIZE,
+    ("head", "<u4", 0),
+    ("tail_cache", "<u4", 4),
+    ("tail", "<u4", 64),               # the consumer's line
+    ("head_cache", "<u4", 68),
+    ("slot", ("<u8", SKB_RING_SIZE), 128),
+)
+
+DEFER_CTL = _struct(
+    64,
+    ("rx_done", "<u4", 0),
+    ("consumers_done", "<u4", 4),
+)
+
 # C struct name -> dtype, for verify()
 STRUCTS = {
     "smp_header": SMP_HEADER,
@@ -136,6 +198,12 @@ STRUCTS = {
     "qnode": QNODE,
     "spinlock": SPINLOCK,
     "lock_slot": LOCK_SLOT,
+    "sk_buff": SK_BUFF,
+    "skb_pool": SKB_POOL,
+    "napi_alloc_cache": NAPI_ALLOC_CACHE,
+    "skb_stats": SKB_STATS,
+    "skb_ring": SKB_RING,
+    "defer_ctl": DEFER_CTL,
 }
 
 # The per-CPU regions every machine has, in directory order (enum smp_region_id).
@@ -192,6 +260,8 @@ CONSTANTS = {
     "CPU_OFFLINE": CPU_OFFLINE, "CPU_ONLINE": CPU_ONLINE,
     "CPU_RUNNING": CPU_RUNNING, "CPU_DONE": CPU_DONE,
     "LOCKDEP_NR_BUGS": len(LOCKDEP_BUGS), "MAX_NODES": MAX_NODES,
+    "NAPI_SKB_CACHE_SIZE": NAPI_SKB_CACHE_SIZE, "FLUSH_HIST_BUCKETS": FLUSH_HIST_BUCKETS,
+    "SKB_RING_SIZE": SKB_RING_SIZE, "SKB_FREE": SKB_FREE, "SKB_LIVE": SKB_LIVE,
     **{f"REGION_{name.upper()}": i for i, (name, _) in enumerate(BUILTIN_REGIONS)},
     "REGION_NR_BUILTIN": len(BUILTIN_REGIONS),
 }

@@ -27,3 +27,4 @@ cdef extern from "irqflags.h" nogil:
     void send_ipi(cpu_ctx *c, int target, unsigned int vector)
     int irqs_disabled(const cpu_ctx *c)
     int in_hardirq(const cpu_ctx *c)
+    void do_softirq(cpu_ctx *c)

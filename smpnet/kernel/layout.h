@@ -4,6 +4,7 @@
 #define SMPNET_LAYOUT_H
 
 #include "percpu.h"
+#include "dev.h"
 
 /* Field tables, for the layout-agreement check. */
 struct smp_field {
@@ -55,6 +56,11 @@ static const struct smp_field softnet_data_fields[] = {
 	SMP_FIELD(softnet_data, processed),
 	SMP_FIELD(softnet_data, time_squeeze),
 	SMP_FIELD(softnet_data, dropped),
+	SMP_FIELD(softnet_data, poll_list),
+	SMP_FIELD(softnet_data, defer_lock),
+	SMP_FIELD(softnet_data, defer_count),
+	SMP_FIELD(softnet_data, defer_ipi_scheduled),
+	SMP_FIELD(softnet_data, defer_list),
 	{ 0, 0, 0 }
 };
 
@@ -103,6 +109,71 @@ static const struct smp_field lock_slot_fields[] = {
 	{ 0, 0, 0 }
 };
 
+static const struct smp_field sk_buff_fields[] = {
+	SMP_FIELD(sk_buff, next),
+	SMP_FIELD(sk_buff, alloc_cpu),
+	SMP_FIELD(sk_buff, gen),
+	SMP_FIELD(sk_buff, state),
+	SMP_FIELD(sk_buff, len),
+	SMP_FIELD(sk_buff, hash),
+	SMP_FIELD(sk_buff, tstamp),
+	SMP_FIELD(sk_buff, cb),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field skb_pool_fields[] = {
+	SMP_FIELD(skb_pool, lock),
+	SMP_FIELD(skb_pool, head),
+	SMP_FIELD(skb_pool, count),
+	SMP_FIELD(skb_pool, total),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field napi_alloc_cache_fields[] = {
+	SMP_FIELD(napi_alloc_cache, count),
+	SMP_FIELD(napi_alloc_cache, skb_cache),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field skb_stats_fields[] = {
+	SMP_FIELD(skb_stats, allocated),
+	SMP_FIELD(skb_stats, alloc_failed),
+	SMP_FIELD(skb_stats, freed),
+	SMP_FIELD(skb_stats, freed_local),
+	SMP_FIELD(skb_stats, deferred),
+	SMP_FIELD(skb_stats, fallback_frees),
+	SMP_FIELD(skb_stats, double_free),
+	SMP_FIELD(skb_stats, stale),
+	SMP_FIELD(skb_stats, ipis),
+	SMP_FIELD(skb_stats, flushes),
+	SMP_FIELD(skb_stats, flushed),
+	SMP_FIELD(skb_stats, flush_cycles),
+	SMP_FIELD(skb_stats, flush_lock_cycles),
+	SMP_FIELD(skb_stats, max_flush),
+	SMP_FIELD(skb_stats, defer_cycles),
+	SMP_FIELD(skb_stats, defer_samples),
+	SMP_FIELD(skb_stats, received),
+	SMP_FIELD(skb_stats, rx_packets),
+	SMP_FIELD(skb_stats, ring_full),
+	SMP_FIELD(skb_stats, flush_hist),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field skb_ring_fields[] = {
+	SMP_FIELD(skb_ring, head),
+	SMP_FIELD(skb_ring, tail_cache),
+	SMP_FIELD(skb_ring, tail),
+	SMP_FIELD(skb_ring, head_cache),
+	SMP_FIELD(skb_ring, slot),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field defer_ctl_fields[] = {
+	SMP_FIELD(defer_ctl, rx_done),
+	SMP_FIELD(defer_ctl, consumers_done),
+	{ 0, 0, 0 }
+};
+
 static const struct smp_field pcpu_lstats_fields[] = {
 	SMP_FIELD(pcpu_lstats, packets),
 	SMP_FIELD(pcpu_lstats, bytes),
@@ -129,6 +200,12 @@ static const struct smp_struct smp_structs[] = {
 	SMP_STRUCT(qnode),
 	SMP_STRUCT(spinlock),
 	SMP_STRUCT(lock_slot),
+	SMP_STRUCT(sk_buff),
+	SMP_STRUCT(skb_pool),
+	SMP_STRUCT(napi_alloc_cache),
+	SMP_STRUCT(skb_stats),
+	SMP_STRUCT(skb_ring),
+	SMP_STRUCT(defer_ctl),
 	{ 0, 0, 0 }
 };
 

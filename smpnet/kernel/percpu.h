@@ -19,7 +19,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 3
+#define SMPNET_LAYOUT_VERSION 4
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -83,12 +83,24 @@ struct cpu_state {
 };
 
 /* struct softnet_data (include/linux/netdevice.h): per-CPU packet queues
- * and counters. The later experiments grow it; bump the layout version. */
+ * and counters. Line 0 is this CPU's own; the defer-free fields follow on
+ * their own lines, as the kernel's "another possibly contended cache line":
+ * other CPUs write them in skb_attempt_defer_free(). List heads hold an
+ * skb handle (index + 1), 0 for an empty list, so a zeroed segment starts
+ * with empty lists. */
 struct softnet_data {
+	/* line 0: this CPU's own */
 	uint32_t processed;
 	uint32_t time_squeeze;
 	uint32_t dropped;
-	uint32_t _pad;
+	uint32_t poll_list;		/* NAPI instances scheduled here (bit per instance) */
+	uint8_t  _pad0[SMP_CACHE_BYTES - 16];
+	/* lines 1..2: written by other CPUs */
+	spinlock_t defer_lock;
+	uint32_t defer_count;
+	uint32_t defer_ipi_scheduled;
+	uint32_t defer_list;		/* skb handle; the llist head for the llist strategy */
+	uint32_t _pad1;
 };
 
 /* struct pcpu_lstats (drivers/net/loopback.c), with seed 002's depth. */

@@ -16,6 +16,8 @@
 
 /* What one emulated CPU carries through its run: process-private, on the
  * worker's stack. The per-CPU records it points at are in shared memory. */
+struct net_ctx;
+
 struct cpu_ctx {
 	struct smp_header *hdr;
 	int cpu;
@@ -24,6 +26,7 @@ struct cpu_ctx {
 	struct irq_cpustat *irq;	/* this CPU's IRQ state */
 	struct spinlock *irq_test_lock;	/* taken by the test IRQ handler, if set */
 	uint64_t spin_deadline;		/* TSC after which a lock wait gives up; 0: never */
+	struct net_ctx *net;		/* the network model, for CPUs that run it */
 };
 
 static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int cpu,
@@ -36,6 +39,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->irq = (struct irq_cpustat *)per_cpu_ptr(hdr, REGION_IRQ, cpu);
 	c->irq_test_lock = NULL;
 	c->spin_deadline = 0;
+	c->net = NULL;
 }
 
 static inline int smp_should_stop(const struct smp_header *hdr)

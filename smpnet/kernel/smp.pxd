@@ -13,6 +13,7 @@ cdef extern from "smp.h" nogil:
         irq_cpustat *irq
         spinlock *irq_test_lock
         uint64_t spin_deadline
+        void *net
 
     void cpu_ctx_init(cpu_ctx *c, smp_header *hdr, int cpu, int check, int popf)
     int smp_should_stop(const smp_header *hdr)

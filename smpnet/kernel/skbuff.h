@@ -1,0 +1,354 @@
+/* skbuff.h - sk_buff heads, their allocator, and the defer-free list.
+ *
+ * The pool is a fixed array of skb heads in the segment. A head is named by
+ * its handle, index + 1 (0 is NULL), so lists mean the same in every
+ * process. Allocation follows napi_alloc_skb(): a per-CPU cache
+ * (struct napi_alloc_cache, 64 entries) refilled 16 at a time from a shared
+ * pool under a lock (the slab's role), and spilled back half at a time when
+ * it fills up.
+ *
+ * skb_attempt_defer_free() and skb_defer_free_flush() are net/core's, with
+ * the lock strategy of seed 003's history selectable per run:
+ *   irqsave  5.19 (2022)         producer irqsave, flush irqsave
+ *   irq      seed 003 (Jan 2023) producer irqsave, flush irq
+ *   bh       931e93bdf8ca (2023) producer bh,      flush bh
+ *   llist    844c9db7f7f5 (2025) atomic count + lock-free llist_add, llist_del_all
+ * Every head carries its allocating CPU, a generation bumped on each
+ * allocation, and a state: freeing a free head is counted (double_free)
+ * instead of corrupting the lists, so conservation can be checked.
+ */
+#ifndef SMPNET_SKBUFF_H
+#define SMPNET_SKBUFF_H
+
+#include "spinlock.h"
+
+#define SKB_FREE		0
+#define SKB_LIVE		1
+#define NAPI_SKB_CACHE_SIZE	64
+#define NAPI_SKB_CACHE_BULK	16
+#define NAPI_SKB_CACHE_HALF	(NAPI_SKB_CACHE_SIZE / 2)
+#define FLUSH_HIST_BUCKETS	8	/* flush sizes 1, 2-3, 4-7, ..., >= 128 */
+#define DEFER_SAMPLE_MASK	7	/* time 1 skb_attempt_defer_free in 8 */
+
+enum defer_strategy {
+	DEFER_IRQSAVE = 0,
+	DEFER_IRQ = 1,
+	DEFER_BH = 2,
+	DEFER_LLIST = 3,
+};
+
+struct sk_buff {			/* one cache line */
+	uint32_t next;			/* handle of the next skb on a list, 0 at the end */
+	uint32_t alloc_cpu;
+	uint32_t gen;			/* bumped on every allocation */
+	uint32_t state;			/* SKB_FREE or SKB_LIVE */
+	uint32_t len;
+	uint32_t hash;
+	uint64_t tstamp;
+	uint8_t  cb[32];		/* what protocol layers write and read */
+};
+
+struct skb_pool {			/* the shared pool: the slab's role */
+	spinlock_t lock;
+	uint32_t head;			/* free list, by handle */
+	uint32_t count;
+	uint32_t total;
+	uint32_t _pad;
+};
+
+struct napi_alloc_cache {		/* per CPU */
+	uint32_t count;
+	uint32_t skb_cache[NAPI_SKB_CACHE_SIZE];	/* handles */
+};
+
+struct skb_stats {			/* per CPU, in shared memory */
+	uint64_t allocated;
+	uint64_t alloc_failed;		/* pool empty */
+	uint64_t freed;			/* heads returned to a cache, by any path */
+	uint64_t freed_local;		/* skb_attempt_defer_free() of a local skb */
+	uint64_t deferred;		/* put on the home CPU's defer list */
+	uint64_t fallback_frees;	/* home list full: freed here instead */
+	uint64_t double_free;		/* must stay 0 */
+	uint64_t stale;			/* handed an skb of another generation: must stay 0 */
+	uint64_t ipis;			/* defer kicks sent */
+	uint64_t flushes;
+	uint64_t flushed;
+	uint64_t flush_cycles;		/* whole flushes, timer overhead included */
+	uint64_t flush_lock_cycles;	/* the locked take of the list, timer overhead included */
+	uint64_t max_flush;
+	uint64_t defer_cycles;		/* sampled skb_attempt_defer_free calls */
+	uint64_t defer_samples;
+	uint64_t received;		/* consumer: skbs taken off rings */
+	uint64_t rx_packets;		/* RX: skbs handed to rings */
+	uint64_t ring_full;		/* RX: polls cut short by full rings */
+	uint32_t flush_hist[FLUSH_HIST_BUCKETS];
+};
+
+/* What one CPU needs to run the network model: process-private. */
+struct net_ctx {
+	struct sk_buff *skbs;
+	uint32_t nr_skbs;
+	struct skb_pool *pool;
+	int cache_region;
+	int stats_region;
+	int strategy;			/* enum defer_strategy */
+	uint32_t defer_max;		/* sysctl net.core.skb_defer_max */
+	uint32_t defer_calls;		/* for sampling */
+	struct skb_stats *stats;	/* this CPU's */
+	struct napi_alloc_cache *cache;	/* this CPU's */
+	/* the defer experiment's device: see dev.h */
+	struct skb_ring *rings;
+	uint32_t ring_stride;
+	int n_rx;
+	int n_consumers;
+	uint32_t rr;			/* next consumer, round robin */
+	uint64_t to_send;		/* skbs this RX CPU still has to receive */
+	uint64_t send_deadline;		/* TSC after which it stops receiving */
+	uint64_t budget_tsc;		/* netdev_budget_usecs in TSC cycles */
+};
+
+static inline struct sk_buff *skb_of(struct net_ctx *n, uint32_t handle)
+{
+	return &n->skbs[handle - 1];
+}
+
+static inline uint32_t skb_handle(struct net_ctx *n, struct sk_buff *skb)
+{
+	return (uint32_t)(skb - n->skbs) + 1;
+}
+
+static inline struct softnet_data *softnet(struct cpu_ctx *c, int cpu)
+{
+	return (struct softnet_data *)per_cpu_ptr(c->hdr, REGION_SOFTNET, cpu);
+}
+
+/* ---------------------------------------------------------------- the pool */
+
+/* Take up to `want` heads from the shared pool into this CPU's cache. */
+static __attribute__((noinline)) void napi_cache_refill(struct cpu_ctx *c, struct net_ctx *n,
+							 uint32_t want)
+{
+	struct skb_pool *p = n->pool;
+	struct napi_alloc_cache *nc = n->cache;
+	unsigned long flags;
+
+	if (spin_lock_irqsave(c, &p->lock, &flags))
+		return;
+	while (want-- && p->head) {
+		uint32_t h = p->head;
+
+		p->head = skb_of(n, h)->next;
+		p->count--;
+		nc->skb_cache[nc->count++] = h;
+	}
+	spin_unlock_irqrestore(c, &p->lock, flags);
+}
+
+/* Give the older half of this CPU's cache back to the shared pool. */
+static __attribute__((noinline)) void napi_cache_spill(struct cpu_ctx *c, struct net_ctx *n)
+{
+	struct skb_pool *p = n->pool;
+	struct napi_alloc_cache *nc = n->cache;
+	unsigned long flags;
+	uint32_t i;
+
+	if (spin_lock_irqsave(c, &p->lock, &flags))
+		return;
+	for (i = 0; i < NAPI_SKB_CACHE_HALF; i++) {
+		uint32_t h = nc->skb_cache[i];
+
+		skb_of(n, h)->next = p->head;
+		p->head = h;
+		p->count++;
+	}
+	spin_unlock_irqrestore(c, &p->lock, flags);
+	nc->count -= NAPI_SKB_CACHE_HALF;
+	for (i = 0; i < nc->count; i++)
+		nc->skb_cache[i] = nc->skb_cache[i + NAPI_SKB_CACHE_HALF];
+}
+
+/* napi_alloc_skb(): a head from this CPU's cache, or NULL if the pool is dry. */
+static inline struct sk_buff *napi_alloc_skb(struct cpu_ctx *c, struct net_ctx *n, uint32_t len)
+{
+	struct napi_alloc_cache *nc = n->cache;
+	struct sk_buff *skb;
+
+	if (unlikely(!nc->count)) {
+		napi_cache_refill(c, n, NAPI_SKB_CACHE_BULK);
+		if (!nc->count) {
+			n->stats->alloc_failed++;
+			return NULL;
+		}
+	}
+	skb = skb_of(n, nc->skb_cache[--nc->count]);
+	skb->next = 0;
+	skb->alloc_cpu = (uint32_t)c->cpu;
+	skb->gen++;
+	skb->state = SKB_LIVE;
+	skb->len = len;
+	skb->hash = skb->gen * 2654435761u;
+	skb->tstamp = tsc_read_unordered();
+	__builtin_memset(skb->cb, (int)(skb->gen & 0xff), sizeof(skb->cb));
+	n->stats->allocated++;
+	return skb;
+}
+
+/* napi_consume_skb() / __kfree_skb(): the head back into this CPU's cache. */
+static inline void kfree_skb_local(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
+{
+	struct napi_alloc_cache *nc = n->cache;
+
+	if (unlikely(skb->state != SKB_LIVE)) {
+		n->stats->double_free++;
+		return;
+	}
+	skb->state = SKB_FREE;
+	n->stats->freed++;
+	if (unlikely(nc->count == NAPI_SKB_CACHE_SIZE))
+		napi_cache_spill(c, n);
+	nc->skb_cache[nc->count++] = skb_handle(n, skb);
+}
+
+/* ---------------------------------------------------------------- deferred free */
+
+static inline void defer_lock_producer(struct cpu_ctx *c, struct softnet_data *sd,
+				       int strategy, unsigned long *flags)
+{
+	if (strategy == DEFER_BH)
+		spin_lock_bh(c, &sd->defer_lock);
+	else
+		spin_lock_irqsave(c, &sd->defer_lock, flags);
+}
+
+static inline void defer_unlock_producer(struct cpu_ctx *c, struct softnet_data *sd,
+					 int strategy, unsigned long flags)
+{
+	if (strategy == DEFER_BH)
+		spin_unlock_bh(c, &sd->defer_lock);
+	else
+		spin_unlock_irqrestore(c, &sd->defer_lock, flags);
+}
+
+/* skb_attempt_defer_free(): free a remote CPU's skb on that CPU, later. */
+static inline void skb_attempt_defer_free(struct cpu_ctx *c, struct net_ctx *n,
+					  struct sk_buff *skb)
+{
+	int cpu = (int)skb->alloc_cpu;
+	struct softnet_data *sd;
+	uint32_t defer_max = n->defer_max, count, h;
+	unsigned long flags = 0;
+	int kick;
+
+	if (cpu == c->cpu) {
+		n->stats->freed_local++;
+		kfree_skb_local(c, n, skb);
+		return;
+	}
+	sd = softnet(c, cpu);
+	h = skb_handle(n, skb);
+	if (n->strategy == DEFER_LLIST) {
+		uint32_t first;
+
+		count = atomic_inc_return(&sd->defer_count);
+		if (count >= defer_max)
+			goto nodefer;
+		first = READ_ONCE(sd->defer_list);
+		do {				/* llist_add() */
+			skb->next = first;
+		} while (!__atomic_compare_exchange_n(&sd->defer_list, &first, h, 0,
+						      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+		kick = (count - 1) == (defer_max >> 1);
+	} else {
+		if (READ_ONCE(sd->defer_count) >= defer_max)
+			goto nodefer;
+		defer_lock_producer(c, sd, n->strategy, &flags);
+		/* send an IPI every time the queue reaches half capacity */
+		kick = sd->defer_count == (defer_max >> 1);
+		WRITE_ONCE(sd->defer_count, sd->defer_count + 1);
+		skb->next = sd->defer_list;
+		WRITE_ONCE(sd->defer_list, h);
+		defer_unlock_producer(c, sd, n->strategy, flags);
+	}
+	n->stats->deferred++;
+	/* one IPI in flight at most: defer_ipi_scheduled, set by cmpxchg */
+	if (unlikely(kick) && !atomic_cmpxchg(&sd->defer_ipi_scheduled, 0, 1)) {
+		send_ipi(c, cpu, IPI_NET_RX);
+		n->stats->ipis++;
+	}
+	return;
+nodefer:
+	n->stats->fallback_frees++;
+	kfree_skb_local(c, n, skb);
+}
+
+static inline void flush_hist_add(struct skb_stats *st, uint32_t nr)
+{
+	int b = 0;
+
+	while (nr > 1 && b < FLUSH_HIST_BUCKETS - 1) {
+		nr >>= 1;
+		b++;
+	}
+	st->flush_hist[b]++;
+}
+
+/* skb_defer_free_flush(): run by the owner in net_rx_action(). */
+static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
+{
+	struct softnet_data *sd = softnet(c, c->cpu);
+	unsigned long flags;
+	uint64_t t0, t1, t2;
+	uint32_t h, nr = 0;
+
+	/* paired with the WRITE_ONCE() in skb_attempt_defer_free() */
+	if (!READ_ONCE(sd->defer_list))
+		return;
+	t0 = tsc_start();
+	switch (n->strategy) {
+	case DEFER_LLIST:
+		atomic_set(&sd->defer_count, 0);
+		h = atomic_xchg(&sd->defer_list, 0);	/* llist_del_all() */
+		break;
+	case DEFER_IRQSAVE:
+		if (spin_lock_irqsave(c, &sd->defer_lock, &flags))
+			return;
+		h = sd->defer_list;
+		sd->defer_list = 0;
+		sd->defer_count = 0;
+		spin_unlock_irqrestore(c, &sd->defer_lock, flags);
+		break;
+	case DEFER_IRQ:
+		if (spin_lock_irq(c, &sd->defer_lock))
+			return;
+		h = sd->defer_list;
+		sd->defer_list = 0;
+		sd->defer_count = 0;
+		spin_unlock_irq(c, &sd->defer_lock);
+		break;
+	default:
+		if (spin_lock_bh(c, &sd->defer_lock))
+			return;
+		h = sd->defer_list;
+		sd->defer_list = 0;
+		sd->defer_count = 0;
+		spin_unlock_bh(c, &sd->defer_lock);
+	}
+	t1 = tsc_stop();
+	while (h) {
+		struct sk_buff *skb = skb_of(n, h);
+
+		h = skb->next;
+		kfree_skb_local(c, n, skb);
+		nr++;
+	}
+	t2 = tsc_stop();
+	n->stats->flushes++;
+	n->stats->flushed += nr;
+	n->stats->flush_lock_cycles += t1 - t0;
+	n->stats->flush_cycles += t2 - t0;
+	if (nr > n->stats->max_flush)
+		n->stats->max_flush = nr;
+	flush_hist_add(n->stats, nr);
+}
+
+#endif

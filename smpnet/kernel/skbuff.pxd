@@ -1,0 +1,87 @@
+from libc.stdint cimport uint32_t, uint64_t
+from smpnet.kernel.smp cimport cpu_ctx
+from smpnet.kernel.spinlock cimport spinlock_t
+
+cdef extern from "dev.h" nogil:
+    enum: DEFER_IRQSAVE
+    enum: DEFER_IRQ
+    enum: DEFER_BH
+    enum: DEFER_LLIST
+    enum: SKB_FREE
+    enum: SKB_LIVE
+    enum: NAPI_SKB_CACHE_SIZE
+    enum: FLUSH_HIST_BUCKETS
+    enum: SKB_RING_SIZE
+    enum: DEFER_SAMPLE_MASK
+    enum: NETDEV_BUDGET_USECS
+
+    struct sk_buff:
+        uint32_t next
+        uint32_t alloc_cpu
+        uint32_t gen
+        uint32_t state
+        uint32_t len
+        uint32_t hash
+
+    struct skb_pool:
+        spinlock_t lock
+        uint32_t head
+        uint32_t count
+        uint32_t total
+
+    struct napi_alloc_cache:
+        uint32_t count
+
+    struct skb_stats:
+        uint64_t received
+        uint64_t stale
+        uint64_t defer_cycles
+        uint64_t defer_samples
+
+    struct skb_ring:
+        uint32_t head
+        uint32_t tail
+
+    struct defer_ctl:
+        uint32_t rx_done
+        uint32_t consumers_done
+
+    struct net_ctx:
+        sk_buff *skbs
+        uint32_t nr_skbs
+        skb_pool *pool
+        int cache_region
+        int stats_region
+        int strategy
+        uint32_t defer_max
+        uint32_t defer_calls
+        skb_stats *stats
+        napi_alloc_cache *cache
+        skb_ring *rings
+        uint32_t ring_stride
+        int n_rx
+        int n_consumers
+        uint32_t rr
+        uint64_t to_send
+        uint64_t send_deadline
+        uint64_t budget_tsc
+
+    struct softnet_data:
+        uint32_t poll_list
+        spinlock_t defer_lock
+        uint32_t defer_count
+        uint32_t defer_ipi_scheduled
+        uint32_t defer_list
+
+    sk_buff *skb_of(net_ctx *n, uint32_t handle)
+    uint32_t skb_handle(net_ctx *n, sk_buff *skb)
+    softnet_data *softnet(cpu_ctx *c, int cpu)
+    sk_buff *napi_alloc_skb(cpu_ctx *c, net_ctx *n, uint32_t len)
+    void kfree_skb_local(cpu_ctx *c, net_ctx *n, sk_buff *skb)
+    void skb_attempt_defer_free(cpu_ctx *c, net_ctx *n, sk_buff *skb)
+    void skb_defer_free_flush(cpu_ctx *c, net_ctx *n)
+    skb_ring *ring_of(net_ctx *n, int rx, int consumer)
+    int ring_pop(skb_ring *r, uint64_t *v)
+    void napi_schedule(cpu_ctx *c)
+    void net_rx_action(cpu_ctx *c)
+    void net_dev_init()
