@@ -96,6 +96,36 @@ def build_parser():
     p.add_argument("--duration", type=_seconds, default=0.5, metavar="S",
                    help="with --contended: seconds per algorithm and variant (default: 0.5)")
     p.set_defaults(func=cmd_locks)
+
+    from .scenarios import defer
+    p = sub.add_parser(
+        "defer", help="the skb defer-free list end to end (seed 003 in its setting)",
+        description="RX CPUs receive skbs in NAPI polls and hand them to consumer CPUs, "
+                    "which free them with skb_attempt_defer_free(); the RX CPUs flush their "
+                    "defer lists in net_rx_action(). Each lock strategy runs --repeat times, "
+                    "interleaved; ends with seed 003's two verdicts.")
+    _common(p)
+    _machine_options(p)
+    p.add_argument("--strategy", default="all", metavar="LIST",
+                   help=f"defer list strategies: {','.join(defer.STRATEGIES)} or all (default)")
+    p.add_argument("--rx-cpus", type=_int_at_least(1), metavar="N",
+                   help="how many emulated CPUs receive; the rest consume (default: half)")
+    amount = p.add_mutually_exclusive_group()
+    amount.add_argument("--skbs", type=_int_at_least(1), metavar="N",
+                        help="skbs to receive per run (default: run for --duration)")
+    amount.add_argument("--duration", type=_seconds, metavar="S",
+                        help=f"seconds per run (default: {defer.DURATION})")
+    p.add_argument("--defer-max", type=_int_at_least(1), default=defer.DEFER_MAX, metavar="N",
+                   help=f"net.core.skb_defer_max (default: {defer.DEFER_MAX})")
+    p.add_argument("--batch", type=_int_at_least(1), default=defer.BATCH, metavar="N",
+                   help=f"skbs a consumer takes from a ring at a time (default: {defer.BATCH})")
+    p.add_argument("--repeat", type=_int_at_least(1), default=defer.REPEAT, metavar="R",
+                   help=f"runs per strategy, interleaved (default: {defer.REPEAT})")
+    p.add_argument("--lock", default="qspinlock", metavar="ALGO",
+                   help=f"algorithm of defer_lock and the pool lock (default: qspinlock)")
+    p.add_argument("--check", action="store_true",
+                   help="run the lock/IRQ checker over every lock and flush")
+    p.set_defaults(func=cmd_defer)
     return parser
 
 
@@ -207,6 +237,91 @@ def cmd_locks(args):
     env = report.envelope("locks", cpus, params, rows, verdicts, warnings, facts=facts)
     _emit(args, env, lambda: text() + _warnings_text(warnings))
     return 0
+
+
+def cmd_defer(args):
+    from . import sysinfo
+    from .scenarios import defer, locks
+
+    cpus = parse_cpus(args.cpus)
+    strategies = locks.parse_list(args.strategy, defer.STRATEGIES, "defer strategy")
+    locks.parse_list(args.lock, locks.ALGOS, "lock algorithm")
+    report.check_output_path(args.output)
+    ncpus = args.ncpus or len(cpus)
+    facts = report.machine(cpus)
+    warnings = sysinfo.timing_warnings(facts, oversubscribed=ncpus > len(cpus))
+    if args.check:
+        warnings.append("the checker is on: timings include its checks")
+    rows, verdicts = defer.run(
+        cpus, strategies, rx=args.rx_cpus, skbs=args.skbs, duration=args.duration,
+        defer_max=args.defer_max, batch=args.batch, repeat=args.repeat, check=args.check,
+        ncpus=args.ncpus, oversubscribe=args.oversubscribe, lock_algo=args.lock,
+        progress=locks.progress_printer("defer"))
+    params = {"cpus": format_cpus(cpus), "ncpus": ncpus, "rx_cpus": rows[0]["rx_cpus"],
+              "strategy": strategies, "skbs": args.skbs,
+              "duration_s": None if args.skbs else (args.duration or defer.DURATION),
+              "defer_max": args.defer_max, "batch": args.batch, "repeat": args.repeat,
+              "lock": args.lock, "check": args.check}
+    env = report.envelope("defer", cpus, params, rows, verdicts, warnings, facts=facts)
+    _emit(args, env, lambda: _defer_text(rows, verdicts, params, args.check)
+          + _warnings_text(warnings))
+    return 1 if not all(r["conserved"] for r in rows) else 0
+
+
+def _defer_text(rows, verdicts, params, check):
+    r0 = rows[0]
+    amount = (f"{params['skbs']} skbs" if params["skbs"] else f"{params['duration_s']} s")
+    lines = [f"# defer: {r0['rx_cpus']} RX CPU(s), {len(r0['cpus']) - r0['rx_cpus']} "
+             f"consumer(s) on real CPUs {format_cpus(sorted(set(r0['cpus'])))}, "
+             f"defer_max {params['defer_max']}, batch {params['batch']}, "
+             f"{params['repeat']} runs of {amount} per strategy, lock {params['lock']}"]
+    table = []
+    for r in rows:
+        per_m = 1e6 / r["received"] if r["received"] else 0.0
+        table.append((r["strategy"], r["skbs_per_s"] / 1e6, r["skbs_per_s_min"] / 1e6,
+                      r["skbs_per_s_max"] / 1e6, r["defer_cycles"], r["flush_cycles"],
+                      r["flush_lock_cycles"], r["skbs_per_flush"], r["ipis"] * per_m,
+                      r["fallback_frees"] * per_m, r["lock_spins"] * per_m,
+                      "yes" if r["conserved"] else "NO"))
+    lines.append(report.table(table, [
+        "strategy", "M skbs/s", "min", "max", "cyc/defer", "cyc/flush", "cyc/flush lock",
+        "skbs/flush", "IPIs/M", "fallback/M", "spins/M", "conserved"]))
+    lines.append(f"M skbs/s: median of the runs, end to end; cyc/defer: cycles per "
+                 f"skb_attempt_defer_free (1 call in 8 timed); cyc/flush: per "
+                 f"skb_defer_free_flush, and of its locked take of the list; "
+                 f"{r0['timer_overhead_cycles']} cycles of timer overhead subtracted from each; "
+                 f"/M: per million skbs.")
+    lines.append("")
+    buckets = ["1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127", ">=128"]
+    lines.append("Flush sizes (skbs per flush: flushes):")
+    for r in rows:
+        lines.append(f"  {r['strategy']:<8} " + "  ".join(
+            f"{b}: {n}" for b, n in zip(buckets, r["flush_hist"]) if n))
+    fastest = max(rows, key=lambda r: r["skbs_per_s"])
+    lines.append(
+        f"Where the cycles go ({fastest['strategy']}, the fastest): each skb costs the RX "
+        f"CPU(s) {fastest['rx_cycles_per_skb']:.0f} cycles (NAPI receive, allocation, and "
+        f"{fastest['flush_cycles'] / max(fastest['skbs_per_flush'], 1):.1f} for its share of "
+        f"a flush) and the consumer(s) {fastest['consumer_cycles_per_skb']:.0f} cycles (ring, "
+        f"read, and {fastest['defer_cycles']:.0f} in skb_attempt_defer_free).")
+    lines.append("")
+    for v in verdicts:
+        lo, hi = v["interval"]
+        lines.append(f"seed {v['seed']}: {v['claim']}; reference: {v['reference']}")
+        lines.append(f"  here: {v['measured']:+.2f} {v['unit']} [95 % interval {lo:+.2f} .. "
+                     f"{hi:+.2f}] -> {v['verdict']}"
+                     + (" (as the seed predicts)" if v.get("agrees_with_seed") else ""))
+    if not verdicts:
+        lines.append("seed 003: no verdict (it needs the irq and irqsave strategies)")
+    if check:
+        for r in rows:
+            rep = r["checker_reports"]
+            lines.append(f"checker ({r['strategy']}): " + (
+                ", ".join(f"{k} x{n}" for k, n in rep.items()) if rep else "no reports"))
+    bad = [r["strategy"] for r in rows if not r["conserved"]]
+    if bad:
+        lines.append(f"CONSERVATION FAILED for {', '.join(bad)}: skbs lost or freed twice")
+    return "\n".join(lines)
 
 
 def _suite_text(rows, reports, verdicts, args, cpu):

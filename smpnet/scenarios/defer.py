@@ -1,0 +1,224 @@
+"""The defer-free list, end to end: seed 003 in its setting.
+
+RX CPUs run NAPI polls that receive packets (allocate skbs) and hand them to
+consumer CPUs (the socket owners) through SPSC rings; the consumers read and
+free them with skb_attempt_defer_free(), which sends each skb back to its RX
+CPU's defer list; the RX CPU's net_rx_action() flushes the list. Each lock
+strategy of the list's history runs `repeat` times, interleaved, so that the
+spread between runs is the noise against which strategies are compared.
+"""
+import statistics
+
+import numpy as np
+
+from .. import _core, layout, stats
+from ..errors import BadInput
+from ..machine import Machine
+
+STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))
+DEFER_MAX = 64          # sysctl net.core.skb_defer_max (128 since late 2025)
+MAX_DEFER_MAX = 1 << 16
+BATCH = 16
+REPEAT = 5
+DURATION = 0.3
+NET_REGIONS = ("skb", "skb_pool", "napi_cache", "skb_stats")
+
+SEED_003_OP = {
+    "seed": "003",
+    "claim": "the flush's spin_lock_irq is cheaper than spin_lock_irqsave (irqsave - irq > 0 cycles)",
+    "reference": "14 cycles per lock+unlock (E5-1650 v4, time_bench)",
+}
+SEED_003_RATE = {
+    "seed": "003",
+    "claim": "no measurable packet-rate gain expected from irq over irqsave",
+    "reference": "no number given: 'We don't expect to see a measurable packet performance gain'",
+}
+
+
+def pool_size(ncpus, n_rx, n_consumers, defer_max):
+    """Enough heads that the pool never runs dry: every ring full, every
+    defer list full, every cache full, and slack."""
+    return (n_rx * n_consumers * layout.SKB_RING_SIZE
+            + ncpus * (defer_max + 2 * layout.NAPI_SKB_CACHE_SIZE) + 1024)
+
+
+def validate(rx, ncpus, skbs, duration, defer_max, batch, repeat):
+    if ncpus < 2:
+        raise BadInput("the defer experiment needs at least 2 CPUs: one receives, one "
+                       "consumes (with one real CPU: --ncpus 2 --oversubscribe)")
+    if not 1 <= rx < ncpus:
+        raise BadInput(f"--rx-cpus {rx}: give 1 to {ncpus - 1}, leaving a consumer")
+    if skbs is not None and duration is not None:
+        raise BadInput("give --skbs or --duration, not both")
+    if skbs is not None and skbs < rx:
+        raise BadInput(f"--skbs {skbs}: at least one per RX CPU ({rx})")
+    if not 1 <= defer_max <= MAX_DEFER_MAX:
+        raise BadInput(f"--defer-max {defer_max}: give 1 to {MAX_DEFER_MAX}")
+    if not 1 <= batch <= layout.SKB_RING_SIZE:
+        raise BadInput(f"--batch {batch}: give 1 to {layout.SKB_RING_SIZE}")
+    if repeat < 1:
+        raise BadInput(f"--repeat {repeat}: give at least 1")
+
+
+def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_max=DEFER_MAX,
+        batch=BATCH, repeat=REPEAT, check=False, ncpus=None, oversubscribe=False,
+        lock_algo="qspinlock", progress=None):
+    """Run every strategy `repeat` times; returns (rows, verdicts)."""
+    n = ncpus or len(cpus)
+    rx = rx if rx is not None else max(1, n // 2)
+    validate(rx, n, skbs, duration, defer_max, batch, repeat)
+    if skbs is None and duration is None:
+        duration = DURATION
+    n_cons = n - rx
+    regions = [("skb", layout.SK_BUFF, pool_size(n, rx, n_cons, defer_max)),
+               ("skb_pool", layout.SKB_POOL, 1),
+               ("napi_cache", layout.NAPI_ALLOC_CACHE, n),
+               ("skb_stats", layout.SKB_STATS, n),
+               ("rings", layout.SKB_RING, rx * n_cons),
+               ("defer_ctl", layout.DEFER_CTL, 1)]
+    runs = {s: [] for s in strategies}
+    plan = [(r, s) for r in range(repeat) for s in strategies]
+    with Machine(cpus=cpus, ncpus=ncpus, oversubscribe=oversubscribe, regions=regions) as m:
+        names = m.segment.region_names
+        idx = tuple(names.index(r) for r in NET_REGIONS)
+        ring, ctl = names.index("rings"), names.index("defer_ctl")
+        overhead = _core.timer_overhead()
+        for i, (r, strategy) in enumerate(plan):
+            if progress:
+                progress(i, len(plan), f"{strategy} (run {r + 1} of {repeat})")
+            _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS[lock_algo])
+            m.region("rings")[:] = 0
+            m.region("defer_ctl")[:] = 0
+            spins0 = m.region("irq")["spins"].copy()
+            bugs0 = m.region("irq")["bugs"].sum(axis=0).copy()
+            out = m.run(_cpu_body, idx, ring, ctl, _core.DEFER_STRATEGIES[strategy], defer_max,
+                        rx, n_cons, skbs or 0, duration or 0.0, batch, check)
+            runs[strategy].append(_measure(m, out, rx, overhead, spins0, bugs0))
+        timing_valid = m.timing_valid
+        cpu_map = [int(c) for c in m.cpu_map]
+    rows = [_row(s, runs[s], cpu_map, rx, defer_max, batch, overhead, timing_valid)
+            for s in strategies]
+    return rows, _verdicts(runs)
+
+
+def _cpu_body(ctx, idx, ring, ctl, strategy, defer_max, rx, n_cons, skbs, duration, batch,
+              check):
+    if ctx.cpu < rx:
+        # RX CPU i receives its share of the skbs (0: until the duration ends)
+        quota = skbs // rx + (1 if ctx.cpu < skbs % rx else 0)
+        return _core.defer_rx_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx, n_cons,
+                                  ctl, quota, duration, check)
+    return _core.defer_consumer_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx,
+                                    n_cons, ctl, batch, check)[0]
+
+
+def audit(m):
+    """Conservation after a run: every head is back in the pool or a cache,
+    free, and counted once. Returns the number of heads missing (0 when all
+    are accounted for)."""
+    skb = m.region("skb")
+    pool = m.region("skb_pool")[0]
+    caches = m.region("napi_cache")
+    seen = np.zeros(len(skb), dtype=bool)
+    h, steps = int(pool["head"]), 0
+    while h and steps <= len(skb):
+        seen[h - 1] = True
+        h, steps = int(skb[h - 1]["next"]), steps + 1
+    for c in caches:
+        seen[c["skb_cache"][: int(c["count"])] - 1] = True
+    free_state = skb["state"] == layout.SKB_FREE
+    return int(len(skb) - np.count_nonzero(seen & free_state))
+
+
+def _measure(m, cycles, rx, overhead, spins0, bugs0):
+    st = m.region("skb_stats")
+    hz = float(m.header["tsc_hz"])
+    tot = {name: int(st[name].sum()) for name in layout.SKB_STATS.names if name != "flush_hist"}
+    seconds = max(cycles) / hz
+    flushes = max(tot["flushes"], 1)
+    softnet = m.region("softnet")
+    return {
+        **tot,
+        "skbs_per_s": tot["received"] / seconds if seconds else 0.0,
+        "seconds": seconds,
+        "defer_cycles": tot["defer_cycles"] / tot["defer_samples"] - overhead
+        if tot["defer_samples"] else None,
+        "flush_cycles": tot["flush_cycles"] / flushes - overhead if tot["flushes"] else None,
+        "flush_lock_cycles": tot["flush_lock_cycles"] / flushes - overhead
+        if tot["flushes"] else None,
+        "flush_hist": [int(x) for x in st["flush_hist"].sum(axis=0)],
+        "lock_spins": int((m.region("irq")["spins"] - spins0).sum()),
+        "time_squeeze": int(softnet["time_squeeze"].sum()),
+        "missing": audit(m),
+        "rx_cycles_per_skb": sum(cycles[:rx]) / max(tot["received"], 1),
+        "consumer_cycles_per_skb": sum(cycles[rx:]) / max(tot["received"], 1),
+        "checker_reports": {name: int(n) for name, n in
+                            zip(layout.LOCKDEP_BUGS, m.region("irq")["bugs"].sum(axis=0) - bugs0)
+                            if n},
+    }
+
+
+def _median(runs, key):
+    values = [r[key] for r in runs if r[key] is not None]
+    return statistics.median(values) if values else None
+
+
+def _row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
+    allocated = sum(r["allocated"] for r in runs)
+    freed = sum(r["freed"] for r in runs)
+    rates = [r["skbs_per_s"] for r in runs]
+    flushed, flushes = sum(r["flushed"] for r in runs), sum(r["flushes"] for r in runs)
+    received = sum(r["received"] for r in runs)
+    reports = {}
+    for r in runs:
+        for k, v in r["checker_reports"].items():
+            reports[k] = reports.get(k, 0) + v
+    return {
+        "strategy": strategy, "cpus": cpus, "rx_cpus": rx, "defer_max": defer_max,
+        "batch": batch, "runs": len(runs),
+        "allocated": allocated, "freed": freed, "lost": allocated - freed,
+        "double_free": sum(r["double_free"] + r["stale"] for r in runs),
+        "missing_after_run": sum(r["missing"] for r in runs),
+        "conserved": allocated == freed and all(
+            r["double_free"] == 0 and r["stale"] == 0 and r["missing"] == 0 for r in runs),
+        "skbs_per_s": statistics.median(rates), "skbs_per_s_min": min(rates),
+        "skbs_per_s_max": max(rates), "skbs_per_s_samples": rates,
+        "defer_cycles": _median(runs, "defer_cycles"),
+        "flush_cycles": _median(runs, "flush_cycles"),
+        "flush_lock_cycles": _median(runs, "flush_lock_cycles"),
+        "flush_lock_samples": [r["flush_lock_cycles"] for r in runs],
+        "flushes": flushes, "skbs_per_flush": flushed / flushes if flushes else 0.0,
+        "max_flush": max(r["max_flush"] for r in runs),
+        "flush_hist": [sum(col) for col in zip(*(r["flush_hist"] for r in runs))],
+        "ipis": sum(r["ipis"] for r in runs),
+        "fallback_frees": sum(r["fallback_frees"] for r in runs),
+        "deferred": sum(r["deferred"] for r in runs),
+        "lock_spins": sum(r["lock_spins"] for r in runs),
+        "received": received,
+        "rx_cycles_per_skb": _median(runs, "rx_cycles_per_skb"),
+        "consumer_cycles_per_skb": _median(runs, "consumer_cycles_per_skb"),
+        "timer_overhead_cycles": overhead,
+        "checker_reports": reports,
+        "timing_valid": timing_valid,
+    }
+
+
+def _verdicts(runs):
+    if "irq" not in runs or "irqsave" not in runs:
+        return []
+    out = []
+    a = [r["flush_lock_cycles"] for r in runs["irqsave"] if r["flush_lock_cycles"] is not None]
+    b = [r["flush_lock_cycles"] for r in runs["irq"] if r["flush_lock_cycles"] is not None]
+    if a and b:
+        delta, ci = stats.median_diff_ci(a, b)
+        out.append(dict(SEED_003_OP, measured=delta, interval=list(ci), unit="cycles per flush",
+                        verdict=stats.verdict(ci)))
+    irq = [r["skbs_per_s"] for r in runs["irq"]]
+    irqsave = [r["skbs_per_s"] for r in runs["irqsave"]]
+    base = statistics.median(irqsave)
+    delta, ci = stats.median_diff_ci(irq, irqsave)
+    label = stats.verdict(ci)
+    out.append(dict(SEED_003_RATE, measured=delta / base * 100, unit="% skbs/s, irq over irqsave",
+                    interval=[ci[0] / base * 100, ci[1] / base * 100], verdict=label,
+                    agrees_with_seed=label == "no measurable difference"))
+    return out
