@@ -20,7 +20,7 @@ def test_defer(benchmark, strategy):
     results = []
 
     def one_run():
-        rows, _ = defer.run(cpus, [strategy], skbs=SKBS, repeat=1, ncpus=max(2, len(cpus)),
+        rows, _, _ = defer.run(cpus, [strategy], skbs=SKBS, repeat=1, ncpus=max(2, len(cpus)),
                             oversubscribe=len(cpus) < 2)
         results.append(rows[0])
 

@@ -144,6 +144,7 @@ def c_constants():
         "REGION_QNODES": P.REGION_QNODES, "REGION_NR_BUILTIN": P.REGION_NR_BUILTIN,
         "NAPI_SKB_CACHE_SIZE": N.NAPI_SKB_CACHE_SIZE, "FLUSH_HIST_BUCKETS": N.FLUSH_HIST_BUCKETS,
         "SKB_RING_SIZE": N.SKB_RING_SIZE, "SKB_FREE": N.SKB_FREE, "SKB_LIVE": N.SKB_LIVE,
+        "SKB_DEFERRED": N.SKB_DEFERRED, "FLUSH_SAMPLES": N.FLUSH_SAMPLES,
     }
 
 
@@ -237,20 +238,32 @@ cdef lock_slot *checked_slot(smp_header *hdr, int region, int index) except NULL
     return slot_ptr(hdr, region, index)
 
 
+cdef int check_region(smp_header *hdr, int region, size_t record, uint32_t count) except -1:
+    """Region `region` exists, has records of at least `record` bytes, and
+    at least `count` of them: what a C loop will index it with."""
+    if region < 0 or <uint32_t>region >= hdr.nr_regions:
+        raise ValueError(f"no region {region} in this segment")
+    if hdr.regions[region].stride < record:
+        raise ValueError(f"region {region}: records of {hdr.regions[region].stride} bytes, "
+                         f"{record} needed")
+    if hdr.regions[region].count < count:
+        raise ValueError(f"region {region}: {hdr.regions[region].count} records, {count} needed")
+    return 0
+
+
 cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
                        uint32_t defer_max) except -1:
     """Fill a net_ctx for CPU c from the (skb, pool, cache, stats) regions."""
     cdef smp_header *hdr = c.hdr
     skb_r, pool_r, cache_r, stats_r = regions
-    for r in regions:
-        if r < 0 or <uint32_t>r >= hdr.nr_regions:
-            raise ValueError(f"no region {r} in this segment")
+    check_region(hdr, skb_r, sizeof(sk_buff), 1)
+    check_region(hdr, pool_r, sizeof(N.skb_pool), 1)
+    check_region(hdr, cache_r, sizeof(N.napi_alloc_cache), hdr.nr_cpus)
+    check_region(hdr, stats_r, sizeof(N.skb_stats), hdr.nr_cpus)
     if strategy < N.DEFER_IRQSAVE or strategy > N.DEFER_LLIST:
         raise ValueError(f"no defer strategy {strategy}")
     if defer_max < 1:
         raise ValueError("defer_max must be at least 1")
-    if hdr.regions[cache_r].count < hdr.nr_cpus or hdr.regions[stats_r].count < hdr.nr_cpus:
-        raise ValueError("the cache and stats regions need one record per CPU")
     memset(n, 0, sizeof(net_ctx))
     n.skbs = <sk_buff *>per_cpu_ptr(hdr, skb_r, 0)
     n.nr_skbs = hdr.regions[skb_r].count
@@ -289,6 +302,7 @@ def net_init(unsigned char[::1] seg, regions, int lock_algo):
         memset(per_cpu_ptr(hdr, cache_r, cpu), 0, hdr.regions[cache_r].stride)
         memset(per_cpu_ptr(hdr, stats_r, cpu), 0, hdr.regions[stats_r].stride)
         sd = N.softnet(&c, cpu)
+        memset(sd, 0, 16)   # processed, time_squeeze, dropped, poll_list
         sd.defer_list = 0
         sd.defer_count = 0
         sd.defer_ipi_scheduled = 0
@@ -311,9 +325,14 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
     cdef uint64_t t0, t1
     cdef bint sending_done = False
     check_cpu(hdr, cpu)
+    if cpu >= n_rx:
+        raise ValueError(f"CPU {cpu} is not an RX CPU")
+    if duration_s < 0 or duration_s > 1e6:
+        raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     cpu_ctx_init(&c, hdr, cpu, check, popf)
     net_ctx_setup(&n, &c, regions, strategy, defer_max)
     setup_rings(&n, hdr, ring_region, n_rx, n_consumers)
+    check_region(hdr, ctl_region, sizeof(N.defer_ctl), 1)
     ctl = <N.defer_ctl *>per_cpu_ptr(hdr, ctl_region, 0)
     c.net = &n
     n.to_send = skbs if skbs else <uint64_t>-1
@@ -333,7 +352,9 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
             irq_poll(&c)                    # defer kicks
             if sending_done:
                 if atomic_read(&ctl.consumers_done) == <uint32_t>n_consumers:
+                    local_bh_disable(&c)    # the flush runs where net_rx_action would
                     N.skb_defer_free_flush(&c, &n)  # the last deferred skbs come home
+                    local_bh_enable(&c)
                     break
                 smp_spin_wait(hdr)
         t1 = tsc_stop()
@@ -365,6 +386,7 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
     cpu_ctx_init(&c, hdr, cpu, check, popf)
     net_ctx_setup(&n, &c, regions, strategy, defer_max)
     setup_rings(&n, hdr, ring_region, n_rx, n_consumers)
+    check_region(hdr, ctl_region, sizeof(N.defer_ctl), 1)
     ctl = <N.defer_ctl *>per_cpu_ptr(hdr, ctl_region, 0)
     c.net = &n
     with nogil:
@@ -404,12 +426,9 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
 
 cdef int setup_rings(net_ctx *n, smp_header *hdr, int ring_region, int n_rx,
                      int n_consumers) except -1:
-    if ring_region < 0 or <uint32_t>ring_region >= hdr.nr_regions:
-        raise ValueError(f"no region {ring_region}")
     if n_rx < 1 or n_consumers < 1 or n_rx + n_consumers != <int>hdr.nr_cpus:
         raise ValueError("every CPU must be an RX CPU or a consumer")
-    if hdr.regions[ring_region].count < <uint32_t>(n_rx * n_consumers):
-        raise ValueError("too few rings")
+    check_region(hdr, ring_region, sizeof(N.skb_ring), <uint32_t>(n_rx * n_consumers))
     n.rings = <N.skb_ring *>per_cpu_ptr(hdr, ring_region, 0)
     n.ring_stride = hdr.regions[ring_region].stride
     n.n_rx = n_rx
@@ -451,8 +470,13 @@ cdef class Cpu:
     cdef int lock_region
     cdef unsigned char[::1] view
     cdef net_ctx n
+    cdef public double timeout
 
-    def __init__(self, seg, int cpu, bint check=False, bint popf=False, int lock_region=-1):
+    def __init__(self, seg, int cpu, bint check=False, bint popf=False, int lock_region=-1,
+                 double timeout=5.0):
+        if not 0 < timeout <= 3600:
+            raise ValueError(f"timeout must be in (0, 3600] s, got {timeout}")
+        self.timeout = timeout
         self.view = seg
         self.seg = seg
         hdr = segment_header(self.view)
@@ -540,10 +564,24 @@ cdef class Cpu:
             raise ValueError("attach_net() first")
         return &self.n
 
+    cdef void _begin(self):
+        # a CPU driven from Python has no stop flag raised for it: bound
+        # every lock wait of the call instead (see spin_lock)
+        self.c.spin_deadline = tsc_read_unordered() + <uint64_t>(self.timeout * self.c.hdr.tsc_hz)
+
+    cdef int _end(self) except -1:
+        cdef bint late = tsc_read_unordered() > self.c.spin_deadline
+        self.c.spin_deadline = 0
+        if late:
+            raise RuntimeError("a lock stayed held past the timeout (the call gave up)")
+        return 0
+
     def napi_alloc_skb(self):
         """Allocate an skb on this CPU; its handle (index + 1), 0 if the pool is dry."""
         cdef net_ctx *n = self._net()
+        self._begin()
         cdef sk_buff *skb = N.napi_alloc_skb(&self.c, n, 1500)
+        self._end()
         return 0 if skb == NULL else N.skb_handle(n, skb)
 
     cdef sk_buff *_skb(self, uint32_t handle) except NULL:
@@ -553,20 +591,45 @@ cdef class Cpu:
         return N.skb_of(n, handle)
 
     def skb_attempt_defer_free(self, uint32_t handle):
-        N.skb_attempt_defer_free(&self.c, self._net(), self._skb(handle))
+        cdef sk_buff *skb = self._skb(handle)
+        self._begin()
+        N.skb_attempt_defer_free(&self.c, &self.n, skb)
+        self._end()
 
     def kfree_skb(self, uint32_t handle):
-        N.kfree_skb_local(&self.c, self._net(), self._skb(handle))
+        cdef sk_buff *skb = self._skb(handle)
+        self._begin()
+        N.kfree_skb_local(&self.c, &self.n, skb)
+        self._end()
 
     def skb_defer_free_flush(self):
-        """Called as a (deliberately wrong, if IRQs are off) call site would."""
-        N.skb_defer_free_flush(&self.c, self._net())
+        """Called from wherever the caller stands (IRQs off: a wrong call site)."""
+        self._net()
+        self._begin()
+        N.skb_defer_free_flush(&self.c, &self.n)
+        self._end()
+
+    def attach_rings(self, int ring_region, int n_rx, int n_consumers):
+        """Give this (RX) CPU the defer experiment's device: rings to consumers."""
+        self._net()
+        setup_rings(&self.n, self.c.hdr, ring_region, n_rx, n_consumers)
+
+    def napi_schedule(self, uint64_t packets):
+        """The device has `packets` to receive: schedule its NAPI poll."""
+        if self._net().rings == NULL:
+            raise ValueError("attach_rings() first")
+        self.n.to_send = packets
+        N.napi_schedule(&self.c)
 
     def net_rx_action(self):
-        """Raise NET_RX and run softirqs, as irq_exit would."""
+        """One run of net_rx_action() in softirq context, as __do_softirq
+        would call it (no restart: a re-raised NET_RX stays pending)."""
         self._net()
-        raise_softirq(&self.c, NET_RX_SOFTIRQ)
-        do_softirq(&self.c)
+        self._begin()
+        self.c.irq.preempt_count += 0x100      # SOFTIRQ_OFFSET
+        N.net_rx_action(&self.c)
+        self.c.irq.preempt_count -= 0x100
+        self._end()
 
 
 # The C enums, by name: the one place Python learns their values.

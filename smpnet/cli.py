@@ -7,7 +7,7 @@ import argparse
 import signal
 import sys
 
-from . import __version__, report
+from . import __version__, report, stats
 from .cpus import allowed_cpus, format_cpus, parse_cpus
 from .errors import BadInput, SmpnetError
 
@@ -245,14 +245,15 @@ def cmd_defer(args):
 
     cpus = parse_cpus(args.cpus)
     strategies = locks.parse_list(args.strategy, defer.STRATEGIES, "defer strategy")
-    locks.parse_list(args.lock, locks.ALGOS, "lock algorithm")
+    if args.lock not in locks.ALGOS:
+        raise BadInput(f"--lock takes one lock algorithm: {', '.join(locks.ALGOS)}")
     report.check_output_path(args.output)
     ncpus = args.ncpus or len(cpus)
     facts = report.machine(cpus)
     warnings = sysinfo.timing_warnings(facts, oversubscribed=ncpus > len(cpus))
     if args.check:
         warnings.append("the checker is on: timings include its checks")
-    rows, verdicts = defer.run(
+    rows, verdicts, why_not = defer.run(
         cpus, strategies, rx=args.rx_cpus, skbs=args.skbs, duration=args.duration,
         defer_max=args.defer_max, batch=args.batch, repeat=args.repeat, check=args.check,
         ncpus=args.ncpus, oversubscribe=args.oversubscribe, lock_algo=args.lock,
@@ -262,6 +263,8 @@ def cmd_defer(args):
               "duration_s": None if args.skbs else (args.duration or defer.DURATION),
               "defer_max": args.defer_max, "batch": args.batch, "repeat": args.repeat,
               "lock": args.lock, "check": args.check}
+    if why_not:
+        warnings.append(f"no verdict: {why_not}")
     env = report.envelope("defer", cpus, params, rows, verdicts, warnings, facts=facts)
     _emit(args, env, lambda: _defer_text(rows, verdicts, params, args.check)
           + _warnings_text(warnings))
@@ -298,12 +301,16 @@ def _defer_text(rows, verdicts, params, check):
         lines.append(f"  {r['strategy']:<8} " + "  ".join(
             f"{b}: {n}" for b, n in zip(buckets, r["flush_hist"]) if n))
     fastest = max(rows, key=lambda r: r["skbs_per_s"])
+    flush_share = (f"{fastest['flush_cycles'] / max(fastest['skbs_per_flush'], 1):.1f}"
+                   if fastest["flush_cycles"] is not None else "nothing (no flush ran)")
+    defer_cost = (f"{fastest['defer_cycles']:.0f}" if fastest["defer_cycles"] is not None
+                  else "an untimed share")
     lines.append(
         f"Where the cycles go ({fastest['strategy']}, the fastest): each skb costs the RX "
         f"CPU(s) {fastest['rx_cycles_per_skb']:.0f} cycles (NAPI receive, allocation, and "
-        f"{fastest['flush_cycles'] / max(fastest['skbs_per_flush'], 1):.1f} for its share of "
-        f"a flush) and the consumer(s) {fastest['consumer_cycles_per_skb']:.0f} cycles (ring, "
-        f"read, and {fastest['defer_cycles']:.0f} in skb_attempt_defer_free).")
+        f"{flush_share} for its share of a flush) and the consumer(s) "
+        f"{fastest['consumer_cycles_per_skb']:.0f} cycles (ring, read, and {defer_cost} in "
+        f"skb_attempt_defer_free).")
     lines.append("")
     for v in verdicts:
         lo, hi = v["interval"]
@@ -311,8 +318,13 @@ def _defer_text(rows, verdicts, params, check):
         lines.append(f"  here: {v['measured']:+.2f} {v['unit']} [95 % interval {lo:+.2f} .. "
                      f"{hi:+.2f}] -> {v['verdict']}"
                      + (" (as the seed predicts)" if v.get("agrees_with_seed") else ""))
+        if "in_flush" in v:
+            f = v["in_flush"]
+            lines.append(f"  in the flush itself (contended line): irqsave - irq = "
+                         f"{f['measured']:+.2f} {f['unit']} [95 % interval "
+                         f"{f['interval'][0]:+.2f} .. {f['interval'][1]:+.2f}]")
     if not verdicts:
-        lines.append("seed 003: no verdict (it needs the irq and irqsave strategies)")
+        lines.append("seed 003: no verdict (see the warnings)")
     if check:
         for r in rows:
             rep = r["checker_reports"]
@@ -345,7 +357,8 @@ def _suite_text(rows, reports, verdicts, args, cpu):
                      f"restore={args.restore}): irqsave - irq = {v['measured']:.2f} cycles "
                      f"[95 % interval {lo:.2f} .. {hi:.2f}] -> {v['verdict']}")
     if not verdicts:
-        lines.append("seed 003: no verdict (it needs the irq and irqsave variants)")
+        lines.append(f"seed 003: no verdict (it needs the irq and irqsave variants and "
+                     f"--rounds {stats.MIN_SAMPLES} or more)")
     lines.append(_checker_text(reports, args.check))
     return "\n".join(lines)
 

@@ -11,7 +11,7 @@ import numpy as np
 
 CACHELINE = 64
 MAGIC = 0x54454E504D53  # "SMPNET", SMPNET_MAGIC
-VERSION = 4  # SMPNET_LAYOUT_VERSION: bump on any change below
+VERSION = 5  # SMPNET_LAYOUT_VERSION: bump on any change below
 MAX_REGIONS = 16
 REGION_NAME = 16
 F_OVERSUBSCRIBED = 0x1
@@ -85,6 +85,7 @@ IRQ_CPUSTAT = _struct(
     ("softirqs", "<u8", 32),
     ("ipis_sent", "<u8", 40),
     ("spins", "<u8", 48),
+    ("lock_checks", "<u8", 56),
     ("irq_pending", "<u4", 64),       # its own cache line: written by other CPUs
     ("bugs", ("<u4", len(LOCKDEP_BUGS)), 128),
     ("first_bug", "<u4", 152),
@@ -133,7 +134,8 @@ SOFTNET_DATA = _struct(
 NAPI_SKB_CACHE_SIZE = 64
 FLUSH_HIST_BUCKETS = 8
 SKB_RING_SIZE = 256
-SKB_FREE, SKB_LIVE = 0, 1
+SKB_FREE, SKB_LIVE, SKB_DEFERRED = 0, 1, 2
+FLUSH_SAMPLES = 256
 
 SK_BUFF = _struct(
     64,
@@ -166,9 +168,11 @@ _SKB_STAT_NAMES = ("allocated", "alloc_failed", "freed", "freed_local", "deferre
                    "flush_cycles", "flush_lock_cycles", "max_flush", "defer_cycles",
                    "defer_samples", "received", "rx_packets", "ring_full")
 SKB_STATS = _struct(
-    184,
+    1216,
     *[(name, "<u8", 8 * i) for i, name in enumerate(_SKB_STAT_NAMES)],
     ("flush_hist", ("<u4", FLUSH_HIST_BUCKETS), 152),
+    ("nr_flush_samples", "<u4", 184),
+    ("flush_lock_sample", ("<u4", FLUSH_SAMPLES), 188),
 )
 
 SKB_RING = _struct(
@@ -262,6 +266,7 @@ CONSTANTS = {
     "LOCKDEP_NR_BUGS": len(LOCKDEP_BUGS), "MAX_NODES": MAX_NODES,
     "NAPI_SKB_CACHE_SIZE": NAPI_SKB_CACHE_SIZE, "FLUSH_HIST_BUCKETS": FLUSH_HIST_BUCKETS,
     "SKB_RING_SIZE": SKB_RING_SIZE, "SKB_FREE": SKB_FREE, "SKB_LIVE": SKB_LIVE,
+    "SKB_DEFERRED": SKB_DEFERRED, "FLUSH_SAMPLES": FLUSH_SAMPLES,
     **{f"REGION_{name.upper()}": i for i, (name, _) in enumerate(BUILTIN_REGIONS)},
     "REGION_NR_BUILTIN": len(BUILTIN_REGIONS),
 }

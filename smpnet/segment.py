@@ -88,6 +88,7 @@ class Segment:
             placed.append((name, dtype, count, offset, st))
             offset = _align(offset + count * st)
         size = offset
+        _check_room(size)
 
         name = NAME_PREFIX + secrets.token_hex(16)
         buf = _map(name, size)
@@ -172,6 +173,19 @@ class Segment:
     @property
     def closed(self):
         return self.buf is None
+
+
+def _check_room(size, where="/dev/shm"):
+    """Refuse a segment that /dev/shm cannot hold: better one clear line than
+    a worker killed by SIGBUS or the OOM killer halfway through a run."""
+    try:
+        st = os.statvfs(where)
+    except OSError:
+        return
+    free = st.f_bavail * st.f_frsize
+    if size > free:
+        raise SegmentError(f"the machine needs {size / 2**20:.0f} MiB of shared memory, "
+                           f"{where} has {free / 2**20:.0f} MiB free")
 
 
 def _align(n, to=layout.CACHELINE):

@@ -22,15 +22,26 @@ def median_diff_ci(a, b, confidence=0.95, resamples=RESAMPLES, seed=0):
     return float(np.median(a) - np.median(b)), (float(lo), float(hi))
 
 
-def verdict(interval, expect_positive=True):
-    """The rule every smpnet verdict uses (README, "Verdicts"): the claim
-    holds when the whole interval lies on the claimed side of zero; an
-    interval that contains zero is no measurable difference."""
+MIN_SAMPLES = 3  # per side, for any verdict
+
+
+def verdict(interval, claim="positive"):
+    """The rule every smpnet verdict uses (README, "Verdicts").
+
+    claim="positive" (the seed claims a difference > 0): "reproduced" when
+    the whole interval lies above zero, "not reproduced" when it lies below,
+    "no measurable difference" when it contains zero.
+    claim="none" (the seed claims no measurable difference): "no measurable
+    difference" when the interval contains zero, which is the seed's claim
+    holding, and "not reproduced" when it does not.
+    """
     lo, hi = interval
+    if claim == "none":
+        return "no measurable difference" if lo <= 0 <= hi else "not reproduced"
     if lo > 0:
-        return "reproduced" if expect_positive else "not reproduced"
+        return "reproduced"
     if hi < 0:
-        return "not reproduced" if expect_positive else "reproduced"
+        return "not reproduced"
     return "no measurable difference"
 
 
@@ -41,3 +52,12 @@ def jain_fairness(values):
     if len(x) == 0 or not x.any():
         return 0.0
     return float(x.sum() ** 2 / (len(x) * (x ** 2).sum()))
+
+
+def trimmed_mean(values, cut=0.1):
+    """The mean of the values left after dropping the lowest and highest
+    `cut` of them: robust to a few preempted samples, yet not rounded to
+    whole cycles as a median of cycle counts is."""
+    x = np.sort(np.asarray(values, dtype=float))
+    k = int(len(x) * cut)
+    return float(x[k:len(x) - k].mean()) if len(x) > 2 * k else float(x.mean())

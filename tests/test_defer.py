@@ -23,14 +23,24 @@ ROW_KEYS = {"strategy", "cpus", "allocated", "freed", "lost", "double_free", "sk
        ncpus=st.integers(2, 4), data=st.data())
 def test_conservation(allowed, strategy, skbs, defer_max, batch, ncpus, data):
     rx = data.draw(st.integers(1, ncpus - 1), label="rx")
-    rows, _ = defer.run(allowed, [strategy], rx=rx, skbs=skbs, defer_max=defer_max,
-                        batch=batch, repeat=1, ncpus=ncpus, oversubscribe=True)
+    rows, verdicts, _ = defer.run(allowed, [strategy], rx=rx, skbs=skbs, defer_max=defer_max,
+                                  batch=batch, repeat=1, ncpus=ncpus, oversubscribe=True)
     (r,) = rows
     assert r["received"] == skbs
     assert r["allocated"] == r["freed"] == skbs
     assert r["lost"] == 0 and r["double_free"] == 0 and r["missing_after_run"] == 0
     assert r["conserved"]
     assert r["deferred"] + r["fallback_frees"] == skbs  # every skb was freed remotely
+    assert verdicts == []  # one run, one strategy: no verdict
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_conservation_in_duration_mode(allowed, strategy):
+    rows, _, _ = defer.run(allowed, [strategy], duration=0.05, repeat=2, ncpus=3,
+                           oversubscribe=True, rx=1)
+    (r,) = rows
+    assert r["received"] > 0 and r["allocated"] == r["freed"] == r["received"]
+    assert r["conserved"] and r["missing_after_run"] == 0
 
 
 # ------------------------------------------------------------------ one skb at a time
@@ -56,6 +66,27 @@ def two_cpus(allowed):
 
 def stat(m, cpu, name):
     return int(m.region("skb_stats")[cpu][name])
+
+
+def kick_at(strategy, defer_max):
+    """The n-th remote free (1-based) that sends the kick, or None."""
+    n = defer_max // 2 + 1          # the count goes from defer_max / 2 to one more
+    if strategy == "llist":         # counted before the test: defers only below defer_max
+        return n if n < defer_max else None
+    return n if n <= defer_max else None
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("defer_max", [1, 2, 7, 8, 64])
+def test_ipi_kick_threshold(two_cpus, strategy, defer_max):
+    m, cpus = two_cpus
+    c0, c1 = cpus(strategy, defer_max)
+    c1.local_irq_disable()  # keep the kick in flight
+    expected = kick_at(strategy, defer_max)
+    for i in range(1, defer_max + 3):
+        c0.skb_attempt_defer_free(c1.napi_alloc_skb())
+        assert stat(m, 0, "ipis") == (1 if expected is not None and i >= expected else 0), i
+    assert int(m.softnet[1]["defer_ipi_scheduled"]) == (expected is not None)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -126,10 +157,60 @@ def test_double_free_is_counted_not_corrupting(two_cpus):
 # ------------------------------------------------------------------ the checker
 
 def test_irq_strategy_flush_runs_with_irqs_on(allowed):
-    rows, _ = defer.run(allowed, ["irq"], skbs=20000, repeat=1, check=True, ncpus=2,
-                        oversubscribe=True)
+    rows, _, _ = defer.run(allowed, ["irq"], skbs=20000, repeat=1, check=True, ncpus=2,
+                           oversubscribe=True)
     assert rows[0]["checker_reports"] == {} and rows[0]["conserved"]
     assert rows[0]["flushes"] > 0
+    # the checker looked at every acquisition, flushes' included
+    assert rows[0]["checker_lock_checks"] >= rows[0]["flushes"] + rows[0]["deferred"]
+    rows, _, _ = defer.run(allowed, ["irq"], skbs=2000, repeat=1, ncpus=2, oversubscribe=True)
+    assert rows[0]["checker_lock_checks"] == 0  # and nothing when it is off
+
+
+def test_net_rx_action_budget_and_time_squeeze(allowed):
+    """One RX CPU, two consumers' rings (512 slots): the budget is 300."""
+    regions = [("skb", layout.SK_BUFF, 2048), ("skb_pool", layout.SKB_POOL, 1),
+               ("napi_cache", layout.NAPI_ALLOC_CACHE, 3), ("skb_stats", layout.SKB_STATS, 3),
+               ("rings", layout.SKB_RING, 2)]
+    with Machine(cpus=allowed, ncpus=3, oversubscribe=True, regions=regions) as m:
+        names = m.segment.region_names
+        idx = tuple(names.index(r) for r in defer.NET_REGIONS)
+        _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
+        c = _core.Cpu(m.segment.buf, 0)
+        c.attach_net(idx, _core.DEFER_STRATEGIES["irq"], 64)
+        c.attach_rings(names.index("rings"), 1, 2)
+        c.napi_schedule(10_000)
+        c.net_rx_action()
+        sd, irq = m.softnet[0], m.region("irq")[0]
+        net_rx = 1 << _core.SOFTIRQS["net_rx"]
+        assert int(sd["processed"]) == 320  # polls of 64 until the budget of 300 is spent
+        assert int(sd["time_squeeze"]) == 1 and int(sd["poll_list"]) == 1
+        assert int(irq["softirq_pending"]) & net_rx  # re-raised: work is left
+        c.net_rx_action()
+        assert int(sd["processed"]) == 512  # the rings are full: the poll completes
+        assert int(sd["poll_list"]) == 0 and int(sd["time_squeeze"]) == 1  # 192 < 300
+
+
+def test_python_driven_calls_time_out_on_a_held_lock(two_cpus):
+    m, cpus = two_cpus
+    c0, _ = cpus("irq", 8)
+    c0.timeout = 0.2
+    m.region("skb_pool")[0:1]["lock"]["val"] = 1  # somebody holds the pool lock forever
+    with pytest.raises(RuntimeError, match="timeout"):
+        c0.napi_alloc_skb()
+
+
+def test_defer_of_a_freed_or_queued_skb_is_counted(two_cpus):
+    m, cpus = two_cpus
+    c0, c1 = cpus("llist", 8)
+    c1.local_irq_disable()
+    h = c1.napi_alloc_skb()
+    c0.skb_attempt_defer_free(h)
+    c0.skb_attempt_defer_free(h)   # queued already: must not loop the list
+    assert stat(m, 0, "double_free") == 1 and stat(m, 0, "deferred") == 1
+    c1.local_irq_enable()
+    c1.skb_defer_free_flush()
+    assert stat(m, 1, "freed") == 1
 
 
 def test_checker_catches_a_flush_with_irqs_off(two_cpus):
@@ -145,30 +226,62 @@ def test_checker_catches_a_flush_with_irqs_off(two_cpus):
 
 # ------------------------------------------------------------------ CLI
 
-def test_defer_json(capsys):
-    assert main(["defer", "--json", "--skbs", "5000", "--repeat", "2", "--ncpus", "2",
-                 "--oversubscribe"]) == 0
+def test_defer_json(capsys, allowed):
+    two = ["--cpus", ",".join(map(str, allowed[:2]))] if len(allowed) >= 2 else \
+        ["--ncpus", "2", "--oversubscribe"]
+    assert main(["defer", "--json", "--skbs", "5000", "--repeat", "3"] + two) == 0
     env = json.loads(capsys.readouterr().out)
     assert [r["strategy"] for r in env["results"]] == list(STRATEGIES)
     for r in env["results"]:
         assert ROW_KEYS <= set(r)
-        assert r["allocated"] == r["freed"] == 2 * 5000 and r["lost"] == 0
+        assert r["allocated"] == r["freed"] == 3 * 5000 and r["lost"] == 0
+    if len(allowed) < 2:  # one real CPU: oversubscribed, so rows but no verdict
+        assert env["verdicts"] == []
+        return
     claims = [v["claim"] for v in env["verdicts"]]
     assert len(claims) == 2 and all(v["seed"] == "003" for v in env["verdicts"])
     for v in env["verdicts"]:
         assert v["interval"][0] <= v["measured"] <= v["interval"][1]
+        assert v["verdict"] in ("reproduced", "not reproduced", "no measurable difference")
+    assert env["verdicts"][1]["agrees_with_seed"] == \
+        (env["verdicts"][1]["verdict"] == "no measurable difference")
+
+
+def test_defer_oversubscribed_gives_rows_but_no_verdict(capsys):
+    assert main(["defer", "--json", "--skbs", "600", "--repeat", "3", "--ncpus", "3",
+                 "--oversubscribe"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert len(env["results"]) == 4 and env["verdicts"] == []
+    assert any("no verdict" in w for w in env["warnings"])
 
 
 @pytest.mark.parametrize("argv", [
     ["--strategy", "rcu"], ["--rx-cpus", "0"], ["--rx-cpus", "2"], ["--skbs", "0"],
     ["--skbs", "10", "--duration", "1"], ["--defer-max", "0"], ["--defer-max", "100000"],
     ["--batch", "0"], ["--batch", "1000"], ["--repeat", "0"], ["--lock", "mcs"],
-    ["--duration", "0"],
+    ["--duration", "0"], ["--lock", "all"], ["--lock", "tas,ticket"],
+    ["--skbs", "99999999999999999999999"], ["--ncpus", "100000"],
 ])
 def test_defer_bad_input_exit_2(capsys, argv):
     assert main(["defer", "--ncpus", "2", "--oversubscribe"] + argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("smpnet-bench: ")
+
+
+def test_defer_text_when_a_strategy_never_flushes(capsys):
+    # defer_max 1: llist never defers (its count reaches 1 at once), so never flushes
+    assert main(["defer", "--skbs", "2000", "--repeat", "1", "--defer-max", "1",
+                 "--strategy", "llist", "--ncpus", "2", "--oversubscribe"]) == 0
+    out = capsys.readouterr().out
+    assert "no flush ran" in out and "no verdict" in out
+
+
+def test_rate_verdict_labels():
+    from smpnet import stats
+    assert stats.verdict((-1.0, 2.0), claim="none") == "no measurable difference"
+    assert stats.verdict((3.0, 130.0), claim="none") == "not reproduced"
+    assert stats.verdict((-9.0, -1.0), claim="none") == "not reproduced"
+    assert stats.verdict((3.0, 130.0)) == "reproduced"
 
 
 def test_defer_needs_two_cpus(capsys, allowed):

@@ -133,13 +133,12 @@ static void net_rx_action(struct cpu_ctx *c)
 		if (work < DEV_RX_WEIGHT)
 			sd->poll_list = 0;	/* napi_complete_done() */
 		if (budget <= 0 || tsc_read_unordered() > time_limit) {
-			if (sd->poll_list) {
-				sd->time_squeeze++;
-				raise_softirq(c, NET_RX_SOFTIRQ);
-			}
+			sd->time_squeeze++;
 			break;
 		}
 	}
+	if (sd->poll_list)		/* work left: run again */
+		raise_softirq(c, NET_RX_SOFTIRQ);
 }
 
 /* The defer kick's IPI handler (trigger_rx_softirq()). */

@@ -74,6 +74,7 @@ static const struct smp_field irq_cpustat_fields[] = {
 	SMP_FIELD(irq_cpustat, softirqs),
 	SMP_FIELD(irq_cpustat, ipis_sent),
 	SMP_FIELD(irq_cpustat, spins),
+	SMP_FIELD(irq_cpustat, lock_checks),
 	SMP_FIELD(irq_cpustat, irq_pending),
 	SMP_FIELD(irq_cpustat, bugs),
 	SMP_FIELD(irq_cpustat, first_bug),
@@ -156,6 +157,8 @@ static const struct smp_field skb_stats_fields[] = {
 	SMP_FIELD(skb_stats, rx_packets),
 	SMP_FIELD(skb_stats, ring_full),
 	SMP_FIELD(skb_stats, flush_hist),
+	SMP_FIELD(skb_stats, nr_flush_samples),
+	SMP_FIELD(skb_stats, flush_lock_sample),
 	{ 0, 0, 0 }
 };
 

@@ -46,6 +46,7 @@ static __attribute__((noinline)) void lockdep_acquire(struct cpu_ctx *c, struct 
 {
 	uint32_t mask = 0, old, now;
 
+	c->irq->lock_checks++;
 	if (READ_ONCE(lock->owner) == (uint32_t)c->cpu + 1) {
 		lockdep_bug(c, LOCKDEP_RECURSION, lock);
 		atomic_set(&c->hdr->stop, 1);	/* the acquire would spin forever */

@@ -19,7 +19,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 4
+#define SMPNET_LAYOUT_VERSION 5
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -138,7 +138,7 @@ struct irq_cpustat {
 	uint64_t softirqs;		/* softirq vectors run */
 	uint64_t ipis_sent;
 	uint64_t spins;			/* wait iterations in lock slow paths */
-	uint8_t  _pad1[SMP_CACHE_BYTES - 56];
+	uint64_t lock_checks;		/* acquisitions the checker looked at */
 	/* line 1: written by other CPUs */
 	uint32_t irq_pending;		/* vectors raised and not yet handled */
 	uint8_t  _pad2[SMP_CACHE_BYTES - 4];

@@ -24,6 +24,8 @@
 
 #define SKB_FREE		0
 #define SKB_LIVE		1
+#define SKB_DEFERRED		2	/* on a defer list */
+#define FLUSH_SAMPLES		256	/* the last flushes' lock cycles, for medians */
 #define NAPI_SKB_CACHE_SIZE	64
 #define NAPI_SKB_CACHE_BULK	16
 #define NAPI_SKB_CACHE_HALF	(NAPI_SKB_CACHE_SIZE / 2)
@@ -82,6 +84,8 @@ struct skb_stats {			/* per CPU, in shared memory */
 	uint64_t rx_packets;		/* RX: skbs handed to rings */
 	uint64_t ring_full;		/* RX: polls cut short by full rings */
 	uint32_t flush_hist[FLUSH_HIST_BUCKETS];
+	uint32_t nr_flush_samples;	/* flushes sampled, all time */
+	uint32_t flush_lock_sample[FLUSH_SAMPLES];	/* ring of the latest, in cycles */
 };
 
 /* What one CPU needs to run the network model: process-private. */
@@ -144,8 +148,9 @@ static __attribute__((noinline)) void napi_cache_refill(struct cpu_ctx *c, struc
 	spin_unlock_irqrestore(c, &p->lock, flags);
 }
 
-/* Give the older half of this CPU's cache back to the shared pool. */
-static __attribute__((noinline)) void napi_cache_spill(struct cpu_ctx *c, struct net_ctx *n)
+/* Give the older half of this CPU's cache back to the shared pool; -1 if
+ * the run was stopped while waiting for the pool's lock. */
+static __attribute__((noinline)) int napi_cache_spill(struct cpu_ctx *c, struct net_ctx *n)
 {
 	struct skb_pool *p = n->pool;
 	struct napi_alloc_cache *nc = n->cache;
@@ -153,7 +158,7 @@ static __attribute__((noinline)) void napi_cache_spill(struct cpu_ctx *c, struct
 	uint32_t i;
 
 	if (spin_lock_irqsave(c, &p->lock, &flags))
-		return;
+		return -1;
 	for (i = 0; i < NAPI_SKB_CACHE_HALF; i++) {
 		uint32_t h = nc->skb_cache[i];
 
@@ -165,6 +170,7 @@ static __attribute__((noinline)) void napi_cache_spill(struct cpu_ctx *c, struct
 	nc->count -= NAPI_SKB_CACHE_HALF;
 	for (i = 0; i < nc->count; i++)
 		nc->skb_cache[i] = nc->skb_cache[i + NAPI_SKB_CACHE_HALF];
+	return 0;
 }
 
 /* napi_alloc_skb(): a head from this CPU's cache, or NULL if the pool is dry. */
@@ -193,19 +199,20 @@ static inline struct sk_buff *napi_alloc_skb(struct cpu_ctx *c, struct net_ctx *
 	return skb;
 }
 
-/* napi_consume_skb() / __kfree_skb(): the head back into this CPU's cache. */
+/* napi_consume_skb() / __kfree_skb(): the head back into this CPU's cache.
+ * Takes a live skb, or one coming off a defer list. */
 static inline void kfree_skb_local(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
 {
 	struct napi_alloc_cache *nc = n->cache;
 
-	if (unlikely(skb->state != SKB_LIVE)) {
+	if (unlikely(skb->state == SKB_FREE)) {
 		n->stats->double_free++;
 		return;
 	}
 	skb->state = SKB_FREE;
 	n->stats->freed++;
-	if (unlikely(nc->count == NAPI_SKB_CACHE_SIZE))
-		napi_cache_spill(c, n);
+	if (unlikely(nc->count == NAPI_SKB_CACHE_SIZE) && napi_cache_spill(c, n))
+		return;		/* stopped with a full cache: the head is not kept */
 	nc->skb_cache[nc->count++] = skb_handle(n, skb);
 }
 
@@ -239,6 +246,12 @@ static inline void skb_attempt_defer_free(struct cpu_ctx *c, struct net_ctx *n,
 	unsigned long flags = 0;
 	int kick;
 
+	if (unlikely(skb->state != SKB_LIVE)) {	/* freed or queued already */
+		n->stats->double_free++;
+		return;
+	}
+	if (unlikely((uint32_t)cpu >= c->hdr->nr_cpus))	/* the kernel's WARN_ON_ONCE */
+		goto nodefer;
 	if (cpu == c->cpu) {
 		n->stats->freed_local++;
 		kfree_skb_local(c, n, skb);
@@ -252,6 +265,7 @@ static inline void skb_attempt_defer_free(struct cpu_ctx *c, struct net_ctx *n,
 		count = atomic_inc_return(&sd->defer_count);
 		if (count >= defer_max)
 			goto nodefer;
+		skb->state = SKB_DEFERRED;
 		first = READ_ONCE(sd->defer_list);
 		do {				/* llist_add() */
 			skb->next = first;
@@ -265,6 +279,7 @@ static inline void skb_attempt_defer_free(struct cpu_ctx *c, struct net_ctx *n,
 		/* send an IPI every time the queue reaches half capacity */
 		kick = sd->defer_count == (defer_max >> 1);
 		WRITE_ONCE(sd->defer_count, sd->defer_count + 1);
+		skb->state = SKB_DEFERRED;
 		skb->next = sd->defer_list;
 		WRITE_ONCE(sd->defer_list, h);
 		defer_unlock_producer(c, sd, n->strategy, flags);
@@ -292,7 +307,9 @@ static inline void flush_hist_add(struct skb_stats *st, uint32_t nr)
 	st->flush_hist[b]++;
 }
 
-/* skb_defer_free_flush(): run by the owner in net_rx_action(). */
+/* skb_defer_free_flush(): run by the owner in net_rx_action(), in softirq
+ * context. The bh strategy takes a plain spin_lock there, as 931e93bdf8ca
+ * does: BHs are already off. */
 static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 {
 	struct softnet_data *sd = softnet(c, c->cpu);
@@ -326,12 +343,12 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 		spin_unlock_irq(c, &sd->defer_lock);
 		break;
 	default:
-		if (spin_lock_bh(c, &sd->defer_lock))
+		if (spin_lock(c, &sd->defer_lock))
 			return;
 		h = sd->defer_list;
 		sd->defer_list = 0;
 		sd->defer_count = 0;
-		spin_unlock_bh(c, &sd->defer_lock);
+		spin_unlock(c, &sd->defer_lock);
 	}
 	t1 = tsc_stop();
 	while (h) {
@@ -345,6 +362,8 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 	n->stats->flushes++;
 	n->stats->flushed += nr;
 	n->stats->flush_lock_cycles += t1 - t0;
+	n->stats->flush_lock_sample[n->stats->nr_flush_samples++ % FLUSH_SAMPLES] =
+		(uint32_t)(t1 - t0 < 0xffffffffu ? t1 - t0 : 0xffffffffu);
 	n->stats->flush_cycles += t2 - t0;
 	if (nr > n->stats->max_flush)
 		n->stats->max_flush = nr;

@@ -9,6 +9,8 @@ cdef extern from "dev.h" nogil:
     enum: DEFER_LLIST
     enum: SKB_FREE
     enum: SKB_LIVE
+    enum: SKB_DEFERRED
+    enum: FLUSH_SAMPLES
     enum: NAPI_SKB_CACHE_SIZE
     enum: FLUSH_HIST_BUCKETS
     enum: SKB_RING_SIZE

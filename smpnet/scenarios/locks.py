@@ -138,7 +138,7 @@ def seed_003_verdict(rows, algo):
         return None
 
     a, b = samples("spin_lock_unlock_irqsave"), samples("spin_lock_unlock_irq")
-    if a is None or b is None:
+    if a is None or b is None or min(len(a), len(b)) < stats.MIN_SAMPLES:
         return None
     delta, ci = stats.median_diff_ci(a, b)
     return dict(SEED_003, algo=algo, measured=delta, interval=list(ci),
