@@ -23,7 +23,7 @@ import time
 import traceback
 
 from . import _core, layout
-from .cpus import allowed_cpus, format_cpus, parse_cpus
+from .cpus import format_cpus, parse_cpus
 from .errors import BadInput, Interrupted, RunTimeout, SegmentError, SmpnetError, WorkerDied
 from .segment import Segment
 from .tsc import tsc_info

@@ -19,10 +19,11 @@ ROW_KEYS = {"strategy", "cpus", "allocated", "freed", "lost", "double_free", "sk
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                 HealthCheck.function_scoped_fixture])
-@given(skbs=st.integers(1, 30000), defer_max=st.integers(1, 300), batch=st.integers(1, 64),
-       ncpus=st.integers(2, 4), data=st.data())
-def test_conservation(allowed, strategy, skbs, defer_max, batch, ncpus, data):
+@given(defer_max=st.integers(1, 300), batch=st.integers(1, 64), ncpus=st.integers(2, 4),
+       data=st.data())
+def test_conservation(allowed, strategy, defer_max, batch, ncpus, data):
     rx = data.draw(st.integers(1, ncpus - 1), label="rx")
+    skbs = data.draw(st.integers(rx, 30000), label="skbs")  # at least one per RX CPU
     rows, verdicts, _ = defer.run(allowed, [strategy], rx=rx, skbs=skbs, defer_max=defer_max,
                                   batch=batch, repeat=1, ncpus=ncpus, oversubscribe=True)
     (r,) = rows

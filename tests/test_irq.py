@@ -4,7 +4,7 @@ import time
 import numpy as np
 import pytest
 
-from smpnet import Machine, _core, layout
+from smpnet import Machine, _core
 
 IRQ_TEST = _core.IRQ_VECTORS["test"]
 HI = _core.SOFTIRQS["hi"]

@@ -354,3 +354,14 @@ def test_run_timeout_stops_everything(allowed):
         with pytest.raises(RunTimeout):
             m.run(wait, timeout=0.3)
         _assert_all_gone(m)
+
+
+def test_a_segment_larger_than_dev_shm_is_refused(allowed, monkeypatch):
+    from smpnet import segment
+
+    class Tiny:
+        f_bavail, f_frsize = 16, 4096  # 64 KiB free
+
+    monkeypatch.setattr(segment.os, "statvfs", lambda path: Tiny())
+    with pytest.raises(SegmentError, match="MiB of shared memory"):
+        Machine(cpus=allowed, regions=[("big", layout.SK_BUFF, 100_000)]).open()
