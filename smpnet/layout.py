@@ -11,7 +11,7 @@ import numpy as np
 
 CACHELINE = 64
 MAGIC = 0x54454E504D53  # "SMPNET", SMPNET_MAGIC
-VERSION = 5  # SMPNET_LAYOUT_VERSION: bump on any change below
+VERSION = 6  # SMPNET_LAYOUT_VERSION: bump on any change below
 MAX_REGIONS = 16
 REGION_NAME = 16
 F_OVERSUBSCRIBED = 0x1
@@ -124,6 +124,10 @@ SOFTNET_DATA = _struct(
     ("time_squeeze", "<u4", 4),
     ("dropped", "<u4", 8),
     ("poll_list", "<u4", 12),
+    ("backlog_state", "<u4", 16),      # NAPI_STATE_SCHED of the backlog
+    ("input_head", "<u4", 20),         # input_pkt_queue, by skb handle
+    ("input_tail", "<u4", 24),
+    ("input_qlen", "<u4", 28),
     ("defer_lock", SPINLOCK, 64),      # lines 1..2: written by other CPUs
     ("defer_count", "<u4", 160),
     ("defer_ipi_scheduled", "<u4", 164),
@@ -190,6 +194,23 @@ DEFER_CTL = _struct(
     ("consumers_done", "<u4", 4),
 )
 
+# The loopback experiment (dev.h, loopback.h)
+NET_DEVICE = _struct(64, ("refcnt", "<u4", 0), ("state", "<u4", 4))
+
+_LO_COUNTERS = ("xmits", "requests", "replies", "acks", "delivered", "transactions",
+                "refcnt_atomics", "softirq_raises", "direct", "queued", "purged", "stack_drops")
+LO_STATS = _struct(
+    128,
+    *[(name, "<u8", 8 * i) for i, name in enumerate(_LO_COUNTERS)],
+    ("max_depth", "<u4", 96),
+    ("max_rx_nest", "<u4", 100),
+    ("stack_max", "<u4", 104),
+    ("overflow", "<u4", 108),
+    ("overflow_depth", "<u4", 112),
+    ("server_pending", "<u4", 116),
+    ("client_pending", "<u4", 120),
+)
+
 # C struct name -> dtype, for verify()
 STRUCTS = {
     "smp_header": SMP_HEADER,
@@ -208,6 +229,8 @@ STRUCTS = {
     "skb_stats": SKB_STATS,
     "skb_ring": SKB_RING,
     "defer_ctl": DEFER_CTL,
+    "net_device": NET_DEVICE,
+    "lo_stats": LO_STATS,
 }
 
 # The per-CPU regions every machine has, in directory order (enum smp_region_id).

@@ -4,7 +4,7 @@
 #define SMPNET_LAYOUT_H
 
 #include "percpu.h"
-#include "dev.h"
+#include "loopback.h"
 
 /* Field tables, for the layout-agreement check. */
 struct smp_field {
@@ -57,6 +57,10 @@ static const struct smp_field softnet_data_fields[] = {
 	SMP_FIELD(softnet_data, time_squeeze),
 	SMP_FIELD(softnet_data, dropped),
 	SMP_FIELD(softnet_data, poll_list),
+	SMP_FIELD(softnet_data, backlog_state),
+	SMP_FIELD(softnet_data, input_head),
+	SMP_FIELD(softnet_data, input_tail),
+	SMP_FIELD(softnet_data, input_qlen),
 	SMP_FIELD(softnet_data, defer_lock),
 	SMP_FIELD(softnet_data, defer_count),
 	SMP_FIELD(softnet_data, defer_ipi_scheduled),
@@ -177,6 +181,35 @@ static const struct smp_field defer_ctl_fields[] = {
 	{ 0, 0, 0 }
 };
 
+static const struct smp_field net_device_fields[] = {
+	SMP_FIELD(net_device, refcnt),
+	SMP_FIELD(net_device, state),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field lo_stats_fields[] = {
+	SMP_FIELD(lo_stats, xmits),
+	SMP_FIELD(lo_stats, requests),
+	SMP_FIELD(lo_stats, replies),
+	SMP_FIELD(lo_stats, acks),
+	SMP_FIELD(lo_stats, delivered),
+	SMP_FIELD(lo_stats, transactions),
+	SMP_FIELD(lo_stats, refcnt_atomics),
+	SMP_FIELD(lo_stats, softirq_raises),
+	SMP_FIELD(lo_stats, direct),
+	SMP_FIELD(lo_stats, queued),
+	SMP_FIELD(lo_stats, purged),
+	SMP_FIELD(lo_stats, stack_drops),
+	SMP_FIELD(lo_stats, max_depth),
+	SMP_FIELD(lo_stats, max_rx_nest),
+	SMP_FIELD(lo_stats, stack_max),
+	SMP_FIELD(lo_stats, overflow),
+	SMP_FIELD(lo_stats, overflow_depth),
+	SMP_FIELD(lo_stats, server_pending),
+	SMP_FIELD(lo_stats, client_pending),
+	{ 0, 0, 0 }
+};
+
 static const struct smp_field pcpu_lstats_fields[] = {
 	SMP_FIELD(pcpu_lstats, packets),
 	SMP_FIELD(pcpu_lstats, bytes),
@@ -209,6 +242,8 @@ static const struct smp_struct smp_structs[] = {
 	SMP_STRUCT(skb_stats),
 	SMP_STRUCT(skb_ring),
 	SMP_STRUCT(defer_ctl),
+	SMP_STRUCT(net_device),
+	SMP_STRUCT(lo_stats),
 	{ 0, 0, 0 }
 };
 

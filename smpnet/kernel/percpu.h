@@ -19,7 +19,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 5
+#define SMPNET_LAYOUT_VERSION 6
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -94,7 +94,11 @@ struct softnet_data {
 	uint32_t time_squeeze;
 	uint32_t dropped;
 	uint32_t poll_list;		/* NAPI instances scheduled here (bit per instance) */
-	uint8_t  _pad0[SMP_CACHE_BYTES - 16];
+	uint32_t backlog_state;		/* the backlog NAPI's NAPI_STATE_SCHED bit */
+	uint32_t input_head;		/* input_pkt_queue: skb handles, 0 when empty */
+	uint32_t input_tail;
+	uint32_t input_qlen;
+	uint8_t  _pad0[SMP_CACHE_BYTES - 32];
 	/* lines 1..2: written by other CPUs */
 	spinlock_t defer_lock;
 	uint32_t defer_count;

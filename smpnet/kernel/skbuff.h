@@ -109,6 +109,15 @@ struct net_ctx {
 	uint64_t to_send;		/* skbs this RX CPU still has to receive */
 	uint64_t send_deadline;		/* TSC after which it stops receiving */
 	uint64_t budget_tsc;		/* netdev_budget_usecs in TSC cycles */
+	/* the loopback experiment: see dev.h and loopback.h */
+	struct net_device *dev;
+	struct lo_stats *lo;
+	int lo_mode;			/* enum lo_mode */
+	int ack_in_rx;			/* the receive path ACKs requests and replies */
+	int ack_storm;			/* ... and ACKs ACKs: the bug */
+	uint32_t thread_size;		/* the emulated kernel stack */
+	uint32_t stack_used;
+	uint32_t rx_nest;		/* netif_receive_skb() calls nested now */
 };
 
 static inline struct sk_buff *skb_of(struct net_ctx *n, uint32_t handle)

@@ -67,6 +67,13 @@ cdef extern from "dev.h" nogil:
         uint64_t to_send
         uint64_t send_deadline
         uint64_t budget_tsc
+        void *dev
+        void *lo
+        int lo_mode
+        int ack_in_rx
+        int ack_storm
+        uint32_t thread_size
+        uint32_t stack_used
 
     struct softnet_data:
         uint32_t poll_list

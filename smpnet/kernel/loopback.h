@@ -1,0 +1,129 @@
+/* loopback.h - loopback_xmit() and a tbench-like protocol on top of it.
+ *
+ * Modes (seed 002):
+ *   netif_rx          2008's loopback: count in pcpu_lstats, netif_rx()
+ *   direct            the patch: netif_receive_skb() inline while this CPU's
+ *                     lstats.depth is 0, netif_rx() when it is not
+ *   direct-unguarded  netif_receive_skb() inline always: the reviewer's case
+ * The protocol: a client sends a request; the server's receive path may
+ * ACK it from inside the receive (tcp_send_ack, a transmit nested in a
+ * receive: the recursion); the server application replies; the client's
+ * receive path may ACK the reply. With ack_storm the receive path ACKs
+ * ACKs too, the bug the reviewer feared: a transmit in every receive.
+ * Sockets are counters; a delivered packet's skb is freed at once.
+ */
+#ifndef SMPNET_LOOPBACK_H
+#define SMPNET_LOOPBACK_H
+
+#include "dev.h"
+
+enum lo_mode { LO_NETIF_RX = 0, LO_DIRECT = 1, LO_DIRECT_UNGUARDED = 2 };
+enum { PKT_REQUEST = 1, PKT_REPLY = 2, PKT_ACK = 3 };
+#define ACK_LEN 52
+
+static int loopback_send(struct cpu_ctx *c, struct net_ctx *n, int type, uint32_t len);
+
+static inline struct pcpu_lstats *this_lstats(struct cpu_ctx *c)
+{
+	return (struct pcpu_lstats *)per_cpu_ptr(c->hdr, REGION_LSTATS, c->cpu);
+}
+
+/* loopback_xmit(): 0, or -1 if the packet was dropped. */
+static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
+{
+	struct pcpu_lstats *lb_stats = this_lstats(c);
+	int rc = 0;
+
+	if (stack_enter(n, XMIT_FRAME)) {
+		kfree_skb_local(c, n, skb);
+		return -1;
+	}
+	lb_stats->bytes += skb->len;
+	lb_stats->packets++;
+	n->lo->xmits++;
+	switch (n->lo_mode) {
+	case LO_NETIF_RX:
+		rc = netif_rx(c, n, skb);
+		break;
+	case LO_DIRECT:
+		/* the patch: not in case of recursion, or we risk stack overflow */
+		if (lb_stats->depth++ == 0) {
+			n->lo->direct++;
+			netif_receive_skb(c, n, skb);
+		} else {
+			rc = netif_rx(c, n, skb);
+		}
+		if ((uint32_t)lb_stats->depth > n->lo->max_depth)
+			n->lo->max_depth = (uint32_t)lb_stats->depth;
+		lb_stats->depth--;
+		break;
+	default:
+		lb_stats->depth++;
+		if ((uint32_t)lb_stats->depth > n->lo->max_depth)
+			n->lo->max_depth = (uint32_t)lb_stats->depth;
+		n->lo->direct++;
+		netif_receive_skb(c, n, skb);
+		lb_stats->depth--;
+	}
+	stack_leave(n, XMIT_FRAME);
+	return rc;
+}
+
+/* The protocol's receive (tcp_v4_rcv's role). */
+static void proto_rcv(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
+{
+	int type = skb->cb[0], ack;
+
+	switch (type) {
+	case PKT_REQUEST:
+		n->lo->server_pending++;
+		ack = n->ack_in_rx;
+		break;
+	case PKT_REPLY:
+		n->lo->client_pending++;
+		ack = n->ack_in_rx;
+		break;
+	default:
+		ack = n->ack_storm;	/* ACKing an ACK */
+	}
+	n->lo->delivered++;
+	kfree_skb_local(c, n, skb);
+	if (ack)
+		loopback_send(c, n, PKT_ACK, ACK_LEN);	/* tcp_send_ack() */
+}
+
+/* Build a packet of `type` and transmit it; -1 if it went nowhere. */
+static int loopback_send(struct cpu_ctx *c, struct net_ctx *n, int type, uint32_t len)
+{
+	struct sk_buff *skb = napi_alloc_skb(c, n, len);
+
+	if (!skb)
+		return -1;
+	skb->cb[0] = (uint8_t)type;
+	if (type == PKT_REQUEST)
+		n->lo->requests++;
+	else if (type == PKT_REPLY)
+		n->lo->replies++;
+	else
+		n->lo->acks++;
+	return loopback_xmit(c, n, skb);
+}
+
+/* Free what is left in this CPU's backlog (the device going down). */
+static inline void loopback_purge(struct cpu_ctx *c, struct net_ctx *n)
+{
+	struct softnet_data *sd = softnet(c, c->cpu);
+	struct sk_buff *skb;
+	unsigned long flags = local_irq_save(c);
+
+	while ((skb = backlog_dequeue(n, sd)) != NULL) {
+		kfree_skb_local(c, n, skb);
+		dev_put(n);
+		n->lo->purged++;
+	}
+	sd->poll_list &= ~NAPI_BACKLOG;
+	__atomic_fetch_and(&sd->backlog_state, ~NAPI_STATE_SCHED, __ATOMIC_SEQ_CST);
+	local_irq_restore(c, flags);
+}
+
+#endif
