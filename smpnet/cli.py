@@ -126,6 +126,39 @@ def build_parser():
     p.add_argument("--check", action="store_true",
                    help="run the lock/IRQ checker over every lock and flush")
     p.set_defaults(func=cmd_defer)
+
+    from .scenarios import loopback
+    p = sub.add_parser(
+        "loopback", help="the loopback fast path (seed 002: +5 %% and the stack overflow)",
+        description="Every emulated CPU runs a tbench-like client and server over the one "
+                    "loopback device, per mode: netif_rx (2008), direct (the patch, with its "
+                    "depth guard), direct-unguarded (the reviewer's case). Ends with seed "
+                    "002's verdict; with --ack-storm, the overflow verdict.")
+    _common(p)
+    _machine_options(p)
+    p.add_argument("--mode", default="all", metavar="LIST",
+                   help=f"loopback modes: {','.join(loopback.MODES)} or all (default)")
+    amount = p.add_mutually_exclusive_group()
+    amount.add_argument("--packets", type=_int_at_least(1), metavar="N",
+                        help="packets per run, all CPUs together (default: --duration)")
+    amount.add_argument("--duration", type=_seconds, metavar="S",
+                        help=f"seconds per run (default: {loopback.DURATION})")
+    p.add_argument("--size", type=_int_at_least(1), default=loopback.SIZE, metavar="BYTES",
+                   help=f"request and reply size (default: {loopback.SIZE})")
+    ack = p.add_mutually_exclusive_group()
+    ack.add_argument("--ack-in-rx", dest="ack_in_rx", action="store_true", default=True,
+                     help="the receive path ACKs requests and replies (default)")
+    ack.add_argument("--no-ack-in-rx", dest="ack_in_rx", action="store_false",
+                     help="no ACK from the receive path: no recursion")
+    p.add_argument("--ack-storm", action="store_true",
+                   help="inject the ACK-of-ACK bug: a transmit in every receive")
+    p.add_argument("--stack", choices=tuple(loopback.STACKS), default="16k",
+                   help="emulated THREAD_SIZE (default: 16k)")
+    p.add_argument("--repeat", type=_int_at_least(1), default=loopback.REPEAT, metavar="R",
+                   help=f"runs per mode, interleaved (default: {loopback.REPEAT})")
+    p.add_argument("--scaling", action="store_true",
+                   help="run on 1, 2, ... N CPUs: the shared refcnt line's cost as CPUs are added")
+    p.set_defaults(func=cmd_loopback)
     return parser
 
 
@@ -222,6 +255,35 @@ def cmd_defer(args):
     _emit(args, env, lambda: report.defer_text(rows, verdicts, params, args.check)
           + report.warnings_text(warnings))
     return 1 if not all(r["conserved"] for r in rows) else 0
+
+
+def cmd_loopback(args):
+    from . import sysinfo
+    from .scenarios import locks, loopback
+
+    cpus = parse_cpus(args.cpus)
+    modes = locks.parse_list(args.mode, loopback.MODES, "loopback mode")
+    report.check_output_path(args.output)
+    ncpus = args.ncpus or len(cpus)
+    facts = report.machine(cpus)
+    warnings = sysinfo.timing_warnings(facts, oversubscribed=ncpus > len(cpus))
+    rows, verdicts, why_not = loopback.run(
+        cpus, modes, packets=args.packets, duration=args.duration, size=args.size,
+        ack_in_rx=args.ack_in_rx, ack_storm=args.ack_storm, stack=args.stack,
+        repeat=args.repeat, ncpus=args.ncpus, oversubscribe=args.oversubscribe,
+        scaling=args.scaling, progress=locks.progress_printer("loopback"))
+    if why_not:
+        warnings.append(f"no verdict: {why_not}")
+    params = {"cpus": format_cpus(cpus), "ncpus": ncpus, "mode": modes,
+              "packets": args.packets,
+              "duration_s": None if args.packets else (args.duration or loopback.DURATION),
+              "size": args.size, "ack_in_rx": args.ack_in_rx, "ack_storm": args.ack_storm,
+              "stack": args.stack, "repeat": args.repeat, "scaling": args.scaling}
+    env = report.envelope("loopback", cpus, params, rows, verdicts, warnings, facts=facts)
+    _emit(args, env, lambda: report.loopback_text(rows, verdicts, params)
+          + report.warnings_text(warnings))
+    ok = all(r["conserved"] and r["lstats_packets"] == r["packets"] for r in rows)
+    return 0 if ok else 1
 
 
 def _emit(args, env, text):

@@ -316,3 +316,57 @@ def warnings_text(warnings):
         return ""
     return "\n\nWarnings (timings on this machine are less reliable):\n" + \
         "\n".join(f"  - {w}" for w in warnings)
+
+
+def loopback_text(rows, verdicts, params):
+    amount = (f"{params['packets']} packets" if params["packets"]
+              else f"{params['duration_s']} s")
+    lines = [f"# loopback: {params['repeat']} runs of {amount} per mode, size "
+             f"{params['size']} bytes, ACK in rx {'on' if params['ack_in_rx'] else 'off'}"
+             + (", ACK STORM" if params["ack_storm"] else "")
+             + f", stack {params['stack']}"]
+    cells = []
+    for r in rows:
+        cells.append((r["mode"], r["cpus"], r["pps"] / 1e6, r["tps"] / 1e6,
+                      r["cycles_per_packet"], r["refcnt_atomics"], r["softirqs"],
+                      r["max_depth"], r["drops"], r["lstats_packets"],
+                      f"yes, depth {r['overflow_depth']}" if r["overflow"] else "no"))
+    lines.append(table(cells, ["mode", "CPUs", "M pkt/s", "M trans/s", "cycles/pkt",
+                               "refcnt atomics/pkt", "softirqs", "max depth", "drops",
+                               "lstats packets", "overflow"]))
+    lines.append("M pkt/s: every packet through loopback_xmit (requests, replies, ACKs), all "
+                 "CPUs, median of the runs; cycles/pkt: per CPU, its run time over its "
+                 "packets; lstats packets equal the packets sent.")
+    for r in rows:
+        if r["overflow"]:
+            frames = " <- ".join(["loopback_xmit", "tcp_send_ack", "tcp_v4_rcv",
+                                  "netif_receive_skb"] * 2)
+            lines.append(f"oops ({r['mode']}, {r['cpus']} CPU(s)): emulated kernel stack "
+                         f"overflow at loopback_xmit depth {r['overflow_depth']} "
+                         f"({r['stack_max']} of {params['stack']} bytes): {frames} <- ... "
+                         f"({r['overflow_depth']} times)")
+    by_cpus = {}
+    for r in rows:
+        by_cpus.setdefault(r["mode"], []).append(r)
+    if any(len(v) > 1 for v in by_cpus.values()):
+        lines.append("")
+        lines.append("Scaling (cycles per packet per CPU, by CPU count):")
+        for mode, rs in by_cpus.items():
+            lines.append(f"  {mode:<17} " + "  ".join(
+                f"{r['cpus']}: {r['cycles_per_packet']:.1f}" for r in rs
+                if r["cycles_per_packet"] is not None))
+    lines.append("")
+    for v in verdicts:
+        lines.append(f"seed {v['seed']}: {v['claim']}; reference: {v['reference']}")
+        if v["interval"] is not None:
+            lo, hi = v["interval"]
+            lines.append(f"  here: {v['measured']:.3f} {v['unit']} [95 % interval {lo:.3f} .. "
+                         f"{hi:.3f}] -> {v['verdict']}")
+        else:
+            guard = ("overflowed too" if v["guarded_overflow"] else
+                     f"survived by queueing ({v['guarded_drops']} backlog drops)")
+            lines.append(f"  here: direct {guard}; direct-unguarded overflowed at depth "
+                         f"{v['measured']} -> {v['verdict']}")
+    if not verdicts:
+        lines.append("seed 002: no verdict (see the warnings)")
+    return "\n".join(lines)

@@ -1,0 +1,193 @@
+"""The loopback fast path: seed 002's +5 % and its reviewer's stack overflow.
+
+Every emulated CPU runs a tbench-like client and server over the one
+loopback device, in the chosen mode; all CPUs share the device's refcnt
+line, which netif_rx() writes twice per packet (dev_hold, dev_put) and the
+direct path not at all. Each mode runs `repeat` times, interleaved.
+"""
+import statistics
+
+
+from .. import _core, layout, stats
+from ..errors import BadInput
+from ..machine import Machine
+from . import defer
+
+MODES = tuple(sorted(_core.LOOPBACK_MODES, key=_core.LOOPBACK_MODES.get))
+STACKS = {"8k": 8192, "16k": 16384}
+SIZE = 100
+DURATION = 0.2
+REPEAT = 5
+POOL = 16384  # skb heads: the backlogs' 1001 each, caches, and what is in flight
+
+SEED_002 = {
+    "seed": "002",
+    "claim": "direct delivery is faster than netif_rx (tbench, direct / netif_rx > 1)",
+    "reference": "tbench +5 % (2008)",
+}
+SEED_002_STORM = {
+    "seed": "002",
+    "claim": "with ACKs of ACKs, the depth guard survives by queueing; unguarded recursion "
+             "overflows the kernel stack",
+    "reference": "the reviewer's objection (David Miller, 2008)",
+}
+
+
+def validate(modes, ncpus, packets, duration, size, repeat):
+    if packets is not None and duration is not None:
+        raise BadInput("give --packets or --duration, not both")
+    if packets is not None and not ncpus <= packets <= 1 << 40:
+        raise BadInput(f"--packets {packets}: give {ncpus} (one per CPU) to {1 << 40}")
+    if not 1 <= size <= 65535:
+        raise BadInput(f"--size {size}: give 1 to 65535 bytes")
+    if repeat < 1:
+        raise BadInput(f"--repeat {repeat}: give at least 1")
+
+
+def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=True,
+        ack_storm=False, stack="16k", repeat=REPEAT, ncpus=None, oversubscribe=False,
+        scaling=False, progress=None):
+    """Returns (rows, verdicts, why there is no verdict or None)."""
+    n = ncpus or len(cpus)
+    validate(modes, n, packets, duration, size, repeat)
+    if stack not in STACKS:
+        raise BadInput(f"--stack {stack}: choose {' or '.join(STACKS)}")
+    if packets is None and duration is None:
+        duration = DURATION
+    counts = list(range(1, n + 1)) if scaling else [n]
+    plan = [(k, r, mode) for k in counts for r in range(repeat) for mode in modes]
+    runs = {(k, mode): [] for k in counts for mode in modes}
+    machines = {}
+    try:
+        for i, (k, r, mode) in enumerate(plan):
+            if progress:
+                progress(i, len(plan), f"{mode} on {k} CPU(s) (run {r + 1} of {repeat})")
+            if k not in machines:
+                machines[k] = _open(cpus, k, oversubscribe or k > len(cpus))
+            m = machines[k]
+            runs[(k, mode)].append(_one_run(m, mode, packets, duration, size, ack_in_rx,
+                                            ack_storm, STACKS[stack]))
+        rows = [_row(mode, k, runs[(k, mode)], machines[k]) for k in counts for mode in modes]
+    finally:
+        for m in machines.values():
+            m.close()
+    return (rows,) + _verdicts(rows, runs, n, modes, repeat, ack_storm)
+
+
+def _open(cpus, k, oversubscribe):
+    regions = [("skb", layout.SK_BUFF, POOL), ("skb_pool", layout.SKB_POOL, 1),
+               ("napi_cache", layout.NAPI_ALLOC_CACHE, k), ("skb_stats", layout.SKB_STATS, k),
+               ("net_device", layout.NET_DEVICE, 1), ("lo_stats", layout.LO_STATS, k)]
+    real = cpus if k > len(cpus) else cpus[:k]
+    return Machine(cpus=real, ncpus=k, oversubscribe=oversubscribe, regions=regions).open()
+
+
+def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size):
+    names = m.segment.region_names
+    idx = tuple(names.index(r) for r in defer.NET_REGIONS)
+    dev, lo = names.index("net_device"), names.index("lo_stats")
+    _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
+    m.region("lo_stats")[:] = 0
+    m.region("net_device")[:] = 0
+    m.lstats[:] = 0
+    quota = 0 if packets is None else packets // m.nr_cpus
+    cycles = m.run(_cpu_body, idx, dev, lo, _core.LOOPBACK_MODES[mode], ack_in_rx, ack_storm,
+                   size, quota, duration or 0.0, thread_size)
+    st = m.region("lo_stats")
+    hz = float(m.header["tsc_hz"])
+    xmits = [int(x) for x in st["xmits"]]
+    skb = m.region("skb_stats")
+    return {
+        "cycles": [int(c) for c in cycles],
+        "seconds": max(cycles) / hz,
+        "packets": sum(xmits),
+        "transactions": int(st["transactions"].sum()),
+        "requests": int(st["requests"].sum()), "replies": int(st["replies"].sum()),
+        "acks": int(st["acks"].sum()),
+        "cycles_per_packet": statistics.median(c / x for c, x in zip(cycles, xmits) if x)
+        if any(xmits) else None,
+        "refcnt_atomics": int(st["refcnt_atomics"].sum()),
+        "softirqs": int(st["softirq_raises"].sum()),
+        "direct": int(st["direct"].sum()), "queued": int(st["queued"].sum()),
+        "max_depth": int(st["max_depth"].max()),
+        "max_rx_nest": int(st["max_rx_nest"].max()),
+        "stack_max": int(st["stack_max"].max()),
+        "overflow": bool(st["overflow"].any()),
+        "overflow_depth": int(st["overflow_depth"].max()),
+        "drops": int(m.softnet["dropped"].sum()),
+        "purged": int(st["purged"].sum()),
+        "lstats_packets": int(m.lstats["packets"].sum()),
+        "lstats_bytes": int(m.lstats["bytes"].sum()),
+        "depth_after": [int(d) for d in m.lstats["depth"]],
+        "refcnt_after": int(m.region("net_device")[0]["refcnt"]),
+        "allocated": int(skb["allocated"].sum()), "freed": int(skb["freed"].sum()),
+    }
+
+
+def _cpu_body(ctx, idx, dev, lo, mode, ack_in_rx, ack_storm, size, quota, duration,
+              thread_size):
+    return _core.loopback_run(ctx.seg, ctx.cpu, idx, dev, lo, mode, ack_in_rx, ack_storm,
+                              size, quota, duration, thread_size)
+
+
+def _row(mode, k, runs, m):
+    pps = [r["packets"] / r["seconds"] for r in runs]
+    tps = [r["transactions"] / r["seconds"] for r in runs]
+    packets = sum(r["packets"] for r in runs)
+    cpp = [r["cycles_per_packet"] for r in runs if r["cycles_per_packet"] is not None]
+    return {
+        "mode": mode, "cpus": k, "real_cpus": [int(c) for c in m.cpu_map], "runs": len(runs),
+        "packets": packets,
+        "pps": statistics.median(pps), "pps_samples": pps,
+        "tps": statistics.median(tps), "tps_samples": tps,
+        "cycles_per_packet": statistics.median(cpp) if cpp else None,
+        "refcnt_atomics": sum(r["refcnt_atomics"] for r in runs) / packets if packets else 0.0,
+        "softirqs": sum(r["softirqs"] for r in runs),
+        "requests": sum(r["requests"] for r in runs),
+        "replies": sum(r["replies"] for r in runs),
+        "acks": sum(r["acks"] for r in runs),
+        "direct": sum(r["direct"] for r in runs), "queued": sum(r["queued"] for r in runs),
+        "max_depth": max(r["max_depth"] for r in runs),
+        "max_rx_nest": max(r["max_rx_nest"] for r in runs),
+        "stack_max": max(r["stack_max"] for r in runs),
+        "drops": sum(r["drops"] for r in runs),
+        "purged": sum(r["purged"] for r in runs),
+        "lstats_packets": sum(r["lstats_packets"] for r in runs),
+        "lstats_bytes": sum(r["lstats_bytes"] for r in runs),
+        "overflow": any(r["overflow"] for r in runs),
+        "overflow_depth": max(r["overflow_depth"] for r in runs),
+        "depth_returns_to_0": all(d == 0 for r in runs for d in r["depth_after"]),
+        "refcnt_returns_to_0": all(r["refcnt_after"] == 0 for r in runs),
+        "conserved": all(r["allocated"] == r["freed"] for r in runs),
+        "timing_valid": m.timing_valid,
+    }
+
+
+def _verdicts(rows, runs, n, modes, repeat, ack_storm):
+    out, why = [], None
+    if ack_storm:
+        by = {r["mode"]: r for r in rows if r["cpus"] == n}
+        if "direct" in by and "direct-unguarded" in by:
+            guarded, unguarded = by["direct"], by["direct-unguarded"]
+            holds = not guarded["overflow"] and unguarded["overflow"]
+            out.append(dict(SEED_002_STORM, measured=unguarded["overflow_depth"],
+                            unit="nested loopback_xmit frames at the overflow",
+                            interval=None, verdict="reproduced" if holds else "not reproduced",
+                            guarded_overflow=guarded["overflow"],
+                            guarded_drops=guarded["drops"]))
+        else:
+            why = "the storm verdict needs the direct and direct-unguarded modes"
+        return out, why
+    if "netif_rx" not in modes or "direct" not in modes:
+        return out, "seed 002's verdict needs the netif_rx and direct modes"
+    if repeat < stats.MIN_SAMPLES:
+        return out, f"seed 002's verdict needs --repeat {stats.MIN_SAMPLES} or more"
+    row = next(r for r in rows if r["cpus"] == n and r["mode"] == "direct")
+    if not row["timing_valid"]:
+        return out, "an oversubscribed machine gives no timing verdict"
+    direct = [r["transactions"] / r["seconds"] for r in runs[(n, "direct")]]
+    base = [r["transactions"] / r["seconds"] for r in runs[(n, "netif_rx")]]
+    ratio, ci = stats.median_ratio_ci(direct, base)
+    out.append(dict(SEED_002, measured=ratio, unit="direct / netif_rx, transactions/s",
+                    interval=list(ci), verdict=stats.verdict((ci[0] - 1, ci[1] - 1))))
+    return out, why
