@@ -1,0 +1,133 @@
+"""The loopback fast path: lstats, the depth guard, the stack overflow, the backlog."""
+import json
+
+import pytest
+
+from smpnet import Machine, _core, layout
+from smpnet.cli import main
+from smpnet.scenarios import defer, loopback
+
+MODES = loopback.MODES
+ROW_KEYS = {"mode", "cpus", "packets", "pps", "cycles_per_packet", "refcnt_atomics",
+            "softirqs", "max_depth", "drops", "lstats_packets", "lstats_bytes", "overflow"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("ack_in_rx", [True, False])
+def test_lstats_count_every_packet_sent(allowed, mode, ack_in_rx):
+    rows, _, _ = loopback.run(allowed, [mode], packets=20000, size=123, ack_in_rx=ack_in_rx,
+                              repeat=1, ncpus=2, oversubscribe=True)
+    (r,) = rows
+    assert r["packets"] >= 20000 and r["lstats_packets"] == r["packets"]
+    # requests and replies carry 123 bytes, ACKs 52
+    assert r["lstats_bytes"] == 123 * (r["requests"] + r["replies"]) + 52 * r["acks"]
+    assert (r["acks"] > 0) == ack_in_rx
+    assert r["depth_returns_to_0"] and r["refcnt_returns_to_0"] and r["conserved"]
+    assert not r["overflow"]
+    if mode == "netif_rx":
+        assert r["direct"] == 0 and r["refcnt_atomics"] == pytest.approx(2.0, abs=0.01)
+    if mode == "direct-unguarded":
+        assert r["queued"] == 0 and r["refcnt_atomics"] == 0
+
+
+def test_guarded_mode_never_nests_direct_delivery(allowed):
+    rows, _, _ = loopback.run(allowed, ["direct", "direct-unguarded"], packets=20000,
+                              repeat=1, ncpus=2, oversubscribe=True)
+    guarded, unguarded = rows
+    assert guarded["max_rx_nest"] == 1 and guarded["queued"] > 0  # the ACK went the long way
+    assert unguarded["max_rx_nest"] == 2                          # the ACK nested
+
+
+@pytest.mark.parametrize("stack,depth", [("8k", 6), ("16k", 14)])
+def test_ack_storm_overflows_only_without_the_guard(allowed, stack, depth):
+    rows, verdicts, _ = loopback.run(allowed, MODES, duration=0.05, ack_storm=True,
+                                     stack=stack, repeat=1, ncpus=2, oversubscribe=True)
+    by = {r["mode"]: r for r in rows}
+    for mode in ("netif_rx", "direct"):
+        assert not by[mode]["overflow"] and by[mode]["conserved"]
+        assert by[mode]["lstats_packets"] == by[mode]["packets"] > 0
+    u = by["direct-unguarded"]
+    assert u["overflow"] and u["overflow_depth"] == depth  # 2 KiB base, 1 KiB per level
+    assert u["stack_max"] <= loopback.STACKS[stack] and u["conserved"]
+    (v,) = verdicts
+    assert v["verdict"] == "reproduced" and v["measured"] == depth
+
+
+@pytest.fixture
+def one_cpu(allowed):
+    regions = [("skb", layout.SK_BUFF, 4096), ("skb_pool", layout.SKB_POOL, 1),
+               ("napi_cache", layout.NAPI_ALLOC_CACHE, 1), ("skb_stats", layout.SKB_STATS, 1),
+               ("net_device", layout.NET_DEVICE, 1), ("lo_stats", layout.LO_STATS, 1)]
+    with Machine(cpus=[allowed[0]], regions=regions) as m:
+        names = m.segment.region_names
+        idx = tuple(names.index(r) for r in defer.NET_REGIONS)
+        _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
+        c = _core.Cpu(m.segment.buf, 0)
+        c.attach_net(idx, _core.DEFER_STRATEGIES["irq"], 64)
+        c.attach_loopback(names.index("net_device"), names.index("lo_stats"), "netif_rx",
+                          ack_in_rx=False)
+        yield m, c
+
+
+def test_backlog_drops_exactly_when_full(one_cpu):
+    m, c = one_cpu
+    sd = m.softnet[0:1]
+    full = _core.NETDEV_MAX_BACKLOG + 1  # queued while qlen <= netdev_max_backlog
+    c.local_bh_disable()                 # no softirq: nothing leaves the queue
+    for i in range(full):
+        assert c.loopback_send("request", bh=False), i
+    assert int(sd["input_qlen"][0]) == full and int(sd["dropped"][0]) == 0
+    assert not c.loopback_send("request", bh=False)
+    assert int(sd["dropped"][0]) == 1 and int(sd["input_qlen"][0]) == full
+    assert int(m.region("net_device")[0]["refcnt"]) == full  # one dev_hold per queued skb
+    c.local_bh_enable()                  # NET_RX runs: a budget's worth is delivered
+    assert int(sd["input_qlen"][0]) < full
+    c.loopback_purge()
+    assert int(sd["input_qlen"][0]) == 0 and int(m.region("net_device")[0]["refcnt"]) == 0
+    assert int(m.lstats[0]["packets"]) == full + 1  # counted before netif_rx, drop included
+
+
+def test_netif_rx_schedules_the_backlog_once(one_cpu):
+    m, c = one_cpu
+    c.local_bh_disable()
+    for _ in range(5):
+        c.loopback_send("request", bh=False)
+    lo = m.region("lo_stats")[0]
+    assert int(lo["softirq_raises"]) == 1  # NAPI_STATE_SCHED was already set for the rest
+    c.local_bh_enable()
+    assert int(lo["delivered"]) == 5 and int(m.softnet[0]["input_qlen"]) == 0
+    assert int(m.softnet[0]["backlog_state"]) == 0  # the poll completed
+
+
+def test_loopback_json_and_verdict(capsys, allowed):
+    two = ["--cpus", ",".join(map(str, allowed[:2]))] if len(allowed) >= 2 else \
+        ["--ncpus", "2", "--oversubscribe"]
+    assert main(["loopback", "--json", "--duration", "0.03", "--repeat", "3"] + two) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert [r["mode"] for r in env["results"]] == list(MODES)
+    for r in env["results"]:
+        assert ROW_KEYS <= set(r) and r["lstats_packets"] == r["packets"]
+    if len(allowed) < 2:
+        assert env["verdicts"] == []
+        return
+    (v,) = env["verdicts"]
+    assert v["seed"] == "002" and v["interval"][0] <= v["measured"] <= v["interval"][1]
+
+
+def test_loopback_scaling(capsys):
+    assert main(["loopback", "--json", "--scaling", "--duration", "0.02", "--repeat", "1",
+                 "--ncpus", "2", "--oversubscribe", "--mode", "netif_rx,direct"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert [(r["mode"], r["cpus"]) for r in env["results"]] == \
+        [("netif_rx", 1), ("direct", 1), ("netif_rx", 2), ("direct", 2)]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--mode", "napi"], ["--mode", ""], ["--packets", "0"], ["--packets", "10", "--duration", "1"],
+    ["--size", "0"], ["--size", "70000"], ["--stack", "4k"], ["--repeat", "0"],
+    ["--ack-in-rx", "--no-ack-in-rx"], ["--packets", "1"],
+])
+def test_loopback_bad_input_exit_2(capsys, argv):
+    assert main(["loopback", "--ncpus", "2", "--oversubscribe"] + argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("smpnet-bench: ")
