@@ -24,6 +24,7 @@ from . import layout
 from .errors import SegmentError
 
 NAME_PREFIX = "smpnet_"
+CREATED = []  # names this process created, oldest first: what a leak check looks for
 
 
 def _view(buf, dtype, offset, count=None):
@@ -92,6 +93,7 @@ class Segment:
 
         name = NAME_PREFIX + secrets.token_hex(16)
         buf = _map(name, size)
+        CREATED.append(name)
         resource_tracker.register("/" + name, "shared_memory")
         seg = cls(name, buf, [(n, d) for n, d, *_ in placed], layout_name, owner=True)
         h = seg.header
