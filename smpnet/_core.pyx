@@ -5,7 +5,7 @@ Everything that is measured runs here, in nogil C: the loops call only the
 inline functions of smpnet/kernel/*.h, never back into Python. Python code
 calls in once per round (or once per run) and gets totals back.
 """
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
 from posix.time cimport timespec, nanosleep
 
@@ -17,6 +17,7 @@ from smpnet.kernel.atomic cimport (atomic_set, atomic_read, atomic_cmpxchg, this
 from smpnet.kernel cimport skbuff as N
 from smpnet.kernel.skbuff cimport net_ctx, sk_buff, softnet_data
 from smpnet.kernel cimport loopback as L
+from smpnet.kernel cimport neighbour as A
 from smpnet.kernel.compiler cimport SMP_CACHE_BYTES
 from smpnet.kernel.percpu cimport (smp_header, cpu_state, irq_cpustat, smp_structs,
                                    smp_struct, smp_field, per_cpu_ptr, REGION_CPU, REGION_IRQ)
@@ -252,12 +253,22 @@ cdef int check_region(smp_header *hdr, int region, size_t record, uint32_t count
     return 0
 
 
+cdef int check_array(smp_header *hdr, int region, size_t record, uint32_t count) except -1:
+    """Like check_region, for a region C indexes as an array: its stride
+    must be the struct's size exactly."""
+    check_region(hdr, region, record, count)
+    if hdr.regions[region].stride != record:
+        raise ValueError(f"region {region}: stride {hdr.regions[region].stride}, "
+                         f"C indexes it by {record}")
+    return 0
+
+
 cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
                        uint32_t defer_max) except -1:
     """Fill a net_ctx for CPU c from the (skb, pool, cache, stats) regions."""
     cdef smp_header *hdr = c.hdr
     skb_r, pool_r, cache_r, stats_r = regions
-    check_region(hdr, skb_r, sizeof(sk_buff), 1)
+    check_array(hdr, skb_r, sizeof(sk_buff), 1)
     check_region(hdr, pool_r, sizeof(N.skb_pool), 1)
     check_region(hdr, cache_r, sizeof(N.napi_alloc_cache), hdr.nr_cpus)
     check_region(hdr, stats_r, sizeof(N.skb_stats), hdr.nr_cpus)
@@ -328,7 +339,7 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
     check_cpu(hdr, cpu)
     if cpu >= n_rx:
         raise ValueError(f"CPU {cpu} is not an RX CPU")
-    if duration_s < 0 or duration_s > 1e6:
+    if not 0 <= duration_s <= 1e6:
         raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     cpu_ctx_init(&c, hdr, cpu, check, popf)
     net_ctx_setup(&n, &c, regions, strategy, defer_max)
@@ -455,8 +466,9 @@ cdef int loopback_setup(net_ctx *n, cpu_ctx *c, int dev_region, int lo_region, i
     check_region(hdr, lo_region, sizeof(L.lo_stats), hdr.nr_cpus)
     if mode < L.LO_NETIF_RX or mode > L.LO_DIRECT_UNGUARDED:
         raise ValueError(f"no loopback mode {mode}")
-    if thread_size <= L.STACK_BASE:
-        raise ValueError(f"a kernel stack of {thread_size} bytes has no room above its base")
+    if not L.STACK_BASE < thread_size <= 65536:
+        # the emulated recursion is real C recursion: keep it far from the real stack's end
+        raise ValueError(f"thread_size must be {L.STACK_BASE + 1} to 65536 bytes, got {thread_size}")
     n.dev = per_cpu_ptr(hdr, dev_region, 0)
     n.lo = per_cpu_ptr(hdr, lo_region, c.cpu)
     n.lo_mode = mode
@@ -484,7 +496,7 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
     check_cpu(hdr, cpu)
     if packets == 0 and duration_s <= 0:
         raise ValueError("give packets or duration_s")
-    if duration_s < 0 or duration_s > 1e6:
+    if not 0 <= duration_s <= 1e6:
         raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     if size < 1 or size > 65535:
         raise ValueError(f"size must be 1 to 65535 bytes, got {size}")
@@ -501,6 +513,8 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
                 break
             if tsc_read_unordered() >= deadline:
                 break
+            if n.stats.alloc_failed:        # the pool is dry: nothing more can be sent
+                break
             xmit_bh(&c, &n, L.PKT_REQUEST, size)          # the client
             while lo.server_pending and not lo.overflow:  # the server application
                 lo.server_pending -= 1
@@ -511,7 +525,7 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
         # what is still queued runs a few more softirq rounds, then the
         # device goes down (an ACK storm never drains by itself)
         rounds = 0
-        while c.irq.softirq_pending and rounds < 10 and not lo.overflow:
+        while c.irq.softirq_pending and rounds < 10 and not lo.overflow and not ack_storm:
             local_bh_disable(&c)
             local_bh_enable(&c)
             rounds += 1
@@ -529,6 +543,240 @@ cdef inline int xmit_bh(cpu_ctx *c, net_ctx *n, int type, uint32_t size) noexcep
     rc = L.loopback_send(c, n, type, size)
     local_bh_enable(c)
     return rc
+
+
+# ---------------------------------------------------------------- ARP (seed 000)
+
+PROBE_MODES = {"timer": A.PROBE_TIMER, "immediate": A.PROBE_IMMEDIATE}
+PING_STATUS = {"pending": A.PING_PENDING, "ok": A.PING_OK, "error": A.PING_ERROR,
+               "timeout": A.PING_TIMEOUT}
+UNRES_QLEN_BYTES = 212992   # net.ipv4.neigh.default.unres_qlen_bytes (SK_WMEM_MAX)
+
+
+cdef int parms_init(A.neigh_parms *p, uint32_t hz, int probe, uint32_t queue_len_bytes) except -1:
+    """DESIGN.md 1c's defaults, in jiffies at `hz`."""
+    if hz not in (100, 250, 300, 1000):
+        raise ValueError(f"HZ must be 100, 250, 300 or 1000, got {hz}")
+    if probe not in (A.PROBE_TIMER, A.PROBE_IMMEDIATE):
+        raise ValueError(f"no probe mode {probe}")
+    p.hz = hz
+    p.probe_mode = probe
+    p.ucast_probes = 3
+    p.app_probes = 0
+    p.mcast_probes = 3
+    p.retrans_time = hz                 # 1 s
+    p.base_reachable_time = 30 * hz
+    p.delay_first_probe_time = 5 * hz
+    p.gc_stale_time = 60 * hz
+    p.queue_len_bytes = queue_len_bytes
+    return 0
+
+
+cdef struct sink:
+    # what the state machine sent, for Neigh's callers: counts and the last seqs
+    uint32_t xmitted[64]
+    uint32_t nxmit
+    uint32_t errored[64]
+    uint32_t nerr
+
+
+cdef void sink_xmit(void *arg, A.neighbour *n, uint32_t seq, uint32_t size,
+                    uint64_t tstamp) noexcept nogil:
+    cdef sink *s = <sink *>arg
+    s.xmitted[s.nxmit % 64] = seq
+    s.nxmit += 1
+
+
+cdef void sink_error(void *arg, uint32_t seq) noexcept nogil:
+    cdef sink *s = <sink *>arg
+    s.errored[s.nerr % 64] = seq
+    s.nerr += 1
+
+
+cdef class Neigh:
+    """One neighbour entry's state machine on an injected clock ("now", in
+    jiffies): for tests and teaching. The entry is the seed's peer,
+    192.168.20.108; nothing here waits or reads a clock."""
+    cdef A.neigh_table t
+    cdef A.neigh_out out
+    cdef sink s
+
+    def __init__(self, uint32_t hz=100, str probe="immediate",
+                 uint32_t queue_len_bytes=UNRES_QLEN_BYTES):
+        if probe not in PROBE_MODES:
+            raise ValueError(f"no probe mode {probe!r}")
+        memset(&self.t, 0, sizeof(self.t))
+        memset(&self.s, 0, sizeof(self.s))
+        parms_init(&self.t.parms, hz, PROBE_MODES[probe], queue_len_bytes)
+        self.out.solicit = NULL
+        self.out.xmit = sink_xmit
+        self.out.error = sink_error
+        self.out.arg = &self.s
+
+    cdef A.neighbour *_n(self, uint64_t now):
+        return A.neigh_create(&self.t, A.HOST_B_IP, now)
+
+    def event_send(self, uint64_t now, uint32_t seq=0, uint32_t size=A.PING_SIZE):
+        """neigh_event_send(): 0 sent now, 1 queued, -1 dropped."""
+        return A.neigh_event_send(&self.t, self._n(now), now, seq, size, 0, &self.out)
+
+    def tick(self, uint64_t now):
+        """The timer wheel at jiffy `now`: run the entry's timer if it is due."""
+        A.neigh_run_timers(&self.t, now, &self.out)
+
+    def arp_reply(self, uint64_t now):
+        """The peer answered: neigh_update(REACHABLE), queued packets go out."""
+        cdef uint8_t ha[8]
+        memset(ha, 0xbb, 8)
+        A.neigh_update(&self.t, self._n(now), ha, 0x02, now, &self.out)
+
+    def delete(self):
+        """`arp -d`."""
+        A.neigh_delete(&self.t, A.HOST_B_IP)
+
+    cdef A.neighbour *_entry(self):
+        return A.neigh_lookup(&self.t, A.HOST_B_IP)
+
+    @property
+    def state(self):
+        cdef A.neighbour *n = self._entry()
+        return 0 if n == NULL else n.nud_state
+
+    @property
+    def probes(self):
+        cdef A.neighbour *n = self._entry()
+        return 0 if n == NULL else n.probes
+
+    @property
+    def timer(self):
+        """The armed expiry in jiffies, or 0."""
+        cdef A.neighbour *n = self._entry()
+        return 0 if n == NULL else n.timer
+
+    @property
+    def queued(self):
+        cdef A.neighbour *n = self._entry()
+        if n == NULL:
+            return 0, 0
+        return n.arpq_len, n.arpq_bytes
+
+    @property
+    def stats(self):
+        cdef A.neigh_stats *st = &self.t.stats
+        return {"solicits": st.solicits, "unres_discards": self.t.stats.unres_discards,
+                "failed": self.t.stats.failed, "resolved": self.t.stats.resolved,
+                "sent": self.t.stats.sent,
+                "first_solicit_jiffies": self.t.stats.first_solicit_jiffies,
+                "last_solicit_jiffies": self.t.stats.last_solicit_jiffies}
+
+    @property
+    def xmitted(self):
+        return [self.s.xmitted[i] for i in range(min(self.s.nxmit, 64))]
+
+    @property
+    def errored(self):
+        return [self.s.errored[i] for i in range(min(self.s.nerr, 64))]
+
+
+def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_region,
+                 int neigh_region, int ctl_region, uint32_t hz, str probe, uint32_t trials,
+                 uint32_t count, uint64_t seed):
+    """Host A: `trials` times, `arp -d` the peer, wait a random part of a
+    tick (a person's typing is not in phase with the timer wheel), then
+    `ping -c count`: each echo request waits for its reply (or error)
+    before the next, except with the peer down, when all go at once and wait
+    together for resolution to fail. Returns its TSC cycles."""
+    cdef smp_header *hdr = segment_header(seg)
+    cdef A.host_a h
+    cdef A.arp_ctl *ctl
+    cdef uint64_t t0, t1, until, limit, x = seed | 1
+    cdef uint32_t trial, k, i
+    cdef bint peer_down
+    check_cpu(hdr, cpu)
+    if probe not in PROBE_MODES:
+        raise ValueError(f"no probe mode {probe!r}")
+    if trials < 1 or count < 1:
+        raise ValueError("trials and count must be at least 1")
+    check_region(hdr, link_region, sizeof(A.link_ring), 2)
+    check_array(hdr, results_region, sizeof(A.ping_result), trials * count)
+    check_region(hdr, neigh_region, sizeof(A.neigh_table), 1)
+    check_region(hdr, ctl_region, sizeof(A.arp_ctl), 1)
+    memset(&h, 0, sizeof(h))
+    h.tbl = <A.neigh_table *>per_cpu_ptr(hdr, neigh_region, 0)
+    memset(h.tbl, 0, sizeof(A.neigh_table))
+    parms_init(&h.tbl.parms, hz, PROBE_MODES[probe], UNRES_QLEN_BYTES)
+    h.tx = <A.link_ring *>per_cpu_ptr(hdr, link_region, 0)
+    h.rx = <A.link_ring *>per_cpu_ptr(hdr, link_region, 1)
+    h.results = <A.ping_result *>per_cpu_ptr(hdr, results_region, 0)
+    h.nr_results = trials * count
+    h.tick_cycles = hdr.tsc_hz / hz
+    h.out.solicit = A.host_a_solicit
+    h.out.xmit = A.host_a_xmit
+    h.out.error = A.host_a_error
+    h.out.arg = &h
+    ctl = <A.arp_ctl *>per_cpu_ptr(hdr, ctl_region, 0)
+    peer_down = ctl.peer_down != 0
+    limit = <uint64_t>(10.0 * hdr.tsc_hz)       # no reply in 10 s: a timeout
+    with nogil:
+        t0 = tsc_start()
+        h.boot_tsc = t0
+        h.last_jiffies = A.host_a_jiffies(&h, t0)
+        for trial in range(trials):
+            if smp_should_stop(hdr):
+                break
+            A.neigh_delete(h.tbl, A.HOST_B_IP)
+            x ^= x << 13
+            x ^= x >> 7
+            x ^= x << 17
+            until = tsc_read_unordered() + <uint64_t>((x % 1000000) * 1e-6 * h.tick_cycles)
+            while tsc_read_unordered() < until:
+                A.host_a_poll(&h)
+            if peer_down:
+                for k in range(count):
+                    A.host_a_ping(&h, trial * count + k)
+            for k in range(count):
+                i = trial * count + k
+                if not peer_down:
+                    A.host_a_ping(&h, i)
+                while h.results[i].status == A.PING_PENDING and not smp_should_stop(hdr):
+                    A.host_a_poll(&h)
+                    if tsc_read_unordered() - h.results[i].tstamp > limit:
+                        h.results[i].status = A.PING_TIMEOUT
+        t1 = tsc_stop()
+        atomic_set(&ctl.done, 1)
+    return t1 - t0
+
+
+def arp_responder_run(unsigned char[::1] seg, int cpu, int link_region, int ctl_region,
+                      uint32_t hz):
+    """Host B: answer ARP requests (learning A) and echo requests until
+    host A is done. Returns the frames it handled."""
+    cdef smp_header *hdr = segment_header(seg)
+    cdef A.neigh_table tbl
+    cdef A.arp_ctl *ctl
+    cdef A.link_ring *rx
+    cdef A.link_ring *tx
+    cdef uint64_t handled = 0, boot
+    cdef double tick
+    cdef int k
+    check_cpu(hdr, cpu)
+    check_region(hdr, link_region, sizeof(A.link_ring), 2)
+    check_region(hdr, ctl_region, sizeof(A.arp_ctl), 1)
+    memset(&tbl, 0, sizeof(tbl))
+    parms_init(&tbl.parms, hz, A.PROBE_IMMEDIATE, UNRES_QLEN_BYTES)
+    rx = <A.link_ring *>per_cpu_ptr(hdr, link_region, 0)
+    tx = <A.link_ring *>per_cpu_ptr(hdr, link_region, 1)
+    ctl = <A.arp_ctl *>per_cpu_ptr(hdr, ctl_region, 0)
+    tick = hdr.tsc_hz / hz
+    with nogil:
+        boot = tsc_read_unordered()
+        while not smp_should_stop(hdr) and not atomic_read(&ctl.done):
+            k = A.host_b_poll(rx, tx, ctl, &tbl,
+                              1000 + <uint64_t>((tsc_read_unordered() - boot) / tick))
+            handled += k
+            if k == 0:
+                smp_spin_wait(hdr)
+    return handled
 
 
 def timer_overhead():

@@ -282,7 +282,8 @@ def cmd_loopback(args):
     env = report.envelope("loopback", cpus, params, rows, verdicts, warnings, facts=facts)
     _emit(args, env, lambda: report.loopback_text(rows, verdicts, params)
           + report.warnings_text(warnings))
-    ok = all(r["conserved"] and r["lstats_packets"] == r["packets"] for r in rows)
+    ok = all(r["conserved"] and r["lstats_packets"] == r["packets"] and
+             r["depth_returns_to_0"] and r["refcnt_returns_to_0"] for r in rows)
     return 0 if ok else 1
 
 

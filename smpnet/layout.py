@@ -195,7 +195,7 @@ DEFER_CTL = _struct(
 )
 
 # The loopback experiment (dev.h, loopback.h)
-NET_DEVICE = _struct(64, ("refcnt", "<u4", 0), ("state", "<u4", 4))
+NET_DEVICE = _struct(128, ("refcnt", "<u4", 0), ("state", "<u4", 4), ("last_rx", "<u8", 64))
 
 _LO_COUNTERS = ("xmits", "requests", "replies", "acks", "delivered", "transactions",
                 "refcnt_atomics", "softirq_raises", "direct", "queued", "purged", "stack_drops")
@@ -209,6 +209,74 @@ LO_STATS = _struct(
     ("overflow_depth", "<u4", 112),
     ("server_pending", "<u4", 116),
     ("client_pending", "<u4", 120),
+)
+
+# The ARP experiment (neighbour.h, link.h)
+ARPQ_SLOTS = 64
+NEIGH_HASH = 16
+LINK_SLOTS = 256
+
+NEIGHBOUR = _struct(
+    1088,
+    ("ip", "<u4", 0),
+    ("nud_state", "<u4", 4),
+    ("ha", "V8", 8),
+    ("probes", "<u4", 16),
+    ("arpq_head", "<u4", 20),
+    ("arpq_len", "<u4", 24),
+    ("arpq_bytes", "<u4", 28),
+    ("updated", "<u8", 32),
+    ("confirmed", "<u8", 40),
+    ("used", "<u8", 48),
+    ("timer", "<u8", 56),
+    ("arpq_seq", ("<u4", ARPQ_SLOTS), 64),
+    ("arpq_size", ("<u4", ARPQ_SLOTS), 320),
+    ("arpq_tstamp", ("<u8", ARPQ_SLOTS), 576),
+)
+
+_PARMS = ("hz", "probe_mode", "ucast_probes", "app_probes", "mcast_probes", "retrans_time",
+          "base_reachable_time", "delay_first_probe_time", "gc_stale_time", "queue_len_bytes")
+NEIGH_PARMS = _struct(40, *[(name, "<u4", 4 * i) for i, name in enumerate(_PARMS)])
+
+_NSTATS = ("solicits", "unres_discards", "failed", "resolved", "sent",
+           "last_solicit_jiffies", "first_solicit_jiffies")
+NEIGH_STATS = _struct(56, *[(name, "<u8", 8 * i) for i, name in enumerate(_NSTATS)])
+
+NEIGH_TABLE = _struct(
+    17504,
+    ("tbl", (NEIGHBOUR, NEIGH_HASH), 0),
+    ("parms", NEIGH_PARMS, 17408),
+    ("stats", NEIGH_STATS, 17448),
+)
+
+FRAME = _struct(
+    64,
+    ("type", "<u4", 0),
+    ("src_ip", "<u4", 4),
+    ("dst_ip", "<u4", 8),
+    ("seq", "<u4", 12),
+    ("src_mac", "V8", 16),
+    ("dst_mac", "V8", 24),
+    ("tstamp", "<u8", 32),
+)
+
+LINK_RING = _struct(
+    128 + 64 * LINK_SLOTS,
+    ("head", "<u4", 0),
+    ("tail", "<u4", 64),
+    ("f", (FRAME, LINK_SLOTS), 128),
+)
+
+PING_RESULT = _struct(64, ("tstamp", "<u8", 0), ("rtt", "<u8", 8), ("status", "<u4", 16))
+PING_PENDING, PING_OK, PING_ERROR, PING_TIMEOUT = range(4)
+
+ARP_CTL = _struct(
+    64,
+    ("done", "<u4", 0),
+    ("peer_down", "<u4", 4),
+    ("b_arp_requests", "<u4", 8),
+    ("b_learned", "<u4", 12),
+    ("b_echoes", "<u8", 16),
 )
 
 # C struct name -> dtype, for verify()
@@ -231,6 +299,13 @@ STRUCTS = {
     "defer_ctl": DEFER_CTL,
     "net_device": NET_DEVICE,
     "lo_stats": LO_STATS,
+    "neighbour": NEIGHBOUR,
+    "neigh_parms": NEIGH_PARMS,
+    "neigh_stats": NEIGH_STATS,
+    "neigh_table": NEIGH_TABLE,
+    "link_ring": LINK_RING,
+    "ping_result": PING_RESULT,
+    "arp_ctl": ARP_CTL,
 }
 
 # The per-CPU regions every machine has, in directory order (enum smp_region_id).

@@ -327,16 +327,19 @@ def loopback_text(rows, verdicts, params):
              + f", stack {params['stack']}"]
     cells = []
     for r in rows:
-        cells.append((r["mode"], r["cpus"], r["pps"] / 1e6, r["tps"] / 1e6,
-                      r["cycles_per_packet"], r["refcnt_atomics"], r["softirqs"],
-                      r["max_depth"], r["drops"], r["lstats_packets"],
-                      f"yes, depth {r['overflow_depth']}" if r["overflow"] else "no"))
+        oops = r["overflow"]  # the CPU stopped at the oops: its rates mean nothing
+        cells.append((r["mode"], r["cpus"], None if oops else r["pps"] / 1e6,
+                      None if oops else r["tps"] / 1e6,
+                      None if oops else r["cycles_per_packet"], r["refcnt_atomics"],
+                      r["softirqs"], r["max_depth"], r["drops"], r["lstats_packets"],
+                      f"yes, depth {r['overflow_depth']}" if oops else "no"))
     lines.append(table(cells, ["mode", "CPUs", "M pkt/s", "M trans/s", "cycles/pkt",
                                "refcnt atomics/pkt", "softirqs", "max depth", "drops",
                                "lstats packets", "overflow"]))
     lines.append("M pkt/s: every packet through loopback_xmit (requests, replies, ACKs), all "
                  "CPUs, median of the runs; cycles/pkt: per CPU, its run time over its "
-                 "packets; lstats packets equal the packets sent.")
+                 "packets; softirqs: NET_RX runs; lstats packets equal the packets sent; "
+                 "--packets is met in whole transactions per CPU.")
     for r in rows:
         if r["overflow"]:
             frames = " <- ".join(["loopback_xmit", "tcp_send_ack", "tcp_v4_rcv",
@@ -365,8 +368,10 @@ def loopback_text(rows, verdicts, params):
         else:
             guard = ("overflowed too" if v["guarded_overflow"] else
                      f"survived by queueing ({v['guarded_drops']} backlog drops)")
-            lines.append(f"  here: direct {guard}; direct-unguarded overflowed at depth "
-                         f"{v['measured']} -> {v['verdict']}")
+            unguarded = (f"overflowed at depth {v['measured']}" if v["measured"]
+                         else "did not overflow")
+            lines.append(f"  here: direct {guard}; direct-unguarded {unguarded} "
+                         f"-> {v['verdict']}")
     if not verdicts:
         lines.append("seed 002: no verdict (see the warnings)")
     return "\n".join(lines)

@@ -46,6 +46,10 @@ def test_ack_storm_overflows_only_without_the_guard(allowed, stack, depth):
     for mode in ("netif_rx", "direct"):
         assert not by[mode]["overflow"] and by[mode]["conserved"]
         assert by[mode]["lstats_packets"] == by[mode]["packets"] > 0
+        assert by[mode]["depth_returns_to_0"] and by[mode]["refcnt_returns_to_0"]
+    # the guard bounds the nesting: a packet from the backlog (depth 0) may
+    # deliver its ACK inline once, never more
+    assert by["direct"]["max_rx_nest"] <= 2 and by["direct"]["queued"] > 0
     u = by["direct-unguarded"]
     assert u["overflow"] and u["overflow_depth"] == depth  # 2 KiB base, 1 KiB per level
     assert u["stack_max"] <= loopback.STACKS[stack] and u["conserved"]
@@ -122,7 +126,31 @@ def test_loopback_scaling(capsys):
         [("netif_rx", 1), ("direct", 1), ("netif_rx", 2), ("direct", 2)]
 
 
+def test_loopback_text_shows_the_oops_and_the_verdict(capsys):
+    assert main(["loopback", "--ack-storm", "--stack", "8k", "--repeat", "1", "--duration",
+                 "0.03", "--ncpus", "2", "--oversubscribe"]) == 0
+    out = capsys.readouterr().out
+    assert "oops (direct-unguarded" in out and "depth 6" in out
+    assert "direct survived by queueing" in out and "-> reproduced" in out
+
+
+def test_packets_are_met_in_whole_transactions(allowed):
+    # with ACKs in rx a transaction is 4 packets; each CPU stops at its share or just past
+    rows, _, _ = loopback.run(allowed, ["netif_rx"], packets=1002, repeat=1, ncpus=2,
+                              oversubscribe=True)
+    assert 1002 <= rows[0]["packets"] < 1002 + 2 * 4
+
+
+def test_api_refuses_a_stack_that_could_overflow_the_real_one(one_cpu):
+    m, c = one_cpu
+    names = m.segment.region_names
+    with pytest.raises(ValueError, match="thread_size"):
+        c.attach_loopback(names.index("net_device"), names.index("lo_stats"),
+                          "direct-unguarded", ack_storm=True, thread_size=10**8)
+
+
 @pytest.mark.parametrize("argv", [
+    ["--ack-storm", "--no-ack-in-rx"],
     ["--mode", "napi"], ["--mode", ""], ["--packets", "0"], ["--packets", "10", "--duration", "1"],
     ["--size", "0"], ["--size", "70000"], ["--stack", "4k"], ["--repeat", "0"],
     ["--ack-in-rx", "--no-ack-in-rx"], ["--packets", "1"],

@@ -125,11 +125,15 @@ static inline void napi_schedule(struct cpu_ctx *c)
  * while qlen <= netdev_max_backlog, as the kernel's test reads.
  */
 
-/* The loopback device: its refcnt is one cache line every CPU writes. */
+/* The loopback device: its refcnt is one cache line every CPU writes
+ * (netif_rx's dev_hold/dev_put); last_rx, on another, is written by every
+ * loopback_xmit in every mode, as 2.6.24's `dev->last_rx = jiffies` was. */
 struct net_device {
 	uint32_t refcnt;
 	uint32_t state;
-	uint8_t  _pad[SMP_CACHE_BYTES - 8];
+	uint8_t  _pad0[SMP_CACHE_BYTES - 8];
+	uint64_t last_rx;
+	uint8_t  _pad1[SMP_CACHE_BYTES - 8];
 };
 
 /* Per-CPU counters of the loopback experiment (loopback.h fills most). */

@@ -5,6 +5,7 @@
 
 #include "percpu.h"
 #include "loopback.h"
+#include "link.h"
 
 /* Field tables, for the layout-agreement check. */
 struct smp_field {
@@ -184,6 +185,7 @@ static const struct smp_field defer_ctl_fields[] = {
 static const struct smp_field net_device_fields[] = {
 	SMP_FIELD(net_device, refcnt),
 	SMP_FIELD(net_device, state),
+	SMP_FIELD(net_device, last_rx),
 	{ 0, 0, 0 }
 };
 
@@ -207,6 +209,79 @@ static const struct smp_field lo_stats_fields[] = {
 	SMP_FIELD(lo_stats, overflow_depth),
 	SMP_FIELD(lo_stats, server_pending),
 	SMP_FIELD(lo_stats, client_pending),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field neighbour_fields[] = {
+	SMP_FIELD(neighbour, ip),
+	SMP_FIELD(neighbour, nud_state),
+	SMP_FIELD(neighbour, ha),
+	SMP_FIELD(neighbour, probes),
+	SMP_FIELD(neighbour, arpq_head),
+	SMP_FIELD(neighbour, arpq_len),
+	SMP_FIELD(neighbour, arpq_bytes),
+	SMP_FIELD(neighbour, updated),
+	SMP_FIELD(neighbour, confirmed),
+	SMP_FIELD(neighbour, used),
+	SMP_FIELD(neighbour, timer),
+	SMP_FIELD(neighbour, arpq_seq),
+	SMP_FIELD(neighbour, arpq_size),
+	SMP_FIELD(neighbour, arpq_tstamp),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field neigh_parms_fields[] = {
+	SMP_FIELD(neigh_parms, hz),
+	SMP_FIELD(neigh_parms, probe_mode),
+	SMP_FIELD(neigh_parms, ucast_probes),
+	SMP_FIELD(neigh_parms, app_probes),
+	SMP_FIELD(neigh_parms, mcast_probes),
+	SMP_FIELD(neigh_parms, retrans_time),
+	SMP_FIELD(neigh_parms, base_reachable_time),
+	SMP_FIELD(neigh_parms, delay_first_probe_time),
+	SMP_FIELD(neigh_parms, gc_stale_time),
+	SMP_FIELD(neigh_parms, queue_len_bytes),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field neigh_stats_fields[] = {
+	SMP_FIELD(neigh_stats, solicits),
+	SMP_FIELD(neigh_stats, unres_discards),
+	SMP_FIELD(neigh_stats, failed),
+	SMP_FIELD(neigh_stats, resolved),
+	SMP_FIELD(neigh_stats, sent),
+	SMP_FIELD(neigh_stats, last_solicit_jiffies),
+	SMP_FIELD(neigh_stats, first_solicit_jiffies),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field neigh_table_fields[] = {
+	SMP_FIELD(neigh_table, tbl),
+	SMP_FIELD(neigh_table, parms),
+	SMP_FIELD(neigh_table, stats),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field link_ring_fields[] = {
+	SMP_FIELD(link_ring, head),
+	SMP_FIELD(link_ring, tail),
+	SMP_FIELD(link_ring, f),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field ping_result_fields[] = {
+	SMP_FIELD(ping_result, tstamp),
+	SMP_FIELD(ping_result, rtt),
+	SMP_FIELD(ping_result, status),
+	{ 0, 0, 0 }
+};
+
+static const struct smp_field arp_ctl_fields[] = {
+	SMP_FIELD(arp_ctl, done),
+	SMP_FIELD(arp_ctl, peer_down),
+	SMP_FIELD(arp_ctl, b_arp_requests),
+	SMP_FIELD(arp_ctl, b_learned),
+	SMP_FIELD(arp_ctl, b_echoes),
 	{ 0, 0, 0 }
 };
 
@@ -244,6 +319,13 @@ static const struct smp_struct smp_structs[] = {
 	SMP_STRUCT(defer_ctl),
 	SMP_STRUCT(net_device),
 	SMP_STRUCT(lo_stats),
+	SMP_STRUCT(neighbour),
+	SMP_STRUCT(neigh_parms),
+	SMP_STRUCT(neigh_stats),
+	SMP_STRUCT(neigh_table),
+	SMP_STRUCT(link_ring),
+	SMP_STRUCT(ping_result),
+	SMP_STRUCT(arp_ctl),
 	{ 0, 0, 0 }
 };
 

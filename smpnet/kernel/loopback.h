@@ -38,9 +38,16 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 		kfree_skb_local(c, n, skb);
 		return -1;
 	}
+	WRITE_ONCE(n->dev->last_rx, n->lo->xmits);	/* dev->last_rx = jiffies */
 	lb_stats->bytes += skb->len;
 	lb_stats->packets++;
 	n->lo->xmits++;
+	if (skb->cb[0] == PKT_REQUEST)
+		n->lo->requests++;
+	else if (skb->cb[0] == PKT_REPLY)
+		n->lo->replies++;
+	else
+		n->lo->acks++;
 	switch (n->lo_mode) {
 	case LO_NETIF_RX:
 		rc = netif_rx(c, n, skb);
@@ -100,12 +107,6 @@ static int loopback_send(struct cpu_ctx *c, struct net_ctx *n, int type, uint32_
 	if (!skb)
 		return -1;
 	skb->cb[0] = (uint8_t)type;
-	if (type == PKT_REQUEST)
-		n->lo->requests++;
-	else if (type == PKT_REPLY)
-		n->lo->replies++;
-	else
-		n->lo->acks++;
 	return loopback_xmit(c, n, skb);
 }
 

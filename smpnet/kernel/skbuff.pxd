@@ -35,6 +35,7 @@ cdef extern from "dev.h" nogil:
         uint32_t count
 
     struct skb_stats:
+        uint64_t alloc_failed
         uint64_t received
         uint64_t stale
         uint64_t defer_cycles
