@@ -663,11 +663,10 @@ cdef class Neigh:
     @property
     def stats(self):
         cdef A.neigh_stats *st = &self.t.stats
-        return {"solicits": st.solicits, "unres_discards": self.t.stats.unres_discards,
-                "failed": self.t.stats.failed, "resolved": self.t.stats.resolved,
-                "sent": self.t.stats.sent,
-                "first_solicit_jiffies": self.t.stats.first_solicit_jiffies,
-                "last_solicit_jiffies": self.t.stats.last_solicit_jiffies}
+        return {"solicits": st.solicits, "unres_discards": st.unres_discards,
+                "failed": st.failed, "resolved": st.resolved, "sent": st.sent,
+                "first_solicit_jiffies": st.first_solicit_jiffies,
+                "last_solicit_jiffies": st.last_solicit_jiffies}
 
     @property
     def xmitted(self):
@@ -742,6 +741,7 @@ def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_r
                     A.host_a_poll(&h)
                     if tsc_read_unordered() - h.results[i].tstamp > limit:
                         h.results[i].status = A.PING_TIMEOUT
+                    smp_spin_wait(hdr)  # pause; yield if host B shares this CPU
         t1 = tsc_stop()
         atomic_set(&ctl.done, 1)
     return t1 - t0

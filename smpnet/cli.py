@@ -159,6 +159,29 @@ def build_parser():
     p.add_argument("--scaling", action="store_true",
                    help="run on 1, 2, ... N CPUs: the shared refcnt line's cost as CPUs are added")
     p.set_defaults(func=cmd_loopback)
+
+    from .scenarios import arp
+    p = sub.add_parser(
+        "arp", help="ARP resolution latency (seed 000: the first ping, timer vs immediate)",
+        description="Two emulated hosts on an emulated Ethernet. Each trial deletes host A's "
+                    "neighbour entry (arp -d), then pings host B (ping -c COUNT), with the "
+                    "first ARP request sent from the timer at the next tick (timer, before "
+                    "the patch) or at once (immediate, after).")
+    _common(p)
+    _machine_options(p)
+    p.add_argument("--probe", default="all", metavar="LIST",
+                   help="probe modes: timer,immediate or all (default)")
+    p.add_argument("--hz", type=int, default=100, metavar="N",
+                   help=f"the kernel's HZ: {', '.join(map(str, arp.HZ_VALUES))} (default: 100)")
+    p.add_argument("--trials", type=_int_at_least(1), metavar="N",
+                   help=f"arp -d + ping rounds per mode (default: {arp.TRIALS}, "
+                        f"{arp.PEER_DOWN_TRIALS} with --peer-down)")
+    p.add_argument("--count", type=_int_at_least(1), default=arp.COUNT, metavar="N",
+                   help=f"pings per trial, as ping -c (default: {arp.COUNT})")
+    p.add_argument("--peer-down", action="store_true",
+                   help="host B answers nothing: 3 probes, then FAILED and an error to each "
+                        "queued ping (about 3 s per trial)")
+    p.set_defaults(func=cmd_arp)
     return parser
 
 
@@ -285,6 +308,35 @@ def cmd_loopback(args):
     ok = all(r["conserved"] and r["lstats_packets"] == r["packets"] and
              r["depth_returns_to_0"] and r["refcnt_returns_to_0"] for r in rows)
     return 0 if ok else 1
+
+
+def cmd_arp(args):
+    from . import sysinfo
+    from .scenarios import arp, locks
+
+    cpus = parse_cpus(args.cpus)
+    probes = locks.parse_list(args.probe, arp.PROBES, "probe mode")
+    report.check_output_path(args.output)
+    if args.ncpus not in (None, 2):
+        raise BadInput("the ARP experiment runs two hosts: --ncpus 2 or nothing")
+    facts = report.machine(cpus)
+    oversubscribed = len(cpus) < 2
+    if oversubscribed and not args.oversubscribe:
+        raise BadInput("the ARP experiment needs 2 CPUs, one per host "
+                       "(with one real CPU: --ncpus 2 --oversubscribe)")
+    warnings = sysinfo.timing_warnings(facts, oversubscribed=oversubscribed)
+    rows, verdicts, why_not, transcripts = arp.run(
+        cpus, probes, hz=args.hz, trials=args.trials, count=args.count,
+        peer_down=args.peer_down, ncpus=2, oversubscribe=args.oversubscribe,
+        progress=locks.progress_printer("arp"))
+    if why_not:
+        warnings.append(f"no verdict: {why_not}")
+    params = {"cpus": format_cpus(cpus), "probe": probes, "hz": args.hz,
+              "trials": rows[0]["trials"], "count": args.count, "peer_down": args.peer_down}
+    env = report.envelope("arp", cpus, params, rows, verdicts, warnings, facts=facts)
+    _emit(args, env, lambda: report.arp_text(rows, verdicts, transcripts, params)
+          + report.warnings_text(warnings))
+    return 0
 
 
 def _emit(args, env, text):

@@ -375,3 +375,35 @@ def loopback_text(rows, verdicts, params):
     if not verdicts:
         lines.append("seed 002: no verdict (see the warnings)")
     return "\n".join(lines)
+
+
+def arp_text(rows, verdicts, transcripts, params):
+    lines = []
+    for r in rows:
+        lines.append(f"# probe {r['probe']}, HZ={r['hz']} (a tick is {1000 / r['hz']:g} ms)")
+        lines.extend(transcripts[r["probe"]])
+        lines.append("")
+    cells = []
+    for r in rows:
+        for which in ("first_ms", "later_ms"):
+            d = r[which]
+            cells.append((r["probe"], which.split("_")[0], *(
+                [f"{d[k]:.4g}" for k in ("min", "median", "p99", "max")] if d else [None] * 4)))
+    lines.append(f"Round trips over {params['trials']} trials, in ms (first: the ping that "
+                 f"waits for resolution; later: the rest):")
+    lines.append(table(cells, ["probe", "ping", "min", "median", "p99", "max"]))
+    lines.append(table([(r["probe"], r["solicits"], r["unres_discards"], r["failed"],
+                         r["replies"], r["errors"], r["timeouts"]) for r in rows],
+                       ["probe", "solicits", "unres_discards", "failed", "replies", "errors",
+                        "timeouts"]))
+    lines.append("")
+    for v in verdicts:
+        lo, hi = v["interval"]
+        lines.append(f"seed {v['seed']}: {v['claim']}; reference: {v['reference']}")
+        lines.append(f"  here: first ping {v['timer_first_ms']:.3g} ms -> "
+                     f"{v['immediate_first_ms']:.3g} ms (medians; a tick is {v['tick_ms']:g} "
+                     f"ms); timer - immediate = {v['measured']:.3f} ms [95 % interval "
+                     f"{lo:.3f} .. {hi:.3f}] -> {v['verdict']}")
+    if not verdicts:
+        lines.append("seed 000: no verdict (see the warnings)")
+    return "\n".join(lines)

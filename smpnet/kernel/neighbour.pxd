@@ -26,6 +26,12 @@ cdef extern from "link.h" nogil:
 
     struct neigh_stats:
         uint64_t solicits
+        uint64_t unres_discards
+        uint64_t failed
+        uint64_t resolved
+        uint64_t sent
+        uint64_t last_solicit_jiffies
+        uint64_t first_solicit_jiffies
 
     struct neighbour:
         uint32_t ip

@@ -1,0 +1,144 @@
+"""ARP resolution latency: seed 000's ping table, reproduced.
+
+Host A (emulated CPU 0) and host B (CPU 1) share an emulated Ethernet. Each
+trial deletes A's entry for B (`arp -d`), waits a random part of a tick,
+then runs `ping -c COUNT`: the first echo request waits for resolution, the
+later ones find the entry REACHABLE. Before the patch (probe "timer") the
+first ARP request leaves from the neighbour timer at the next tick; after
+it ("immediate") neigh_probe() sends it at once.
+"""
+import os
+
+import numpy as np
+
+from .. import _core, layout, stats
+from ..errors import BadInput
+from ..machine import Machine
+
+PROBES = ("timer", "immediate")
+HZ_VALUES = (100, 250, 300, 1000)
+TRIALS = 200
+PEER_DOWN_TRIALS = 1   # each waits ~3 s (3 probes, 1 s apart) for resolution to fail
+COUNT = 3
+MAX_TRIALS = 100_000
+PEER_IP = "192.168.20.108"
+OWN_IP = "192.168.20.1"
+
+SEED_000 = {
+    "seed": "000",
+    "claim": "sending the first ARP request at once cuts the first ping's latency "
+             "(timer - immediate > 0 ms)",
+    "reference": "first ping 9.91 ms -> 0.152 ms at HZ=100; later pings ~0.065 ms",
+}
+
+
+def validate(probes, hz, trials, count):
+    if hz not in HZ_VALUES:
+        raise BadInput(f"--hz {hz}: choose {', '.join(map(str, HZ_VALUES))}")
+    if not 1 <= trials <= MAX_TRIALS:
+        raise BadInput(f"--trials {trials}: give 1 to {MAX_TRIALS}")
+    if not 1 <= count <= 64:
+        raise BadInput(f"--count {count}: give 1 to 64")
+
+
+def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, ncpus=None,
+        oversubscribe=False, progress=None):
+    """Returns (rows, verdicts, why there is no verdict or None, transcripts)."""
+    trials = trials if trials is not None else (PEER_DOWN_TRIALS if peer_down else TRIALS)
+    validate(probes, hz, trials, count)
+    n = ncpus or len(cpus)
+    if n < 2:
+        raise BadInput("the ARP experiment needs 2 CPUs, one per host "
+                       "(with one real CPU: --ncpus 2 --oversubscribe)")
+    regions = [("link", layout.LINK_RING, 2), ("ping", layout.PING_RESULT, trials * count),
+               ("neigh", layout.NEIGH_TABLE, 1), ("arp_ctl", layout.ARP_CTL, 1)]
+    rows, samples, transcripts = [], {}, {}
+    with Machine(cpus=cpus[:2] if len(cpus) >= 2 else cpus, ncpus=2,
+                 oversubscribe=oversubscribe or len(cpus) < 2, regions=regions) as m:
+        names = m.segment.region_names
+        idx = {r: names.index(r) for r in ("link", "ping", "neigh", "arp_ctl")}
+        for i, probe in enumerate(probes):
+            if progress:
+                progress(i, len(probes), f"{probe} probe, {trials} trials of ping -c {count}")
+            for r in ("link", "ping", "neigh", "arp_ctl"):
+                m.region(r).view(np.uint8)[:] = 0
+            m.region("arp_ctl")[0:1]["peer_down"] = int(peer_down)
+            m.run(_host, idx, hz, probe, trials, count, timeout=60 + trials * count * 12)
+            row, first, later = _row(m, probe, hz, trials, count)
+            rows.append(row)
+            samples[probe] = first
+            transcripts[probe] = transcript(m, count)
+        timing_valid = m.timing_valid
+    verdicts, why = [], None
+    if peer_down:
+        why = "with the peer down there is no latency to compare"
+    elif "timer" not in samples or "immediate" not in samples:
+        why = "seed 000's verdict needs the timer and immediate probes"
+    elif min(len(samples["timer"]), len(samples["immediate"])) < stats.MIN_SAMPLES:
+        why = f"seed 000's verdict needs --trials {stats.MIN_SAMPLES} or more"
+    elif not timing_valid:
+        why = "an oversubscribed machine gives no timing verdict"
+    else:
+        delta, ci = stats.median_diff_ci(samples["timer"], samples["immediate"])
+        verdicts.append(dict(SEED_000, measured=delta, interval=list(ci), unit="ms",
+                             verdict=stats.verdict(ci),
+                             timer_first_ms=float(np.median(samples["timer"])),
+                             immediate_first_ms=float(np.median(samples["immediate"])),
+                             tick_ms=1000.0 / hz))
+    return rows, verdicts, why, transcripts
+
+
+def _host(ctx, idx, hz, probe, trials, count):
+    if ctx.cpu == 0:
+        return _core.arp_ping_run(ctx.seg, 0, idx["link"], idx["ping"], idx["neigh"],
+                                  idx["arp_ctl"], hz, probe, trials, count,
+                                  int.from_bytes(os.urandom(8), "little"))
+    return _core.arp_responder_run(ctx.seg, 1, idx["link"], idx["arp_ctl"], hz)
+
+
+def _dist(ms):
+    if len(ms) == 0:
+        return None
+    return {"min": float(ms.min()), "median": float(np.median(ms)),
+            "p99": float(np.percentile(ms, 99)), "max": float(ms.max())}
+
+
+def _row(m, probe, hz, trials, count):
+    hz_tsc = float(m.header["tsc_hz"])
+    res = m.region("ping")
+    status = res["status"].reshape(trials, count)
+    ms = (res["rtt"] / hz_tsc * 1e3).reshape(trials, count)
+    ok = status == layout.PING_OK
+    first = ms[:, 0][ok[:, 0]]
+    later = ms[:, 1:][ok[:, 1:]]
+    st = m.region("neigh")[0]["stats"]
+    ctl = m.region("arp_ctl")[0]
+    return {
+        "probe": probe, "hz": hz, "trials": trials, "count": count,
+        "first_ms": _dist(first), "later_ms": _dist(later),
+        "solicits": int(st["solicits"]), "unres_discards": int(st["unres_discards"]),
+        "failed": int(st["failed"]),
+        "replies": int(np.count_nonzero(ok)),
+        "errors": int(np.count_nonzero(status == layout.PING_ERROR)),
+        "timeouts": int(np.count_nonzero(status == layout.PING_TIMEOUT)),
+        "peer_arp_requests": int(ctl["b_arp_requests"]),
+        "peer_learned_state": int(ctl["b_learned"]),
+        "timing_valid": m.timing_valid,
+    }, first, later
+
+
+def transcript(m, count):
+    """The first trial, as ping prints it."""
+    hz_tsc = float(m.header["tsc_hz"])
+    lines = [f"# arp -d {PEER_IP} ; ping -c {count} {PEER_IP}",
+             f"PING {PEER_IP} ({PEER_IP}) 56(84) bytes of data."]
+    for k in range(count):
+        r = m.region("ping")[k]
+        if r["status"] == layout.PING_OK:
+            lines.append(f"64 bytes from {PEER_IP}: icmp_seq={k + 1} ttl=64 "
+                         f"time={r['rtt'] / hz_tsc * 1e3:.3g} ms")
+        elif r["status"] == layout.PING_ERROR:
+            lines.append(f"From {OWN_IP} icmp_seq={k + 1} Destination Host Unreachable")
+        else:
+            lines.append(f"(no reply to icmp_seq={k + 1})")
+    return lines

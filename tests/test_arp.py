@@ -1,0 +1,146 @@
+"""ARP resolution: the neighbour state machine on an injected clock, the hosts, the CLI."""
+import json
+
+import pytest
+
+from smpnet import _core
+from smpnet.cli import main
+from smpnet.scenarios import arp
+
+NONE, INCOMPLETE, REACHABLE, STALE, DELAY, PROBE, FAILED = 0, 1, 2, 4, 8, 16, 32
+
+
+def test_none_incomplete_reachable_and_the_queue_goes_out():
+    n = _core.Neigh(hz=100, probe="immediate")
+    assert n.state == NONE
+    assert n.event_send(1000, seq=7) == 1           # queued while unresolved
+    assert n.state == INCOMPLETE and n.queued == (1, 84)
+    assert n.stats["solicits"] == 1                 # immediate: sent before returning
+    assert n.timer == 1000 + 100                    # retries every retrans_time (1 s)
+    n.arp_reply(1003)
+    assert n.state == REACHABLE and n.xmitted == [7] and n.queued == (0, 0)
+    assert n.event_send(1004, seq=8) == 0           # resolved: goes at once
+
+
+def test_timer_mode_solicits_only_at_the_next_tick():
+    n = _core.Neigh(hz=100, probe="timer")
+    n.event_send(1000)
+    assert n.stats["solicits"] == 0 and n.timer == 1001
+    n.tick(1000)                                    # the same jiffy: nothing yet
+    assert n.stats["solicits"] == 0
+    n.tick(1001)                                    # the tick boundary
+    assert n.stats["solicits"] == 1 and n.stats["first_solicit_jiffies"] == 1001
+    assert n.timer == 1001 + 100
+
+
+def test_reachable_stale_delay_probe():
+    n = _core.Neigh(hz=100, probe="immediate")
+    n.event_send(1000)
+    n.arp_reply(1005)                               # confirmed 1005, used 1000
+    assert n.state == REACHABLE and n.timer == 1005 + 3000
+    n.tick(4005)                                    # still within reachable_time
+    assert n.state == REACHABLE
+    n.tick(n.timer)                                 # past it, and not used lately
+    assert n.state == STALE and n.timer == 0
+    assert n.event_send(5000) == 0                  # STALE sends, and starts DELAY
+    assert n.state == DELAY and n.timer == 5000 + 500
+    solicits = n.stats["solicits"]
+    n.tick(5500)                                    # no confirmation in 5 s
+    assert n.state == PROBE and n.probes == 1
+    assert n.stats["solicits"] == solicits + 1 and n.timer == 5500 + 100
+
+
+@pytest.mark.parametrize("probe", ["timer", "immediate"])
+def test_incomplete_fails_after_mcast_probes_and_errors_every_queued_packet(probe):
+    n = _core.Neigh(hz=100, probe=probe)
+    for seq in (1, 2, 3):
+        n.event_send(1000 + seq, seq=seq)
+    now = 1000
+    while n.state == INCOMPLETE and now < 2000:
+        now += 1
+        n.tick(now)
+    assert n.state == FAILED
+    assert n.stats["solicits"] == 3                 # mcast_probes, after ucast_probes
+    assert n.errored == [1, 2, 3] and n.stats["failed"] == 3
+    assert n.queued == (0, 0)
+
+
+def test_arp_queue_byte_limit_drops_the_oldest():
+    n = _core.Neigh(hz=100, probe="timer", queue_len_bytes=200)
+    for seq in (1, 2, 3):
+        n.event_send(1000, seq=seq, size=84)
+    assert n.queued == (2, 168) and n.stats["unres_discards"] == 1
+    n.arp_reply(1001)
+    assert n.xmitted == [2, 3]                      # the oldest was dropped
+
+
+def test_arp_delete_forgets_the_entry():
+    n = _core.Neigh(hz=250, probe="immediate")
+    n.event_send(1000)
+    n.arp_reply(1001)
+    n.delete()
+    assert n.state == NONE and n.queued == (0, 0)
+
+
+@pytest.mark.parametrize("hz", [0, 99, 1024])
+def test_hz_validated(hz):
+    with pytest.raises(ValueError, match="HZ"):
+        _core.Neigh(hz=hz)
+
+
+# ------------------------------------------------------------------ the two hosts
+
+def test_hosts_resolve_and_ping(allowed):
+    rows, verdicts, why, transcripts = arp.run(allowed, ["timer", "immediate"], hz=1000,
+                                               trials=5, count=3, ncpus=2, oversubscribe=True)
+    for r in rows:
+        assert r["replies"] == 15 and r["errors"] == r["timeouts"] == 0
+        assert r["solicits"] == 5 and r["peer_arp_requests"] == 5
+        assert r["peer_learned_state"] == STALE     # B learned A from its request
+        assert r["first_ms"]["max"] > 0 and r["later_ms"]["min"] >= 0
+    assert transcripts["timer"][2].startswith("64 bytes from 192.168.20.108: icmp_seq=1 ttl=64")
+
+
+def test_peer_down_errors_every_queued_ping(allowed):
+    rows, verdicts, why, transcripts = arp.run(allowed, ["immediate"], trials=1, count=3,
+                                               peer_down=True, ncpus=2, oversubscribe=True)
+    (r,) = rows
+    assert r["errors"] == 3 and r["failed"] == 3 and r["replies"] == 0
+    assert r["solicits"] == 3 and verdicts == [] and "peer down" in why
+    assert transcripts["immediate"][2] == \
+        "From 192.168.20.1 icmp_seq=1 Destination Host Unreachable"
+
+
+def test_arp_json(capsys, allowed):
+    two = ["--cpus", ",".join(map(str, allowed[:2]))] if len(allowed) >= 2 else \
+        ["--ncpus", "2", "--oversubscribe"]
+    assert main(["arp", "--json", "--trials", "20", "--hz", "1000"] + two) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert [r["probe"] for r in env["results"]] == ["timer", "immediate"]
+    for r in env["results"]:
+        assert {"probe", "hz", "trials", "first_ms", "later_ms", "solicits", "unres_discards",
+                "failed"} <= set(r)
+        assert set(r["first_ms"]) == {"min", "median", "p99", "max"}
+        assert r["first_ms"]["min"] <= r["first_ms"]["median"] <= r["first_ms"]["max"]
+    if len(allowed) >= 2:
+        (v,) = env["verdicts"]
+        assert v["seed"] == "000" and v["interval"][0] <= v["measured"] <= v["interval"][1]
+
+
+def test_arp_text(capsys):
+    assert main(["arp", "--trials", "3", "--hz", "1000", "--ncpus", "2",
+                 "--oversubscribe"]) == 0
+    out = capsys.readouterr().out
+    assert "PING 192.168.20.108 (192.168.20.108) 56(84) bytes of data." in out
+    assert out.count("64 bytes from 192.168.20.108: icmp_seq=") == 6
+    assert "median" in out and "p99" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["--hz", "123"], ["--hz", "x"], ["--probe", "lazy"], ["--trials", "0"], ["--count", "0"],
+    ["--count", "65"], ["--trials", "1000000"], ["--ncpus", "3"],
+])
+def test_arp_bad_input_exit_2(capsys, argv):
+    assert main(["arp", "--ncpus", "2", "--oversubscribe"] + argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("smpnet-bench: ")
