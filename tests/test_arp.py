@@ -50,6 +50,37 @@ def test_reachable_stale_delay_probe():
     assert n.stats["solicits"] == solicits + 1 and n.timer == 5500 + 100
 
 
+def test_probe_fails_after_ucast_probes():
+    n = _core.Neigh(hz=100, probe="immediate")
+    n.event_send(1000)
+    n.arp_reply(1001)
+    n.tick(n.timer)                                  # reachable_time is up: re-armed by HZ/2
+    n.tick(n.timer)                                  # not used lately: REACHABLE -> STALE
+    assert n.state == STALE
+    n.event_send(5000)                               # -> DELAY
+    n.tick(5500)                                     # -> PROBE, first unicast probe
+    solicits = n.stats["solicits"]
+    now = 5500
+    while n.state == PROBE and now < 7000:
+        now += 1
+        n.tick(now)
+    assert n.state == FAILED
+    assert n.stats["solicits"] - solicits == 2       # 3 unicast probes in all (ucast_probes)
+    assert now == 5500 + 3 * 100                     # FAILED 3 s after entering PROBE
+
+
+def test_delay_back_to_reachable_when_confirmed():
+    n = _core.Neigh(hz=100, probe="immediate")
+    n.event_send(1000)
+    n.arp_reply(1001)
+    n.tick(n.timer)
+    n.tick(n.timer)                                  # STALE
+    n.event_send(5000)                               # DELAY, timer at 5500
+    assert n.state == DELAY
+    n.arp_reply(5100)                                # confirmed while in DELAY
+    assert n.state == REACHABLE
+
+
 @pytest.mark.parametrize("probe", ["timer", "immediate"])
 def test_incomplete_fails_after_mcast_probes_and_errors_every_queued_packet(probe):
     n = _core.Neigh(hz=100, probe=probe)
@@ -97,7 +128,8 @@ def test_hosts_resolve_and_ping(allowed):
         assert r["replies"] == 15 and r["errors"] == r["timeouts"] == 0
         assert r["solicits"] == 5 and r["peer_arp_requests"] == 5
         assert r["peer_learned_state"] == STALE     # B learned A from its request
-        assert r["first_ms"]["max"] > 0 and r["later_ms"]["min"] >= 0
+        assert r["first_ms"]["min"] <= r["first_ms"]["median"] <= r["first_ms"]["max"]
+        assert len(r["first_samples_ms"]) == 5
     assert transcripts["timer"][2].startswith("64 bytes from 192.168.20.108: icmp_seq=1 ttl=64")
 
 
@@ -107,6 +139,7 @@ def test_peer_down_errors_every_queued_ping(allowed):
     (r,) = rows
     assert r["errors"] == 3 and r["failed"] == 3 and r["replies"] == 0
     assert r["solicits"] == 3 and verdicts == [] and "peer down" in why
+    assert 2.9 < r["unreachable_after_s"] < 6  # three probes, retrans_time (1 s) apart
     assert transcripts["immediate"][2] == \
         "From 192.168.20.1 icmp_seq=1 Destination Host Unreachable"
 
@@ -139,6 +172,7 @@ def test_arp_text(capsys):
 @pytest.mark.parametrize("argv", [
     ["--hz", "123"], ["--hz", "x"], ["--probe", "lazy"], ["--trials", "0"], ["--count", "0"],
     ["--count", "65"], ["--trials", "1000000"], ["--ncpus", "3"],
+    ["--peer-down", "--trials", "21"],
 ])
 def test_arp_bad_input_exit_2(capsys, argv):
     assert main(["arp", "--ncpus", "2", "--oversubscribe"] + argv) == 2

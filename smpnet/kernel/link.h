@@ -116,8 +116,10 @@ static void host_a_error(void *arg, uint32_t seq)
 {
 	struct host_a *h = arg;
 
-	if (seq < h->nr_results && h->results[seq].status == PING_PENDING)
+	if (seq < h->nr_results && h->results[seq].status == PING_PENDING) {
+		h->results[seq].rtt = tsc_stop() - h->results[seq].tstamp;	/* time to the error */
 		h->results[seq].status = PING_ERROR;	/* "Destination Host Unreachable" */
+	}
 }
 
 static inline uint64_t host_a_jiffies(struct host_a *h, uint64_t tsc)

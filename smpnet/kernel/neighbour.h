@@ -123,8 +123,11 @@ static inline struct neighbour *neigh_create(struct neigh_table *t, uint32_t ip,
 	return NULL;
 }
 
-static inline uint32_t neigh_max_probes(struct neigh_table *t)
+/* A PROBE entry re-checks by unicast only; an INCOMPLETE one also multicasts. */
+static inline uint32_t neigh_max_probes(struct neigh_table *t, const struct neighbour *n)
 {
+	if (n->nud_state & NUD_PROBE)
+		return t->parms.ucast_probes;
 	return t->parms.ucast_probes + t->parms.app_probes + t->parms.mcast_probes;
 }
 
@@ -263,7 +266,7 @@ static void neigh_timer_handler(struct neigh_table *t, struct neighbour *n, uint
 	} else {
 		next = now + t->parms.retrans_time;	/* NUD_PROBE | NUD_INCOMPLETE */
 	}
-	if ((n->nud_state & (NUD_INCOMPLETE | NUD_PROBE)) && n->probes >= neigh_max_probes(t)) {
+	if ((n->nud_state & (NUD_INCOMPLETE | NUD_PROBE)) && n->probes >= neigh_max_probes(t, n)) {
 		n->nud_state = NUD_FAILED;
 		n->updated = now;
 		neigh_invalidate(t, n, o);

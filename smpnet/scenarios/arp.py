@@ -19,6 +19,7 @@ PROBES = ("timer", "immediate")
 HZ_VALUES = (100, 250, 300, 1000)
 TRIALS = 200
 PEER_DOWN_TRIALS = 1   # each waits ~3 s (3 probes, 1 s apart) for resolution to fail
+MAX_PEER_DOWN_TRIALS = 20
 COUNT = 3
 MAX_TRIALS = 100_000
 PEER_IP = "192.168.20.108"
@@ -32,7 +33,10 @@ SEED_000 = {
 }
 
 
-def validate(probes, hz, trials, count):
+def validate(probes, hz, trials, count, peer_down=False):
+    if peer_down and trials > MAX_PEER_DOWN_TRIALS:
+        raise BadInput(f"--trials {trials} with --peer-down: give 1 to {MAX_PEER_DOWN_TRIALS} "
+                       "(each trial waits about 3 s for resolution to fail)")
     if hz not in HZ_VALUES:
         raise BadInput(f"--hz {hz}: choose {', '.join(map(str, HZ_VALUES))}")
     if not 1 <= trials <= MAX_TRIALS:
@@ -45,7 +49,7 @@ def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, 
         oversubscribe=False, progress=None):
     """Returns (rows, verdicts, why there is no verdict or None, transcripts)."""
     trials = trials if trials is not None else (PEER_DOWN_TRIALS if peer_down else TRIALS)
-    validate(probes, hz, trials, count)
+    validate(probes, hz, trials, count, peer_down)
     n = ncpus or len(cpus)
     if n < 2:
         raise BadInput("the ARP experiment needs 2 CPUs, one per host "
@@ -80,11 +84,19 @@ def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, 
         why = "an oversubscribed machine gives no timing verdict"
     else:
         delta, ci = stats.median_diff_ci(samples["timer"], samples["immediate"])
-        verdicts.append(dict(SEED_000, measured=delta, interval=list(ci), unit="ms",
-                             verdict=stats.verdict(ci),
-                             timer_first_ms=float(np.median(samples["timer"])),
-                             immediate_first_ms=float(np.median(samples["immediate"])),
-                             tick_ms=1000.0 / hz))
+        tick = 1000.0 / hz
+        timer, immediate = samples["timer"], samples["immediate"]
+        later = next(r for r in rows if r["probe"] == "immediate")["later_ms"]
+        ratio = (float(np.median(immediate)) / later["median"]
+                 if later and later["median"] else None)
+        verdicts.append(dict(
+            SEED_000, measured=delta, interval=list(ci), unit="ms", verdict=stats.verdict(ci),
+            timer_first_ms=float(np.median(timer)),
+            immediate_first_ms=float(np.median(immediate)), tick_ms=tick,
+            # the issue's targets, measured: the tick model, and the immediate first ping
+            timer_median_ticks=float(np.median(timer)) / tick,
+            timer_over_one_tick=float(np.mean(np.asarray(timer) > tick)),
+            immediate_first_over_later=ratio))
     return rows, verdicts, why, transcripts
 
 
@@ -116,6 +128,8 @@ def _row(m, probe, hz, trials, count):
     return {
         "probe": probe, "hz": hz, "trials": trials, "count": count,
         "first_ms": _dist(first), "later_ms": _dist(later),
+        "unreachable_after_s": _unreachable(m, hz_tsc),
+        "first_samples_ms": [float(x) for x in first],
         "solicits": int(st["solicits"]), "unres_discards": int(st["unres_discards"]),
         "failed": int(st["failed"]),
         "replies": int(np.count_nonzero(ok)),
@@ -127,16 +141,39 @@ def _row(m, probe, hz, trials, count):
     }, first, later
 
 
+def _unreachable(m, hz_tsc):
+    """Median seconds from a ping's send to its "Destination Host Unreachable"."""
+    res = m.region("ping")
+    err = res["rtt"][res["status"] == layout.PING_ERROR]
+    return float(np.median(err)) / hz_tsc if len(err) else None
+
+
+def ping_ms(ms):
+    """As iputils' ping prints a time: three significant digits, at most."""
+    if ms < 1:
+        return f"{ms:.3f}"
+    if ms < 10:
+        return f"{ms:.2f}"
+    if ms < 100:
+        return f"{ms:.1f}"
+    return f"{ms:.0f}"
+
+
 def transcript(m, count):
-    """The first trial, as ping prints it."""
+    """The median trial (by its first ping), as ping prints it."""
     hz_tsc = float(m.header["tsc_hz"])
+    res = m.region("ping")
+    trials = len(res) // count
+    first = res["rtt"].reshape(trials, count)[:, 0]
+    ok = np.flatnonzero(res["status"].reshape(trials, count)[:, 0] == layout.PING_OK)
+    t = int(ok[np.argsort(first[ok])[len(ok) // 2]]) if len(ok) else 0
     lines = [f"# arp -d {PEER_IP} ; ping -c {count} {PEER_IP}",
              f"PING {PEER_IP} ({PEER_IP}) 56(84) bytes of data."]
     for k in range(count):
-        r = m.region("ping")[k]
+        r = res[t * count + k]
         if r["status"] == layout.PING_OK:
             lines.append(f"64 bytes from {PEER_IP}: icmp_seq={k + 1} ttl=64 "
-                         f"time={r['rtt'] / hz_tsc * 1e3:.3g} ms")
+                         f"time={ping_ms(r['rtt'] / hz_tsc * 1e3)} ms")
         elif r["status"] == layout.PING_ERROR:
             lines.append(f"From {OWN_IP} icmp_seq={k + 1} Destination Host Unreachable")
         else:
