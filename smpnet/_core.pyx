@@ -696,6 +696,8 @@ def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_r
         raise ValueError(f"no probe mode {probe!r}")
     if trials < 1 or count < 1:
         raise ValueError("trials and count must be at least 1")
+    if <object>trials * <object>count > 0xffffffff:   # Python ints: no wrap-around
+        raise ValueError("trials * count must fit in 32 bits")
     check_region(hdr, link_region, sizeof(A.link_ring), 2)
     check_array(hdr, results_region, sizeof(A.ping_result), trials * count)
     check_region(hdr, neigh_region, sizeof(A.neigh_table), 1)
