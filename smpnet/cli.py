@@ -182,6 +182,31 @@ def build_parser():
                    help="host B answers nothing: 3 probes, then FAILED and an error to each "
                         "queued ping (about 3 s per trial)")
     p.set_defaults(func=cmd_arp)
+
+    p = sub.add_parser(
+        "all", help="every experiment, and a verdict per seed",
+        description="info, locks, locks --contended (by CPU count), defer, loopback "
+                    "(by CPU count) and arp, then a verdict table: each seed's claim, its "
+                    "original machine and number, the number measured here with its interval, "
+                    "and reproduced / not reproduced / no measurable difference.")
+    p.add_argument("--cpus", default="all", metavar="LIST",
+                   help="real CPUs to use: 0,1 or 0-3 or all (default: all allowed)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer rounds and shorter runs: under a minute on 2 CPUs")
+    p.add_argument("--json", action="store_true", help="print the JSON result to stdout")
+    p.add_argument("--output", metavar="PATH", help="also write the JSON result to PATH")
+    p.add_argument("--plot", metavar="DIR",
+                   help="write PNG pictures of each experiment to DIR (needs matplotlib)")
+    p.set_defaults(func=cmd_all)
+
+    p = sub.add_parser(
+        "compare", help="compare two results of the same command",
+        description="For each result row of A and B: both values, the ratio B/A, and whether "
+                    "the difference exceeds the noise of both runs.")
+    p.add_argument("a", metavar="A.json")
+    p.add_argument("b", metavar="B.json")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.set_defaults(func=cmd_compare)
     return parser
 
 
@@ -336,6 +361,55 @@ def cmd_arp(args):
     env = report.envelope("arp", cpus, params, rows, verdicts, warnings, facts=facts)
     _emit(args, env, lambda: report.arp_text(rows, verdicts, transcripts, params)
           + report.warnings_text(warnings))
+    return 0
+
+
+def cmd_all(args):
+    from . import plot, suite
+
+    cpus = parse_cpus(args.cpus)
+    report.check_output_path(args.output)
+    if args.plot:
+        plot.require()
+        plot.check_dir(args.plot)
+    stages, verdicts, warnings = suite.run(cpus, quick=args.quick)
+    env = suite.envelope(cpus, stages, verdicts, warnings, args.quick)
+    pictures = plot.write_all(env, args.plot) if args.plot else []
+
+    def text():
+        lines = [f"smpnet-bench all{' --quick' if args.quick else ''} on CPUs "
+                 f"{format_cpus(cpus)}: {len(stages)} stages", ""]
+        lines.append(suite.verdict_text(verdicts))
+        lines.append("")
+        lines.append("The rule: reproduced when the 95 % interval lies on the side of zero "
+                     "the seed claims (for 002, a ratio above 1); no measurable difference "
+                     "when it contains zero; not reproduced when it lies on the other side.")
+        for v in verdicts:
+            for d in v.get("details", []):
+                lines.append(f"  seed {d['seed']} ({d['stage']}): {d['claim']} -> {d['verdict']}")
+        if pictures:
+            lines.append("")
+            lines.append("Pictures: " + ", ".join(pictures))
+        return "\n".join(lines) + report.warnings_text(env["warnings"])
+
+    _emit(args, env, text)
+    return 0
+
+
+def cmd_compare(args):
+    import json
+
+    from . import compare
+
+    a, b = compare.load(args.a), compare.load(args.b)
+    rows = compare.compare(a, b)
+    if not rows:
+        raise BadInput(f"{args.a} and {args.b} have no result rows in common")
+    if args.json:
+        print(json.dumps({"a": args.a, "b": args.b, "command": a["command"], "rows": rows},
+                         indent=2))
+    else:
+        print(compare.text(rows, args.a, args.b))
     return 0
 
 
