@@ -18,11 +18,11 @@ from .time_bench import time_bench
 PLANS = {
     "quick": {
         "locks": dict(algos=["qspinlock", "ticket", "tas"], variants=["plain", "irq", "irqsave"],
-                      rounds=5),
+                      rounds=7),
         "contended": dict(algos=["qspinlock", "ticket", "tas"], variants=["plain"],
                           duration=0.1),
         "defer": dict(repeat=3, duration=0.1),
-        "loopback": dict(repeat=3, duration=0.1),
+        "loopback": dict(repeat=5, duration=0.1),
         "arp": dict(trials=60),
     },
     "full": {
