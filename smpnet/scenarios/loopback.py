@@ -144,6 +144,12 @@ def _cpu_body(ctx, idx, dev, lo, mode, ack_in_rx, ack_storm, size, packets, dura
                               size, quota, duration, thread_size)
 
 
+# per-run counts a row adds up, and high-water marks it keeps the highest of
+SUMMED = ("softirqs", "backlog_schedules", "alloc_failed", "requests", "replies", "acks",
+          "direct", "queued", "drops", "purged", "lstats_packets", "lstats_bytes")
+HIGHEST = ("max_depth", "max_rx_nest", "stack_max", "overflow_depth")
+
+
 def _row(mode, k, runs, m):
     pps = [r["packets"] / r["seconds"] for r in runs]
     tps = [r["transactions"] / r["seconds"] for r in runs]
@@ -156,22 +162,9 @@ def _row(mode, k, runs, m):
         "tps": statistics.median(tps), "tps_samples": tps,
         "cycles_per_packet": statistics.median(cpp) if cpp else None,
         "refcnt_atomics": sum(r["refcnt_atomics"] for r in runs) / packets if packets else 0.0,
-        "softirqs": sum(r["softirqs"] for r in runs),
-        "backlog_schedules": sum(r["backlog_schedules"] for r in runs),
-        "alloc_failed": sum(r["alloc_failed"] for r in runs),
-        "requests": sum(r["requests"] for r in runs),
-        "replies": sum(r["replies"] for r in runs),
-        "acks": sum(r["acks"] for r in runs),
-        "direct": sum(r["direct"] for r in runs), "queued": sum(r["queued"] for r in runs),
-        "max_depth": max(r["max_depth"] for r in runs),
-        "max_rx_nest": max(r["max_rx_nest"] for r in runs),
-        "stack_max": max(r["stack_max"] for r in runs),
-        "drops": sum(r["drops"] for r in runs),
-        "purged": sum(r["purged"] for r in runs),
-        "lstats_packets": sum(r["lstats_packets"] for r in runs),
-        "lstats_bytes": sum(r["lstats_bytes"] for r in runs),
+        **{k: sum(r[k] for r in runs) for k in SUMMED},
+        **{k: max(r[k] for r in runs) for k in HIGHEST},
         "overflow": any(r["overflow"] for r in runs),
-        "overflow_depth": max(r["overflow_depth"] for r in runs),
         "depth_returns_to_0": all(d == 0 for r in runs for d in r["depth_after"]),
         "refcnt_returns_to_0": all(r["refcnt_after"] == 0 for r in runs),
         "conserved": all(r["allocated"] == r["freed"] for r in runs),
