@@ -10,6 +10,7 @@ import sys
 from . import __version__, report
 from .cpus import format_cpus, parse_cpus
 from .errors import BadInput, SmpnetError
+from .machine import raise_interrupt
 
 
 class _Parser(argparse.ArgumentParser):
@@ -425,7 +426,7 @@ def _emit(args, env, text):
 def main(argv=None):
     parser = build_parser()
     # SIGTERM ends a run the way Ctrl-C does: workers stopped, segment removed.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         args = parser.parse_args(argv)
         return args.func(args)

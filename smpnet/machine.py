@@ -180,7 +180,7 @@ class Machine:
         workers = []
         in_main = threading.current_thread() is threading.main_thread()
         # SIGTERM ends a run the way Ctrl-C does; installed before any fork
-        old_term = signal.signal(signal.SIGTERM, _raise_interrupt) if in_main else None
+        old_term = signal.signal(signal.SIGTERM, raise_interrupt) if in_main else None
         try:
             self._start_workers(fn, args, workers)
             return self._wait(workers, timeout)
@@ -322,5 +322,6 @@ def _describe_exit(code):
     return f"exited with code {code}"
 
 
-def _raise_interrupt(signum, frame):
+def raise_interrupt(signum, frame):
+    """A SIGTERM handler: end what runs the way Ctrl-C does."""
     raise KeyboardInterrupt

@@ -129,15 +129,6 @@ def time_bench_row_line(r):
     return line + (f" [{r['algo']}]" if r.get("algo") else "")
 
 
-def time_bench_line(r):
-    """A BenchResult in time_bench's own line format, which kernel people read."""
-    period = r.wall_s / r.rounds if r.rounds else 0.0
-    return (f"Type:{r.test} Per elem: {round(r.cycles)} cycles(tsc) {r.ns:.3f} ns "
-            f"(step:0) - (measurement period time:{period:.9f} sec "
-            f"time_interval:{round(period * 1e9)}) - "
-            f"(invoke count:{r.loops} tsc_interval:{round(r.cycles * r.loops)})")
-
-
 # ------------------------------------------------------------------ the subcommands' text
 
 def info_text(f, timers, warnings):

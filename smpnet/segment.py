@@ -172,10 +172,6 @@ class Segment:
         self.header = None
         self.buf = None
 
-    @property
-    def closed(self):
-        return self.buf is None
-
 
 def _check_room(size, where="/dev/shm"):
     """Refuse a segment that /dev/shm cannot hold: better one clear line than

@@ -4,39 +4,43 @@ import numpy as np
 RESAMPLES = 4000
 
 
-def median_diff_ci(a, b, confidence=0.95, resamples=RESAMPLES, seed=0):
-    """median(a) - median(b), with a percentile-bootstrap interval.
-
-    Each side is resampled on its own (the rounds are not paired). The
-    generator is seeded, so the same samples always give the same interval.
-    Returns (delta, (low, high)).
-    """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(a) == 0 or len(b) == 0:
-        raise ValueError("both samples need values")
+def _bootstrap_medians(a, b, resamples, seed):
+    """The medians of `resamples` resamplings of each side, each side on its
+    own (the rounds are not paired). The generator is seeded, so the same
+    samples always give the same interval."""
     rng = np.random.default_rng(seed)
     ma = np.median(a[rng.integers(0, len(a), (resamples, len(a)))], axis=1)
     mb = np.median(b[rng.integers(0, len(b), (resamples, len(b)))], axis=1)
+    return ma, mb
+
+
+def _interval(values, confidence):
     tail = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(ma - mb, [tail, 100 - tail])
-    return float(np.median(a) - np.median(b)), (float(lo), float(hi))
+    lo, hi = np.percentile(values, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def median_diff_ci(a, b, confidence=0.95, resamples=RESAMPLES, seed=0):
+    """median(a) - median(b), with a percentile-bootstrap interval.
+    Returns (delta, (low, high))."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("both samples need values")
+    ma, mb = _bootstrap_medians(a, b, resamples, seed)
+    return float(np.median(a) - np.median(b)), _interval(ma - mb, confidence)
 
 
 MIN_SAMPLES = 3  # per side, for any verdict
 
 
 def median_ratio_ci(a, b, confidence=0.95, resamples=RESAMPLES, seed=0):
-    """median(a) / median(b), with a percentile-bootstrap interval (each
-    side resampled on its own, seeded). Returns (ratio, (low, high))."""
+    """median(a) / median(b), with a percentile-bootstrap interval.
+    Returns (ratio, (low, high))."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) == 0 or len(b) == 0 or np.median(b) == 0:
         raise ValueError("both samples need values, and b a non-zero median")
-    rng = np.random.default_rng(seed)
-    ma = np.median(a[rng.integers(0, len(a), (resamples, len(a)))], axis=1)
-    mb = np.median(b[rng.integers(0, len(b), (resamples, len(b)))], axis=1)
-    tail = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(ma / mb, [tail, 100 - tail])
-    return float(np.median(a) / np.median(b)), (float(lo), float(hi))
+    ma, mb = _bootstrap_medians(a, b, resamples, seed)
+    return float(np.median(a) / np.median(b)), _interval(ma / mb, confidence)
 
 
 def verdict(interval, claim="positive"):

@@ -33,7 +33,7 @@ SEED_000 = {
 }
 
 
-def validate(probes, hz, trials, count, peer_down=False):
+def validate(hz, trials, count, peer_down=False):
     if peer_down and trials > MAX_PEER_DOWN_TRIALS:
         raise BadInput(f"--trials {trials} with --peer-down: give 1 to {MAX_PEER_DOWN_TRIALS} "
                        "(each trial waits about 3 s for resolution to fail)")
@@ -49,7 +49,7 @@ def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, 
         oversubscribe=False, progress=None):
     """Returns (rows, verdicts, why there is no verdict or None, transcripts)."""
     trials = trials if trials is not None else (PEER_DOWN_TRIALS if peer_down else TRIALS)
-    validate(probes, hz, trials, count, peer_down)
+    validate(hz, trials, count, peer_down)
     n = ncpus or len(cpus)
     if n < 2:
         raise BadInput("the ARP experiment needs 2 CPUs, one per host "

@@ -38,7 +38,7 @@ SEED_002_STORM = {
 }
 
 
-def validate(modes, ncpus, packets, duration, size, repeat, ack_in_rx, ack_storm):
+def validate(ncpus, packets, duration, size, repeat, ack_in_rx, ack_storm):
     if packets is not None and duration is not None:
         raise BadInput("give --packets or --duration, not both")
     if duration is not None and not 0 < duration <= 3600:
@@ -58,7 +58,7 @@ def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=Tru
         scaling=False, progress=None):
     """Returns (rows, verdicts, why there is no verdict or None)."""
     n = ncpus or len(cpus)
-    validate(modes, n, packets, duration, size, repeat, ack_in_rx, ack_storm)
+    validate(n, packets, duration, size, repeat, ack_in_rx, ack_storm)
     if stack not in STACKS:
         raise BadInput(f"--stack {stack}: choose {' or '.join(STACKS)}")
     if packets is None and duration is None:
