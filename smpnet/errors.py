@@ -21,6 +21,11 @@ class RunFailed(SmpnetError):
     """A run did not complete: exit code 1."""
 
 
+class NoMemory(RunFailed):
+    """The shared segment could not be reserved or mapped: not bad input,
+    the machine lacks room for what was asked (exit code 1)."""
+
+
 class WorkerDied(RunFailed):
     """A worker (one emulated CPU) died or raised: the run was stopped."""
 
@@ -35,7 +40,29 @@ class RunTimeout(RunFailed):
     """The run outlived its deadline and was stopped."""
 
 
+class OutputFailed(RunFailed):
+    """The run succeeded but its --output could not be written (exit code 1);
+    the result was saved to `saved` (None only if nowhere would take it)."""
+
+    def __init__(self, message, saved=None):
+        self.saved = saved
+        super().__init__(message)
+
+
+class Stalled(RunTimeout):
+    """The watchdog found a worker making no progress past the run's
+    expected length: stopped (SIGSTOP), not scheduled, sleeping..."""
+
+    def __init__(self, cpu, real_cpu, pid, state, expected, elapsed, others=""):
+        self.cpu, self.real_cpu, self.pid, self.state = cpu, real_cpu, pid, state
+        super().__init__(
+            f"emulated CPU {cpu} (real CPU {real_cpu}, pid {pid}) made no progress: "
+            f"{state}, {elapsed:.1f} s into a run expected to take {expected:.1f} s{others}; "
+            "run stopped")
+
+
 class Interrupted(RunFailed):
-    """Ctrl-C (SIGINT) or SIGTERM reached the coordinator: exit code 130."""
+    """Ctrl-C (SIGINT), SIGTERM, SIGHUP or SIGQUIT reached the coordinator:
+    exit code 130."""
 
     exit_code = 130

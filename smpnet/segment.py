@@ -1,30 +1,36 @@
-"""One POSIX shared-memory segment: smp_header, then the regions.
+"""One shared-memory segment: smp_header, then the regions.
 
-Created 0600 under an unguessable name (/dev/shm/smpnet_<128 random bits>),
-unlinked on every exit path by its creator. Python's resource tracker is
-told about it too, so that even a coordinator killed with SIGKILL leaves
-nothing in /dev/shm: the tracker unlinks what its parent left behind.
-Attaching checks magic, layout version and layout hash before anything is
-trusted.
+The segment is a file with no name at all: an O_TMPFILE on /dev/shm (or a
+memfd where /dev/shm cannot make one), 0600, mapped by the coordinator
+before it forks, so the workers inherit the mapping. No name means nothing
+can outlive the processes that map it, whatever signal reaches whichever
+of them: the kernel frees the memory when the last mapping and descriptor
+go. No helper process (Python's resource tracker) is involved.
+
+The whole segment is reserved with posix_fallocate() when it is created, so
+a full /dev/shm or a memory limit is one clear error (NoMemory, exit 1)
+before any worker starts, never a SIGBUS in the middle of a run.
+
+Another process attaches to a live segment through its creator's
+descriptor, /proc/PID/fd/N (`Segment.name`). Attaching checks magic, layout
+version and layout hash before anything is trusted.
 
 The mapping itself is never unmapped by hand: every numpy view holds a
 reference to it, so a view kept after the Machine closed stays valid (the
 memory goes when the last view does), and no close can pull memory from
 under a live array.
 """
+import errno
 import mmap
 import os
-import secrets
-from multiprocessing import resource_tracker
 
-import _posixshmem
 import numpy as np
 
 from . import layout
-from .errors import SegmentError
+from .errors import NoMemory, SegmentError
 
-NAME_PREFIX = "smpnet_"
-CREATED = []  # names this process created, oldest first: what a leak check looks for
+SHM_DIR = "/dev/shm"
+MEMFD_NAME = "smpnet"
 
 
 def _view(buf, dtype, offset, count=None):
@@ -34,28 +40,46 @@ def _view(buf, dtype, offset, count=None):
     return np.frombuffer(buf, dtype, count, offset)
 
 
-def _map(name, size=None):
-    """shm_open + mmap; creates the segment (0600, must not exist) when size is given."""
-    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if size is not None else 0)
-    fd = _posixshmem.shm_open("/" + name, flags, mode=0o600)
+def _create_fd():
+    """A new 0600 file with no name, on /dev/shm (whose size limit applies)
+    or, where that directory cannot make one, a memfd."""
     try:
-        if size is not None:
-            os.ftruncate(fd, size)
+        return os.open(SHM_DIR, os.O_TMPFILE | os.O_RDWR, 0o600), SHM_DIR
+    except OSError:
+        return os.memfd_create(MEMFD_NAME, os.MFD_CLOEXEC), "memory"
+
+
+def _reserve(fd, size, where):
+    """posix_fallocate the whole segment: a later page fault can then never
+    find the memory gone (SIGBUS). Raises NoMemory naming what is needed."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as e:
+        if e.errno == errno.EFBIG:
+            why = "over the file size limit (ulimit -f)"
+        elif e.errno in (errno.ENOSPC, errno.ENOMEM, errno.EDQUOT):
+            why = f"{_free_text(where)}"
         else:
-            size = os.fstat(fd).st_size
-        if size == 0:
-            return None
+            why = e.strerror or str(e)
+        raise NoMemory(f"cannot reserve {_mib(size)} of shared memory: {why}") from None
+
+
+def _map_fd(fd, size):
+    try:
         return mmap.mmap(fd, size)
-    finally:
-        os.close(fd)
+    except OSError as e:
+        raise NoMemory(f"cannot map {_mib(size)} of shared memory: "
+                       f"{e.strerror or e} (a limit on address space, ulimit -v?)") from None
 
 
 class Segment:
     """A mapped segment with numpy views of its header and regions."""
 
-    def __init__(self, name, buf, regions, layout_name, owner):
-        self.name = name
+    def __init__(self, name, buf, regions, layout_name, owner, fd=None):
+        self.name = name  # /proc/PID/fd/N while the creator lives: what attach() takes
         self.owner = owner
+        self.fd = fd
+        self.inode = os.fstat(fd).st_ino if fd is not None else None
         self.layout = layout_name
         self.buf = buf
         self.size = len(buf)
@@ -89,13 +113,16 @@ class Segment:
             placed.append((name, dtype, count, offset, st))
             offset = _align(offset + count * st)
         size = offset
-        _check_room(size)
 
-        name = NAME_PREFIX + secrets.token_hex(16)
-        buf = _map(name, size)
-        CREATED.append(name)
-        resource_tracker.register("/" + name, "shared_memory")
-        seg = cls(name, buf, [(n, d) for n, d, *_ in placed], layout_name, owner=True)
+        fd, where = _create_fd()
+        try:
+            _reserve(fd, size, where)
+            buf = _map_fd(fd, size)
+        except BaseException:
+            os.close(fd)
+            raise
+        name = f"/proc/{os.getpid()}/fd/{fd}"
+        seg = cls(name, buf, [(n, d) for n, d, *_ in placed], layout_name, owner=True, fd=fd)
         h = seg.header
         h["magic"] = layout.MAGIC
         h["version"] = layout.VERSION
@@ -114,23 +141,34 @@ class Segment:
 
     @classmethod
     def attach(cls, name, regions=(), layout_name="aligned"):
-        """Map an existing segment by name, checking that it is an smpnet
-        segment of this very layout. `regions`: the (name, dtype) pairs of
+        """Map a live segment, checking that it is an smpnet segment of this
+        very layout. `name`: the creator's `Segment.name` (/proc/PID/fd/N),
+        or any path to such a file. `regions`: the (name, dtype) pairs of
         the extra regions its creator added."""
-        name = name.lstrip("/")
+        path = name if name.startswith("/") else os.path.join(SHM_DIR, name)
         try:
-            buf = _map(name)
+            fd = os.open(path, os.O_RDWR)
         except FileNotFoundError:
-            raise SegmentError(f"no shared-memory segment named {name!r}") from None
+            raise SegmentError(f"no shared-memory segment at {path}") from None
         except PermissionError:
-            raise SegmentError(f"shared-memory segment {name!r}: permission denied") from None
+            raise SegmentError(f"shared-memory segment {path}: permission denied") from None
         except OSError as e:
-            raise SegmentError(f"shared-memory segment {name!r}: {e.strerror}") from None
+            raise SegmentError(f"shared-memory segment {path}: {e.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            size, inode = st.st_size, st.st_ino
+            buf = mmap.mmap(fd, size) if size else None
+        except OSError as e:
+            raise SegmentError(f"shared-memory segment {path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
         types = list(layout.BUILTIN_REGIONS) + list(regions)
         problem = _check_header(buf, types, layout_name)
         if problem:
-            raise SegmentError(f"segment {name!r} {problem}")
-        return cls(name, buf, types, layout_name, owner=False)
+            raise SegmentError(f"segment {path} {problem}")
+        seg = cls(path, buf, types, layout_name, owner=False)
+        seg.inode = inode
+        return seg
 
     # ------------------------------------------------------------ views
 
@@ -156,34 +194,37 @@ class Segment:
 
     # ------------------------------------------------------------ teardown
 
-    def close(self, unlink=None):
-        """Unlink the name (by default, if we created it) and drop our
-        references. The mapping goes when the last numpy view of it does."""
+    def close(self):
+        """Drop our descriptor and references. The memory goes when the last
+        mapping of it does (a numpy view kept after close, a worker)."""
         if self.buf is None:
             return
-        unlink = self.owner if unlink is None else unlink
-        if unlink:
-            try:
-                _posixshmem.shm_unlink("/" + self.name)
-            except FileNotFoundError:
-                pass
-            resource_tracker.unregister("/" + self.name, "shared_memory")
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
         self._views.clear()
         self.header = None
         self.buf = None
 
 
-def _check_room(size, where="/dev/shm"):
-    """Refuse a segment that /dev/shm cannot hold: better one clear line than
-    a worker killed by SIGBUS or the OOM killer halfway through a run."""
+def _free_bytes(where):
+    if where == "memory":
+        import psutil
+        return psutil.virtual_memory().available
     try:
         st = os.statvfs(where)
     except OSError:
-        return
-    free = st.f_bavail * st.f_frsize
-    if size > free:
-        raise SegmentError(f"the machine needs {size / 2**20:.0f} MiB of shared memory, "
-                           f"{where} has {free / 2**20:.0f} MiB free")
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _free_text(where):
+    free = _free_bytes(where)
+    return f"{where} has {'?' if free is None else _mib(free)} free"
+
+
+def _mib(n):
+    return f"{n / 2**20:.1f} MiB"
 
 
 def _align(n, to=layout.CACHELINE):

@@ -1,4 +1,5 @@
 """Machine: the segment, pinned workers, barrier start, failure handling."""
+import mmap
 import os
 import resource
 import signal
@@ -13,7 +14,7 @@ import pytest
 from smpnet import BadInput, Machine, SegmentError, WorkerDied, _core, layout
 from smpnet.errors import RunTimeout
 
-from conftest import SHM, smpnet_segments
+from conftest import open_segments, segment_holders
 
 
 def whoami(ctx):
@@ -30,14 +31,24 @@ def pid_alive(pid):
 
 # ------------------------------------------------------------------ segment
 
-def test_segment_is_0600_with_an_unguessable_name(allowed):
+def test_segment_is_0600_with_no_name(allowed):
     with Machine(cpus=allowed) as m, Machine(cpus=allowed) as m2:
         name = m.segment.name
-        st = os.stat(os.path.join(SHM, name))
+        st = os.stat(name)
         assert stat.S_IMODE(st.st_mode) == 0o600
-        assert name.startswith("smpnet_") and len(name) == len("smpnet_") + 32
-        assert name != m2.segment.name
-    assert name not in smpnet_segments()
+        assert st.st_nlink == 0  # no name anywhere: nothing to leak
+        assert name == f"/proc/{os.getpid()}/fd/{m.segment.fd}"
+        assert st.st_ino == m.segment.inode != m2.segment.inode
+        assert not any(n.startswith("smpnet") for n in os.listdir("/dev/shm"))
+        inode = m.segment.inode
+        assert segment_holders(inode) == [os.getpid()]
+    assert segment_holders(inode) == []
+
+
+def test_segment_memory_is_reserved_at_creation(allowed):
+    with Machine(cpus=allowed, regions=[("big", layout.SK_BUFF, 10_000)]) as m:
+        st = os.fstat(m.segment.fd)
+        assert st.st_blocks * 512 >= m.segment.size  # allocated, not sparse
 
 
 def test_per_cpu_views_are_one_aligned_record_per_cpu(allowed):
@@ -94,22 +105,29 @@ def test_attach_to_a_live_segment(allowed):
         other = Segment.attach(m.segment.name)
         try:
             assert other.region("lstats")[0]["bytes"] == 1234
+            other.region("lstats")[1 % m.nr_cpus]["packets"] = 77
+            assert m.lstats[1 % m.nr_cpus]["packets"] == 77  # one memory, two mappings
+            assert other.inode == m.segment.inode
             assert int(other.header["nr_cpus"]) == m.nr_cpus
         finally:
             other.close()
-        assert m.segment.name in smpnet_segments()  # attacher does not unlink
+        assert m.lstats[0]["bytes"] == 1234  # the attacher's close takes nothing away
+
+
+class _Foreign:
+    """A file smpnet did not make, and a writable mapping of it."""
+
+    def __init__(self, path, size):
+        with open(path, "wb") as f:
+            f.truncate(size)
+        self.name = str(path)
+        with open(path, "r+b") as f:
+            self.buf = mmap.mmap(f.fileno(), size)
 
 
 @pytest.fixture
-def foreign():
-    """A segment smpnet did not make, named like one."""
-    from multiprocessing import shared_memory
-
-    shm = shared_memory.SharedMemory(name="smpnet_foreigntest%d" % os.getpid(),
-                                     create=True, size=4096)
-    yield shm
-    shm.close()
-    shm.unlink()
+def foreign(tmp_path):
+    yield _Foreign(tmp_path / "foreign", 4096)
 
 
 def _header(shm):
@@ -143,20 +161,16 @@ def test_attach_wrong_layout_hash(allowed):
             Segment.attach(m.segment.name)
 
 
-def test_attach_too_small_and_missing():
-    from multiprocessing import shared_memory
+def test_attach_too_small_and_missing(tmp_path):
     from smpnet.segment import Segment
 
-    shm = shared_memory.SharedMemory(name="smpnet_tinytest%d" % os.getpid(),
-                                     create=True, size=16)
-    try:
-        with pytest.raises(SegmentError, match="too small"):
-            Segment.attach(shm.name)
-    finally:
-        shm.close()
-        shm.unlink()
+    tiny = _Foreign(tmp_path / "tiny", 16)
+    with pytest.raises(SegmentError, match="too small"):
+        Segment.attach(tiny.name)
     with pytest.raises(SegmentError, match="no shared-memory segment"):
         Segment.attach("smpnet_doesnotexist")
+    with pytest.raises(SegmentError, match="no shared-memory segment"):
+        Segment.attach(f"/proc/{os.getpid()}/fd/987654")
 
 
 # ------------------------------------------------------------------ workers
@@ -253,7 +267,7 @@ def test_worker_sigkill_names_the_cpu_and_stops_the_others(allowed):
         return _core.idle_poll(ctx.seg, 60.0)  # only the stop flag ends this
 
     with Machine(cpus=allowed, ncpus=2, oversubscribe=True) as m:
-        name = m.segment.name
+        inode = m.segment.inode
         t0 = time.monotonic()
         with pytest.raises(WorkerDied) as e:
             m.run(victim)
@@ -262,7 +276,8 @@ def test_worker_sigkill_names_the_cpu_and_stops_the_others(allowed):
         assert e.value.cpu == 1 and e.value.real_cpu == m.cpu_map[1]
         assert "SIGKILL" in str(e.value) and "emulated CPU 1" in str(e.value)
         _assert_all_gone(m)
-    assert name not in smpnet_segments()
+    # no worker maps it any more (this process may, through views in `e`)
+    assert set(segment_holders(inode)) <= {os.getpid()}
 
 
 def test_worker_killed_from_outside(allowed):
@@ -318,8 +333,8 @@ def test_views_outlive_the_machine(allowed):
     with Machine(cpus=allowed) as m:
         m.run(count)
         lstats = m.lstats
-        name = m.segment.name
-    assert name not in smpnet_segments()
+        inode = m.segment.inode
+    assert segment_holders(inode) == [os.getpid()]  # only through the views
     # the mapping lives as long as a view of it does
     assert list(lstats["packets"]) == [40 + i for i in range(len(allowed))]
 
@@ -356,12 +371,56 @@ def test_run_timeout_stops_everything(allowed):
         _assert_all_gone(m)
 
 
-def test_a_segment_larger_than_dev_shm_is_refused(allowed, monkeypatch):
+def test_a_segment_that_cannot_be_reserved_is_refused(allowed, monkeypatch):
+    import errno
+
     from smpnet import segment
+    from smpnet.errors import NoMemory
 
-    class Tiny:
-        f_bavail, f_frsize = 16, 4096  # 64 KiB free
+    def full(fd, offset, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(segment.os, "statvfs", lambda path: Tiny())
-    with pytest.raises(SegmentError, match="MiB of shared memory"):
+    monkeypatch.setattr(segment.os, "posix_fallocate", full)
+    before = open_segments()
+    with pytest.raises(NoMemory, match=r"cannot reserve \d+\.\d MiB of shared memory: "
+                                       r"/dev/shm has \d+\.\d MiB free") as e:
         Machine(cpus=allowed, regions=[("big", layout.SK_BUFF, 100_000)]).open()
+    assert e.value.exit_code == 1  # not bad input: the machine lacks room
+    assert open_segments() <= before  # no descriptor left open by the failure
+
+
+# ------------------------------------------------------------------ watchdog
+
+@pytest.mark.parametrize("how,state", [("stop", "stopped"), ("sleep", "sleeping")])
+def test_the_watchdog_names_the_worker_that_makes_no_progress(allowed, monkeypatch, how, state):
+    from smpnet import machine
+    from smpnet.errors import Stalled
+
+    monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.3)
+
+    def body(ctx):
+        if ctx.cpu == 1:
+            if how == "stop":
+                os.kill(os.getpid(), signal.SIGSTOP)
+            else:
+                time.sleep(60)
+        return _core.idle_poll(ctx.seg, 0.1)
+
+    with Machine(cpus=allowed, ncpus=2, oversubscribe=True) as m:
+        with pytest.raises(Stalled) as e:
+            m.run(body, expected=0.1)
+        assert e.value.cpu == 1 and e.value.state == state
+        assert e.value.pid == int(m.cpu_state["pid"][1]) and e.value.exit_code == 1
+        assert f"emulated CPU 1 (real CPU {m.cpu_map[1]}, pid {e.value.pid}) made no progress: " \
+               f"{state}" in str(e.value)
+        _assert_all_gone(m)
+
+
+def test_the_watchdog_waits_for_a_run_that_keeps_its_estimate(allowed, monkeypatch):
+    from smpnet import machine
+
+    monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 2.0)
+    with Machine(cpus=allowed) as m:
+        # 0.3 s of work against an estimate of 0.3 s (and 2 s of slack): no watchdog
+        assert m.run(lambda ctx: _core.idle_poll(ctx.seg, 0.3), expected=0.3) == \
+            [False] * m.nr_cpus
