@@ -7,11 +7,16 @@ Each emulated CPU is a forked worker process, pinned to its real CPU before
 it touches the segment; all of them start together on a barrier in shared
 memory. The coordinator sleeps in wait() on the workers' pipes and exit
 sentinels, so it burns no CPU the workers need. If a worker dies, raises or
-the coordinator gets Ctrl-C/SIGTERM, the stop flag goes up (every C spin loop
-polls it), the others get STOP_GRACE_S to return, stragglers are SIGKILLed,
-all are reaped, and the call raises an error that names the emulated CPU,
-the real CPU and the signal or exit code. The segment is unlinked when the
-Machine closes, on every path.
+the coordinator gets Ctrl-C, SIGTERM, SIGHUP or SIGQUIT, the stop flag goes
+up (every C spin loop polls it), the others get STOP_GRACE_S to return,
+stragglers are SIGKILLed, all are reaped, and the call raises an error that
+names the emulated CPU, the real CPU and the signal or exit code.
+
+A watchdog ends a run that outlives what it was expected to take
+(`expected`, the same estimate the progress lines use) by more than a few
+seconds, naming the worker that made no progress and why (stopped, not
+scheduled, sleeping). The segment has no name (see segment.py): it goes with
+the last process that maps it, whatever kills which.
 """
 import multiprocessing
 import multiprocessing.connection
@@ -24,13 +29,22 @@ import traceback
 
 from . import _core, layout
 from .cpus import format_cpus, parse_cpus
-from .errors import BadInput, Interrupted, RunTimeout, SegmentError, SmpnetError, WorkerDied
+from .errors import (BadInput, Interrupted, RunTimeout, SegmentError, SmpnetError, Stalled,
+                     WorkerDied)
 from .segment import Segment
 from .tsc import tsc_info
 
 STOP_GRACE_S = 1.0  # after the stop flag, how long workers get to return
 MAX_CPUS = 4096     # emulated CPUs; qspinlock's 14-bit tail CPU field allows 16383
-_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+# The watchdog's patience past a run's expected length: a few seconds, and
+# a tenth more for long runs, whose estimates are rougher.
+WATCHDOG_SLACK_S = 3.0
+WATCHDOG_SLACK_SHARE = 0.1
+# What ends a run the way Ctrl-C does: SIGHUP is a closed terminal, SIGQUIT
+# Ctrl-\. Workers ignore the terminal's signals (the coordinator decides
+# how a run ends) and die with it (PDEATHSIG).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+_WORKER_IGNORES = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 _layout_checked = False
 
@@ -150,18 +164,27 @@ class Machine:
 
     # ------------------------------------------------------------ run
 
-    def run(self, fn, *args, timeout=None):
+    def run(self, fn, *args, expected=None, progress=None, timeout=None):
         """Run fn(ctx, *args) on every emulated CPU, started together.
 
-        Returns the results as a list indexed by emulated CPU. Raises
-        WorkerDied if a worker died or raised, RunTimeout past `timeout`
-        seconds, Interrupted on Ctrl-C or SIGTERM; in every case no worker is
-        left running when it returns.
+        Returns the results as a list indexed by emulated CPU. `expected`:
+        seconds the run should take once its workers are started (times
+        the oversubscription, emulated CPUs per real one); the watchdog
+        stops it WATCHDOG_SLACK_S (and a tenth) past that and raises
+        Stalled naming the worker that made no progress. `progress`: a
+        function of the machine giving a count its workers raise as they
+        work (skbs freed, packets sent); while it keeps rising, a run past
+        its estimate (a slow, oversubscribed one) gets WATCHDOG_SLACK_S more. `timeout`:
+        a plain limit, RunTimeout past it. Raises WorkerDied if a worker
+        died or raised, Interrupted on Ctrl-C, SIGTERM, SIGHUP or SIGQUIT;
+        in every case no worker is left running when it returns.
         """
         if self.segment is None:
             raise SegmentError("the machine is not open (use it as a context manager)")
         if timeout is not None and timeout <= 0:
             raise BadInput(f"timeout must be positive, got {timeout}")
+        if expected is not None and expected < 0:
+            raise BadInput(f"expected run time must not be negative, got {expected}")
         h = self.header
         h["stop"] = 0
         h["barrier_arrived"] = 0
@@ -178,18 +201,22 @@ class Machine:
         self.region("qnodes")["n"] = 0
 
         workers = []
-        in_main = threading.current_thread() is threading.main_thread()
-        # SIGTERM ends a run the way Ctrl-C does; installed before any fork
-        old_term = signal.signal(signal.SIGTERM, raise_interrupt) if in_main else None
+        # SIGTERM, SIGHUP and SIGQUIT end a run the way Ctrl-C does, unless
+        # the caller (the CLI) handles them already; installed before any fork
+        old = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in STOP_SIGNALS[1:]:
+                if signal.getsignal(sig) == signal.SIG_DFL:
+                    old[sig] = signal.signal(sig, raise_interrupt)
         try:
             self._start_workers(fn, args, workers)
-            return self._wait(workers, timeout)
+            return self._wait(workers, timeout, expected, progress)
         except KeyboardInterrupt:
-            raise Interrupted("interrupted: workers stopped, segment removed") from None
+            raise Interrupted("interrupted: workers stopped") from None
         finally:
             self._stop_and_reap(workers)
-            if old_term is not None:
-                signal.signal(signal.SIGTERM, old_term)
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
 
     def _start_workers(self, fn, args, workers):
         """Fork one pinned worker per emulated CPU into `workers` (the
@@ -201,7 +228,7 @@ class Machine:
         # one before it has set SIGINT to ignored; one that reaches the
         # coordinator meanwhile is delivered when the mask is restored, and
         # the caller reaps what was started.
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             for cpu, real in enumerate(self.cpu_map):
                 rx, tx = ctx.Pipe(duplex=False)
@@ -216,15 +243,30 @@ class Machine:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
-    def _wait(self, workers, timeout):
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def _wait(self, workers, timeout, expected, progress):
+        now = started = time.monotonic()
+        deadline = None if timeout is None else now + timeout
+        watchdog = None
+        if expected is not None:
+            # Oversubscribed, each worker gets a share of a real CPU, and a
+            # fair lock's hand-over waits for the scheduler: allow for both.
+            expected *= max(1.0, self.nr_cpus / len(self.real_cpus))
+            watchdog = now + expected * (1 + WATCHDOG_SLACK_SHARE) + WATCHDOG_SLACK_S
+        seen = None if progress is None else progress(self)
         results = [None] * len(workers)
         by_conn = {w.conn: w for w in workers}
         by_sentinel = {w.proc.sentinel: w for w in workers}
         while by_conn or by_sentinel:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
                 raise RunTimeout(f"run exceeded its {timeout} s timeout; stopped")
+            if watchdog is not None and now >= watchdog:
+                if progress is not None and progress(self) != seen:
+                    seen = progress(self)
+                    watchdog = now + WATCHDOG_SLACK_S
+                    continue
+                raise _stalled(workers, expected, now - started)
+            left = min((t - now for t in (deadline, watchdog) if t is not None), default=None)
             ready = multiprocessing.connection.wait(list(by_conn) + list(by_sentinel), left)
             for obj in ready:
                 if obj in by_conn:
@@ -259,7 +301,7 @@ class Machine:
 
         A second Ctrl-C must not cut this short and leave workers alive:
         SIGINT/SIGTERM wait until every worker is reaped."""
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             if self.segment is not None:
                 _core.smp_stop(self.segment.buf)
@@ -284,7 +326,8 @@ class _Worker:
 
 def _worker_main(machine, cpu, real_cpu, fn, args, tx, sigmask, parent_pid):
     """The body of one emulated CPU's worker process."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in _WORKER_IGNORES:
+        signal.signal(sig, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, sigmask)
     _core.set_pdeathsig(signal.SIGKILL)
@@ -311,6 +354,51 @@ def _worker_main(machine, cpu, real_cpu, fn, args, tx, sigmask, parent_pid):
             tx.send(("error", f"{type(e).__name__}: {e}{where}"))
         finally:
             sys.exit(1)
+
+
+def _stalled(workers, expected, elapsed):
+    """The Stalled error for a run past its watchdog: the unfinished
+    workers, the likeliest culprit first (stopped, then not scheduled)."""
+    import psutil
+
+    seen = []
+    for w in workers:
+        if w.done:
+            continue
+        try:
+            p = psutil.Process(w.proc.pid)
+            seen.append((w, p, p.status(), sum(p.cpu_times()[:2])))
+        except psutil.Error:
+            continue
+    time.sleep(0.2)  # does it get CPU time at all? (clock ticks are 10 ms)
+    found = []
+    for w, p, status, cpu0 in seen:
+        try:
+            advanced = sum(p.cpu_times()[:2]) > cpu0
+        except psutil.Error:
+            continue
+        if status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+            state = "stopped"
+        elif status == psutil.STATUS_RUNNING and not advanced:
+            state = "not scheduled"
+        elif status in (psutil.STATUS_SLEEPING, psutil.STATUS_DISK_SLEEP) and not advanced:
+            state = "sleeping"
+        else:
+            state = "running"
+        found.append((_STALL_ORDER.index(state), w, state))
+    found.sort(key=lambda f: (f[0], f[1].cpu))
+    if not found:
+        return RunTimeout(f"run made no progress, {elapsed:.1f} s into a run expected to "
+                          f"take {expected:.1f} s; stopped")
+    _, w, state = found[0]
+    others = ", ".join(f"CPU {o.cpu} {st}" for _, o, st in found[1:9])
+    if len(found) > 9:
+        others += f" and {len(found) - 9} more"
+    return Stalled(w.cpu, w.real, w.proc.pid, state, expected, elapsed,
+                   f" (also unfinished: {others})" if others else "")
+
+
+_STALL_ORDER = ("stopped", "not scheduled", "sleeping", "running")
 
 
 def _describe_exit(code):

@@ -43,20 +43,22 @@ ORIGINAL = {
 
 
 def estimate(stage, plan, ncpu):
-    """Seconds a stage should take, for the ETA."""
+    """Seconds a stage should take, for the ETA: each experiment's own estimate."""
     p = PLANS[plan].get(stage, {})
     if stage == "info":
         return 0.5
     if stage == "locks":
-        tests = 7 + 8 * len(p["algos"]) * len(p["variants"]) / 6
-        return tests * (p["rounds"] + 2) * 0.012 + 0.5
+        return locks.suite_seconds(len(locks.suite_plan(p["algos"], p["variants"])),
+                                   rounds=p["rounds"])
     if stage == "contended":
-        return ncpu * len(p["algos"]) * len(p["variants"]) * (p["duration"] + 0.05)
+        return ncpu * locks.contended_seconds(len(p["algos"]) * len(p["variants"]),
+                                              p["duration"])
     if stage == "defer":
-        return len(defer.STRATEGIES) * p["repeat"] * (p["duration"] + 0.05) + 0.7
+        return defer.estimate_seconds(len(defer.STRATEGIES), p["repeat"], duration=p["duration"])
     if stage == "loopback":
-        return ncpu * len(loopback.MODES) * p["repeat"] * (p["duration"] + 0.05)
-    return 2 * p["trials"] * 0.009 + 0.5
+        return loopback.estimate_seconds(ncpu, len(loopback.MODES), p["repeat"],
+                                         duration=p["duration"], scaling=True)
+    return len(arp.PROBES) * arp.probe_seconds(100, p["trials"], arp.COUNT) + 0.5
 
 
 def run(cpus, quick=True, progress=True):
@@ -116,6 +118,16 @@ def _stage(stage, cpus, p, warnings):
     if why:
         warnings.append(f"arp: no verdict: {why}")
     return {"params": p, "results": rows, "verdicts": verdicts, "transcripts": transcripts}
+
+
+def invariant_failures(stages):
+    """Every invariant a stage broke, named by stage: `all` exits 1 on any,
+    as the stage's own command would."""
+    out = []
+    for stage, check in (("defer", defer.invariant_failures),
+                         ("loopback", loopback.invariant_failures)):
+        out += [f"{stage}: {f}" for f in check(stages.get(stage, {}).get("results", []))]
+    return out
 
 
 def verdict_table(stages):

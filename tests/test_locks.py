@@ -10,6 +10,7 @@ import pytest
 from smpnet import Machine, WorkerDied, _core, layout
 from smpnet.cli import main
 from smpnet.scenarios import locks
+from smpnet.tsc import tsc_hz
 
 ALGOS = locks.ALGOS
 VARIANTS = locks.VARIANTS
@@ -267,6 +268,26 @@ def test_locks_contended_json(capsys, allowed):
     assert 1 / 3 - 1e-9 <= r["fairness"] <= 1.0
     assert abs(sum(r["shares"]) - 1.0) < 1e-9
     assert not r["timing_valid"]
+
+
+@pytest.mark.parametrize("oversubscribe", [False, True])
+def test_long_holds_end_at_the_deadline(allowed, oversubscribe):
+    """A hold ends at the deadline and the deadline is read after every
+    acquisition when holding: the acquisitions are what fits in the run
+    (the tester saw exactly 16 per CPU, the deadline read every 16th)."""
+    ncpus = 3 if oversubscribe else len(allowed)
+    duration, hold_s = 0.2, 0.05
+    hold = int(hold_s * tsc_hz())
+    rows, _ = locks.run_contended(allowed, ["ticket"], ["plain"], duration=duration,
+                                  hold_cycles=hold, ncpus=ncpus, oversubscribe=oversubscribe)
+    (r,) = rows
+    acq = [c["acquisitions"] for c in r["per_cpu"]]
+    # holds are exclusive: at most duration / hold of them end inside the
+    # run, plus each CPU's last one, cut short by the deadline
+    assert sum(acq) <= duration / hold_s + ncpus
+    assert r["mutual_exclusion"] and r["loops"] == sum(acq)
+    assert r["fairness"] == pytest.approx(
+        sum(acq) ** 2 / (len(acq) * sum(a * a for a in acq)))  # from what happened
 
 
 @pytest.mark.parametrize("argv", [

@@ -9,7 +9,12 @@
 #ifndef SMPNET_SMP_H
 #define SMPNET_SMP_H
 
+#include <limits.h>
 #include <sched.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include "atomic.h"
 #include "percpu.h"
 #include "tsc.h"
@@ -57,16 +62,29 @@ static inline void smp_spin_wait(const struct smp_header *hdr)
 }
 
 /* The start barrier: the last CPU to arrive opens it for everyone.
- * Returns 0 when released, -1 when the run was stopped first. */
+ * Returns 0 when released, -1 when the run was stopped first.
+ * Oversubscribed, the early arrivals sleep on a futex (shared, the segment
+ * is MAP_SHARED) instead of yielding: a thousand runnable yielders would
+ * starve the coordinator still forking the rest. They wake every 10 ms to
+ * poll the stop flag, which nobody wakes them for. */
 static inline int smp_barrier_wait(struct smp_header *hdr, struct cpu_state *cs)
 {
+	const struct timespec poll = { 0, 10 * 1000 * 1000 };
+	int sleep = hdr->flags & SMP_F_OVERSUBSCRIBED;
+
 	cs->tsc_arrive = tsc_start();
-	if (atomic_inc_return(&hdr->barrier_arrived) == hdr->nr_cpus)
+	if (atomic_inc_return(&hdr->barrier_arrived) == hdr->nr_cpus) {
 		atomic_set(&hdr->barrier_go, 1);
+		if (sleep)
+			syscall(SYS_futex, &hdr->barrier_go, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
 	while (!atomic_read(&hdr->barrier_go)) {
 		if (smp_should_stop(hdr))
 			return -1;
-		smp_spin_wait(hdr);
+		if (sleep)
+			syscall(SYS_futex, &hdr->barrier_go, FUTEX_WAIT, 0, &poll, NULL, 0);
+		else
+			cpu_relax();
 	}
 	cs->tsc_release = tsc_start();
 	cs->seen_arrived = atomic_read(&hdr->barrier_arrived);

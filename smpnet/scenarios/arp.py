@@ -22,6 +22,7 @@ PEER_DOWN_TRIALS = 1   # each waits ~3 s (3 probes, 1 s apart) for resolution to
 MAX_PEER_DOWN_TRIALS = 20
 COUNT = 3
 MAX_TRIALS = 100_000
+MAX_COUNT = 64  # pings per trial, as ping -c
 PEER_IP = "192.168.20.108"
 OWN_IP = "192.168.20.1"
 
@@ -33,6 +34,13 @@ SEED_000 = {
 }
 
 
+def probe_seconds(hz, trials, count, peer_down=False):
+    """One probe mode's trials: each waits up to two ticks (the timer, the
+    random start), then its pings; with the peer down, 3 probes 1 s apart."""
+    per_trial = 2.0 / hz + count * 1e-4 + (3.2 if peer_down else 0.0)
+    return trials * per_trial
+
+
 def validate(hz, trials, count, peer_down=False):
     if peer_down and trials > MAX_PEER_DOWN_TRIALS:
         raise BadInput(f"--trials {trials} with --peer-down: give 1 to {MAX_PEER_DOWN_TRIALS} "
@@ -41,8 +49,8 @@ def validate(hz, trials, count, peer_down=False):
         raise BadInput(f"--hz {hz}: choose {', '.join(map(str, HZ_VALUES))}")
     if not 1 <= trials <= MAX_TRIALS:
         raise BadInput(f"--trials {trials}: give 1 to {MAX_TRIALS}")
-    if not 1 <= count <= 64:
-        raise BadInput(f"--count {count}: give 1 to 64")
+    if not 1 <= count <= MAX_COUNT:
+        raise BadInput(f"--count {count}: give 1 to {MAX_COUNT}")
 
 
 def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, ncpus=None,
@@ -67,7 +75,8 @@ def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, 
             for r in ("link", "ping", "neigh", "arp_ctl"):
                 m.region(r).view(np.uint8)[:] = 0
             m.region("arp_ctl")[0:1]["peer_down"] = int(peer_down)
-            m.run(_host, idx, hz, probe, trials, count, timeout=60 + trials * count * 12)
+            m.run(_host, idx, hz, probe, trials, count,
+                  expected=2 * probe_seconds(hz, trials, count, peer_down), progress=_progress)
             row, first, later = _row(m, probe, hz, trials, count)
             rows.append(row)
             samples[probe] = first
@@ -98,6 +107,14 @@ def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, 
             timer_over_one_tick=float(np.mean(np.asarray(timer) > tick)),
             immediate_first_over_later=ratio))
     return rows, verdicts, why, transcripts
+
+
+def _progress(m):
+    """What the watchdog sees rise while the hosts work: pings answered or
+    failed, and what host B received."""
+    ctl = m.region("arp_ctl")[0]
+    return (int(np.count_nonzero(m.region("ping")["status"])) + int(ctl["b_arp_requests"])
+            + int(ctl["b_echoes"]))
 
 
 def _host(ctx, idx, hz, probe, trials, count):

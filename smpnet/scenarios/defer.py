@@ -22,8 +22,14 @@ MAX_DEFER_MAX = 1 << 16
 MAX_SKBS = 1 << 40
 BATCH = 16
 REPEAT = 5
+MAX_REPEAT = 1000  # runs per strategy (or mode): the plan is built in memory
 DURATION = 0.3
 NET_REGIONS = ("skb", "skb_pool", "napi_cache", "skb_stats")
+# For run-time estimates with --skbs: a typical rate (about 20 M skbs/s on
+# 2 vCPUs), and the slowest the watchdog must wait for (the checker on,
+# oversubscribed).
+TYPICAL_SKBS_PER_S = 1e7
+SLOWEST_SKBS_PER_S = 1e5
 
 
 SEED_003_RATE = {
@@ -54,8 +60,19 @@ def validate(rx, ncpus, skbs, duration, defer_max, batch, repeat):
         raise BadInput(f"--defer-max {defer_max}: give 1 to {MAX_DEFER_MAX}")
     if not 1 <= batch <= layout.SKB_RING_SIZE:
         raise BadInput(f"--batch {batch}: give 1 to {layout.SKB_RING_SIZE}")
-    if repeat < 1:
-        raise BadInput(f"--repeat {repeat}: give at least 1")
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise BadInput(f"--repeat {repeat}: give 1 to {MAX_REPEAT}")
+
+
+def run_seconds(skbs, duration, rate=TYPICAL_SKBS_PER_S):
+    """One run: its duration, or its skbs at `rate`."""
+    return duration if duration else skbs / rate
+
+
+def estimate_seconds(n_strategies, repeat, skbs=None, duration=None):
+    """The whole experiment: every run, then the uncontended per-op suite."""
+    one = run_seconds(skbs, duration or (None if skbs else DURATION)) + 0.05
+    return n_strategies * repeat * one + locks.suite_seconds(2)
 
 
 def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_max=DEFER_MAX,
@@ -92,7 +109,9 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
             checks0 = int(m.region("irq")["lock_checks"].sum())
             bugs0 = m.region("irq")["bugs"].sum(axis=0).copy()
             out = m.run(_cpu_body, idx, ring, ctl, _core.DEFER_STRATEGIES[strategy], defer_max,
-                        rx, n_cons, skbs or 0, duration or 0.0, batch, check)
+                        rx, n_cons, skbs or 0, duration or 0.0, batch, check,
+                        expected=run_seconds(skbs, duration, SLOWEST_SKBS_PER_S),
+                        progress=_progress)
             runs[strategy].append(_measure(m, out, rx, overhead, spins0, bugs0))
             runs[strategy][-1]["lock_checks"] = int(m.region("irq")["lock_checks"].sum()) - checks0
         timing_valid = m.timing_valid
@@ -106,6 +125,18 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
     if not timing_valid:
         return rows, [], "an oversubscribed machine gives no timing verdict"
     return rows, _verdicts(runs, cpus[0], lock_algo, progress), None
+
+
+def _progress(m):
+    """What the watchdog sees rise while skbs move: allocations and frees."""
+    st = m.region("skb_stats")
+    return int(st["allocated"].sum()) + int(st["freed"].sum())
+
+
+def invariant_failures(rows):
+    """What broke the model's invariant (every skb freed exactly once), by strategy."""
+    return [f"{r['strategy']}: skbs not conserved (allocated, freed and in flight disagree)"
+            for r in rows if not r["conserved"]]
 
 
 def _cpu_body(ctx, idx, ring, ctl, strategy, defer_max, rx, n_cons, skbs, duration, batch,

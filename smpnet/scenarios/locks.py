@@ -12,7 +12,7 @@ import sys
 from .. import _core, layout, stats
 from ..errors import BadInput
 from ..machine import Machine
-from ..time_bench import time_bench
+from ..time_bench import MIN_ROUND_S, time_bench
 
 # names of enum spin_algo and enum spin_variant, in the C order
 ALGOS = tuple(sorted(_core.LOCK_ALGOS, key=_core.LOCK_ALGOS.get))
@@ -46,6 +46,36 @@ SEED_003 = {
     "claim": "spin_lock_irq is cheaper than spin_lock_irqsave (irqsave - irq > 0 cycles)",
     "reference": "irqsave - irq = 14 cycles (48 - 34, E5-1650 v4 @ 3.60GHz)",
 }
+
+
+# For run-time estimates: a typical op (an uncontended lock and unlock is
+# 5-20 ns), and the slowest one the watchdog must wait for (the checker on).
+TYPICAL_OP_S = 10e-9
+SLOWEST_OP_S = 200e-9
+
+
+def suite_plan(algos, variants):
+    """The suite's (test, algorithm or None) pairs, in order."""
+    plan = []
+    for test, variant in SUITE:
+        if variant is None:
+            plan.append((test, None))
+        elif variant in variants:
+            plan.extend((test, algo) for algo in algos)
+    return plan
+
+
+def suite_seconds(n_tests, loops=None, rounds=10, op_s=TYPICAL_OP_S):
+    """What the uncontended suite takes: per test, a calibration (doubling
+    up to MIN_ROUND_S), a warm-up round, the rounds, and up to 3 rounds of
+    the empty loop."""
+    if loops is None:
+        return n_tests * (rounds + 6) * MIN_ROUND_S * 1.5
+    return n_tests * (rounds + 4) * loops * op_s
+
+
+def contended_seconds(n_combos, duration):
+    return n_combos * (duration + 0.05)
 
 
 def parse_list(text, known, what):
@@ -94,12 +124,7 @@ def _new_reports(before, after):
 def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=False,
               progress=None):
     """The uncontended suite on real CPU `cpu`. Returns (rows, checker reports)."""
-    plan = []
-    for test, variant in SUITE:
-        if variant is None:
-            plan.append((test, None))
-        elif variant in variants:
-            plan.extend((test, algo) for algo in algos)
+    plan = suite_plan(algos, variants)
 
     def bench(ctx):
         region = ctx.machine.segment.region_names.index("locks")
@@ -115,7 +140,7 @@ def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=
 
     with Machine(cpus=[cpu], regions=_locks_region(len(algos))) as m:
         _init_locks(m, algos)
-        results = m.run(bench)[0]
+        results = m.run(bench, expected=suite_seconds(len(plan), loops, rounds, SLOWEST_OP_S))[0]
         reports = _checker_reports(m)
     rows = []
     for test, algo, r in results:
@@ -167,7 +192,9 @@ def run_contended(cpus, algos, variants, duration=0.5, hold_cycles=0, restore="s
             _core.lock_init(m.segment.buf, region, index, _core.LOCK_ALGOS[algo], index)
             before = _checker_reports(m)
             per_cpu = m.run(_hammer, region, index, _core.LOCK_VARIANTS[variant], duration,
-                            hold_cycles, check, restore == "popf")
+                            hold_cycles, check, restore == "popf",
+                            expected=contended_seconds(1, duration),
+                            progress=lambda m: int(m.region("locks")["counter"].sum()))
             counter = int(m.region("locks")[index]["counter"])
             row = _contended_row(m, algo, variant, restore, per_cpu, counter, hz,
                                  duration, hold_cycles)

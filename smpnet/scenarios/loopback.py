@@ -18,6 +18,11 @@ STACKS = {"8k": 8192, "16k": 16384}
 SIZE = 100
 DURATION = 0.2
 REPEAT = 5
+MAX_PACKETS = 1 << 40
+# For run-time estimates with --packets: a typical rate (15-19 M packets/s
+# per CPU on 2 vCPUs), and the slowest the watchdog must wait for.
+TYPICAL_PPS = 1e7
+SLOWEST_PPS = 1e5
 POOL = 16384  # skb heads, at least: see pool_size()
 
 
@@ -45,12 +50,21 @@ def validate(ncpus, packets, duration, size, repeat, ack_in_rx, ack_storm):
         raise BadInput(f"--duration {duration}: give (0, 3600] seconds")
     if ack_storm and not ack_in_rx:
         raise BadInput("--ack-storm needs --ack-in-rx: the storm starts from an ACK")
-    if packets is not None and not ncpus <= packets <= 1 << 40:
-        raise BadInput(f"--packets {packets}: give {ncpus} (one per CPU) to {1 << 40}")
+    if packets is not None and not ncpus <= packets <= MAX_PACKETS:
+        raise BadInput(f"--packets {packets}: give {ncpus} (one per CPU) to {MAX_PACKETS}")
     if not 1 <= size <= 65535:
         raise BadInput(f"--size {size}: give 1 to 65535 bytes")
-    if repeat < 1:
-        raise BadInput(f"--repeat {repeat}: give at least 1")
+    if not 1 <= repeat <= defer.MAX_REPEAT:
+        raise BadInput(f"--repeat {repeat}: give 1 to {defer.MAX_REPEAT}")
+
+
+def run_seconds(packets, duration, rate=TYPICAL_PPS):
+    return duration if duration else packets / rate
+
+
+def estimate_seconds(ncpus, n_modes, repeat, packets=None, duration=None, scaling=False):
+    one = run_seconds(packets, duration or (None if packets else DURATION)) + 0.05
+    return (ncpus if scaling else 1) * n_modes * repeat * one
 
 
 def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=True,
@@ -83,6 +97,30 @@ def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=Tru
     return (rows,) + _verdicts(rows, runs, n, modes, repeat, ack_storm)
 
 
+INVARIANTS = (
+    ("conserved", "skbs not conserved"),
+    ("lstats_equal_packets", "lstats packets differ from packets sent"),
+    ("depth_returns_to_0", "lstats depth did not return to 0"),
+    ("refcnt_returns_to_0", "dev->refcnt did not return to 0"),
+)
+
+
+def _progress(m):
+    """What the watchdog sees rise while packets move."""
+    st = m.region("lo_stats")
+    return int(st["xmits"].sum()) + int(st["delivered"].sum())
+
+
+def invariant_failures(rows):
+    """What broke the model's invariants, by mode and CPU count."""
+    out = []
+    for r in rows:
+        held = dict(r, lstats_equal_packets=r["lstats_packets"] == r["packets"])
+        out += [f"{r['mode']} on {r['cpus']} CPU(s): {what}"
+                for key, what in INVARIANTS if not held[key]]
+    return out
+
+
 def _open(cpus, k, oversubscribe):
     regions = [("skb", layout.SK_BUFF, pool_size(k)), ("skb_pool", layout.SKB_POOL, 1),
                ("napi_cache", layout.NAPI_ALLOC_CACHE, k), ("skb_stats", layout.SKB_STATS, k),
@@ -102,7 +140,7 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
     softirqs0 = m.region("irq")["softirqs"].copy()
     cycles = m.run(_cpu_body, idx, dev, lo, _core.LOOPBACK_MODES[mode], ack_in_rx, ack_storm,
                    size, packets or 0, duration or 0.0, thread_size,
-                   timeout=60 + 10 * (duration or 0) + (packets or 0) / 1e6)
+                   expected=run_seconds(packets, duration, SLOWEST_PPS), progress=_progress)
     st = m.region("lo_stats")
     hz = float(m.header["tsc_hz"])
     xmits = [int(x) for x in st["xmits"]]
