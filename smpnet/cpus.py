@@ -47,25 +47,25 @@ def parse_cpus(spec, allowed=None):
 
 
 def _parse_part(part, spec, allowed):
-    try:
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            lo, hi = int(lo), int(hi)
-            if lo < 0 or hi < lo:
-                raise ValueError
-            if allowed and hi > allowed[-1]:  # before expanding 0-4000000000
-                raise BadInput(f"CPU {hi} is not in this process's affinity set "
-                               f"({format_cpus(allowed)})")
-            return range(lo, hi + 1)
-        c = int(part)
-        if c < 0:
-            raise ValueError
-        return [c]
-    except ValueError:
+    """One comma-separated part: N or LO-HI, ASCII digits only (int() would
+    also take '0_1', '+1' and full-width digits)."""
+    lo, sep, hi = part.partition("-")
+    if not _is_number(lo) or (sep and not _is_number(hi)):
         raise BadInput(
             f"bad CPU list {spec!r}: {part!r} is not a CPU number or range "
-            "(use e.g. 0,1 or 0-3 or all)"
-        ) from None
+            "(use e.g. 0,1 or 0-3 or all)")
+    lo = int(lo)
+    hi = int(hi) if sep else lo
+    if hi < lo:
+        raise BadInput(f"bad CPU list {spec!r}: the range {part!r} runs backwards")
+    if allowed and hi > allowed[-1]:  # before expanding 0-4000000000
+        raise BadInput(f"CPU {hi} is not in this process's affinity set "
+                       f"({format_cpus(allowed)})")
+    return range(lo, hi + 1)
+
+
+def _is_number(text):
+    return 0 < len(text) <= 9 and text.isascii() and text.isdigit()
 
 
 def format_cpus(cpus):

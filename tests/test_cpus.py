@@ -18,9 +18,15 @@ def test_valid(spec, expected):
 @pytest.mark.parametrize("spec,message", [
     ("", "empty"), ("  ", "empty"), ("4", "not in this process's affinity set"),
     ("0-4", "CPU 4 is not in"), ("0,0", "listed twice"), ("0-2,1", "listed twice"),
-    ("abc", "not a CPU number"), ("1-", "not a CPU number"), ("3-1", "not a CPU number"),
+    ("abc", "not a CPU number"), ("1-", "not a CPU number"), ("3-1", "runs backwards"),
     ("-1", "not a CPU number"), ("0,,1", "not a CPU number"), ([], "empty"),
     ([0, "1"], "integers"),
+    # int() takes these; a CPU list must not
+    ("0_1", "not a CPU number"), ("+1", "not a CPU number"), ("\uff11", "not a CPU number"),
+    ("0-\uff13", "not a CPU number"), ("1 -2", "not a CPU number"), ("0x1", "not a CPU number"),
+    # the range's top named, not swallowed into a generic syntax error
+    ("0-9", "CPU 9 is not in this process's affinity set"),
+    ("0-4000000000", "not a CPU number"),
 ])
 def test_invalid(spec, message):
     with pytest.raises(BadInput, match=message):
@@ -34,3 +40,8 @@ def test_format(cpus, text):
 
 def test_format_round_trips():
     assert parse_cpus(format_cpus(ALLOWED), ALLOWED) == ALLOWED
+
+
+def test_range_past_the_affinity_set_names_the_cpu():
+    with pytest.raises(BadInput, match=r"^CPU 5 is not in this process's affinity set \(0-1\)$"):
+        parse_cpus("0-5", [0, 1])
