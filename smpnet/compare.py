@@ -1,115 +1,387 @@
 """smpnet-bench compare A.json B.json: row by row, is the difference real?
 
 Rows are matched by what identifies them in their command (a lock test by
-test, algorithm, variant...; a defer row by strategy...). For each, both
-values, the ratio B/A, and whether the difference exceeds the noise of both
-runs: with per-run samples on both sides, when the 95 % bootstrap interval
-of the difference of medians excludes zero (as pyperf's compare_to judges
+test, algorithm, variant...; a contended lock row also by its CPUs; a defer
+row by strategy; a loopback row by mode and CPU count; an arp row by probe
+and HZ); an `all` result is compared stage by stage, matched by stage name.
+For each matched row: both values, the ratio B/A, and whether the
+difference exceeds the noise of both runs: with at least stats.MIN_SAMPLES
+per-run samples on both sides, when the 95 % bootstrap interval of the
+difference of medians excludes zero (as pyperf's compare_to judges
 significance from both runs' spread); without, when the two runs' [min, max]
-ranges do not overlap.
+ranges do not overlap; with neither (or one run a side), unknown.
+
+Every file is read with a bounded read (MAX_BYTES) and checked whole before
+anything is compared: anything that is not an smpnet-bench result, or a
+result with a broken row, is a BadInput naming the file and what is wrong.
+docs/compare.md says the same for users.
 """
 import json
+import math
+from collections import namedtuple
+
+import numpy as np
 
 from . import stats
 from .errors import BadInput
 from .report import SCHEMA
 
-# command -> (key fields, value field, samples field, min field, max field)
-METRICS = {
-    "info": (("test",), "cycles", None, "cycles_min", "cycles_max"),
-    "locks": (("test", "algo", "variant", "restore", "contended"), "cycles", "samples",
-              "cycles_min", "cycles_max"),
-    "contended": (("test", "algo", "variant", "cpus"), "acq_per_s", None, None, None),
-    "defer": (("strategy",), "skbs_per_s", "skbs_per_s_samples", "skbs_per_s_min",
-              "skbs_per_s_max"),
-    "loopback": (("mode", "cpus"), "pps", "pps_samples", None, None),
-    "arp": (("probe", "hz"), ("first_ms", "median"), None, ("first_ms", "min"),
-            ("first_ms", "max")),
-}
+MAX_BYTES = 64 * 1024 * 1024      # the most compare reads of one file
+MAX_BOOTSTRAP = 1000              # samples per side the bootstrap uses (evenly thinned above)
 
+# table kind -> what identifies a row, and what is compared
+Metric = namedtuple("Metric", "keys value samples lo hi")
+METRICS = {
+    "info": Metric(("test",), "cycles", None, "cycles_min", "cycles_max"),
+    "locks": Metric(("test", "algo", "variant", "restore", "contended"), "cycles", "samples",
+                    "cycles_min", "cycles_max"),
+    # cycles_min/max of a contended row are per CPU, not a run's spread: none here
+    "contended": Metric(("test", "algo", "variant", "cpus"), "acq_per_s", None, None, None),
+    "defer": Metric(("strategy",), "skbs_per_s", "skbs_per_s_samples", "skbs_per_s_min",
+                    "skbs_per_s_max"),
+    "loopback": Metric(("mode", "cpus"), "pps", "pps_samples", None, None),
+    "arp": Metric(("probe", "hz"), ("first_ms", "median"), "first_samples_ms",
+                  ("first_ms", "min"), ("first_ms", "max")),
+}
+COMMANDS = ("info", "locks", "defer", "loopback", "arp", "all")
+
+# One checked row: its kind (a METRICS key), its key (a dict, lists as
+# tuples), its position for messages, and the numbers compared (None where
+# the result has none).
+Row = namedtuple("Row", "kind key where value samples lo hi")
+# One checked file: its path, its command, and {table name: {match key: Row}}.
+Result = namedtuple("Result", "path command tables")
+
+
+# ------------------------------------------------------------------ reading
 
 def load(path):
+    """Read and check one result file; a Result, or a BadInput naming the file."""
+    shown = _shown(path)
+    env = _parse(shown, _read(path, shown))
+    return _check(shown, env)
+
+
+def _read(path, shown):
     try:
-        with open(path) as f:
-            env = json.load(f)
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)   # bounded: /dev/zero cannot run away
     except OSError as e:
-        raise BadInput(f"{path}: {e.strerror}") from None
+        raise BadInput(f"{shown}: cannot read it: {e.strerror or e}") from None
+    if len(data) > MAX_BYTES:
+        raise BadInput(f"{shown}: larger than {MAX_BYTES // (1024 * 1024)} MiB, "
+                       "the most compare reads")
+    return data
+
+
+def _parse(shown, data):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{shown}: not JSON (not UTF-8 text: byte {e.start})") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
-        raise BadInput(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+        raise BadInput(f"{shown}: not JSON ({e.msg}, line {e.lineno})") from None
+    except RecursionError:
+        raise BadInput(f"{shown}: not JSON compare can read (nested too deeply)") from None
+    except ValueError as e:   # int digits limit ("Exceeds the limit ... integer string")
+        why = ("a number with too many digits" if "digits" in str(e)
+               else _oneline(str(e)))
+        raise BadInput(f"{shown}: not JSON compare can read ({why})") from None
+
+
+def _check(shown, env):
     if not isinstance(env, dict) or "schema" not in env or "command" not in env:
-        raise BadInput(f"{path}: not an smpnet-bench result (no schema or command)")
-    if env["schema"] != SCHEMA:
-        raise BadInput(f"{path}: schema {env['schema']}, this smpnet reads schema {SCHEMA}")
-    return env
+        raise BadInput(f"{shown}: not an smpnet-bench result (no schema or command)")
+    schema = env["schema"]
+    if type(schema) is not int or schema != SCHEMA:
+        raise BadInput(f"{shown}: schema {_short(schema)}, this smpnet reads schema {SCHEMA}")
+    command = env["command"]
+    if not isinstance(command, str):
+        raise BadInput(f"{shown}: command is {_type(command)}, not a string")
+    if command not in COMMANDS:
+        raise BadInput(f"{shown}: command {_short(command)}: compare reads results of "
+                       f"{', '.join(COMMANDS)}")
+    if "results" not in env:
+        raise BadInput(f"{shown}: not an smpnet-bench result (no results)")
+    results = env["results"]
+    if not isinstance(results, list):
+        raise BadInput(f"{shown}: results is {_type(results)}, not a list")
+    if command != "all":
+        return Result(shown, command, {command: _check_rows(shown, command, results, "results")})
+    tables, seen = {}, set()
+    for i, stage in enumerate(results):
+        where = f"results[{i}]"
+        if not isinstance(stage, dict):
+            raise BadInput(f"{shown}: {where} is {_type(stage)}, not a stage object")
+        name = stage.get("stage")
+        if not isinstance(name, str):
+            raise BadInput(f"{shown}: {where} has no stage name (a string)")
+        if "results" not in stage:
+            raise BadInput(f"{shown}: stage {_short(name)} has no results")
+        rows = stage["results"]
+        if not isinstance(rows, list):
+            raise BadInput(f"{shown}: stage {_short(name)}: results is {_type(rows)}, not a list")
+        if name in seen:
+            raise BadInput(f"{shown}: stage {_short(name)} appears twice")
+        seen.add(name)
+        if name in METRICS:   # a stage compare does not know has nothing to compare
+            tables[name] = _check_rows(shown, name, rows, f"stage {_short(name)} results")
+    return Result(shown, command, tables)
 
 
-def _get(row, field):
+def _check_rows(shown, table, rows, where):
+    out = {}
+    for i, row in enumerate(rows):
+        r = _check_row(shown, table, row, f"{where}[{i}]")
+        match = (r.kind,) + tuple(r.key.values())
+        if match in out:
+            raise BadInput(f"{shown}: {r.where}: same key as {out[match].where} "
+                           f"({_key_text(r.key)[:80]})")
+        out[match] = r
+    return out
+
+
+def _check_row(shown, table, row, where):
+    if not isinstance(row, dict):
+        raise BadInput(f"{shown}: {where} is {_type(row)}, not a row object")
+    kind = table
+    if table == "locks":   # a locks result holds suite rows or --contended rows
+        if "contended" not in row:
+            raise BadInput(f"{shown}: {where}: no 'contended' field")
+        if not isinstance(row["contended"], bool):
+            raise BadInput(f"{shown}: {where}: contended is {_type(row['contended'])}, "
+                           "not true or false")
+        kind = "contended" if row["contended"] else "locks"
+    m = METRICS[kind]
+    key = {}
+    for field in m.keys:
+        if field not in row:
+            raise BadInput(f"{shown}: {where}: no {field!r} field")
+        key[field] = _key_value(shown, where, field, row[field])
+    value = _field(shown, where, row, m.value, required=True)
+    samples = None
+    if m.samples is not None and row.get(m.samples) is not None:
+        samples = row[m.samples]
+        if not isinstance(samples, list) or not all(_is_number(x) for x in samples):
+            raise BadInput(f"{shown}: {where}: {m.samples} is not a list of finite numbers")
+    lo = _field(shown, where, row, m.lo)
+    hi = _field(shown, where, row, m.hi)
+    return Row(kind, key, where, value, samples, lo, hi)
+
+
+def _key_value(shown, where, field, v):
+    """A key field's value, hashable: a scalar, or a list of scalars as a tuple."""
+    if isinstance(v, list):
+        if all(_is_scalar(x) for x in v):
+            return tuple(v)
+    elif _is_scalar(v):
+        return v
+    raise BadInput(f"{shown}: {where}: {field} is {_type(v)}, "
+                   "not a string, number, true/false, null or a list of them")
+
+
+def _is_scalar(v):
+    if v is None or isinstance(v, (bool, int)):
+        return True
+    if isinstance(v, float):
+        return math.isfinite(v)
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")   # a lone surrogate ("\ud800") is not text
+        except UnicodeEncodeError:
+            return False
+        return True
+    return False
+
+
+def _is_number(v):
+    """A finite number (not a bool) that a float can hold."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:   # an int beyond a float's range
+        return False
+
+
+def _field(shown, where, row, field, required=False):
+    """A compared number: None where the result has none; a BadInput when
+    the field is missing (if required) or holds anything but a number."""
     if field is None:
         return None
-    if isinstance(field, tuple):
-        v = row.get(field[0])
-        return None if v is None else v.get(field[1])
-    return row.get(field)
+    name = field if isinstance(field, str) else ".".join(field)
+    if isinstance(field, tuple):   # (object field, its member), as arp's first_ms.median
+        outer = row.get(field[0])
+        if field[0] not in row and required:
+            raise BadInput(f"{shown}: {where}: no {field[0]!r} field")
+        if outer is None:
+            return None
+        if not isinstance(outer, dict):
+            raise BadInput(f"{shown}: {where}: {field[0]} is {_type(outer)}, not an object")
+        row, field = outer, field[1]
+    if field not in row:
+        if required:
+            raise BadInput(f"{shown}: {where}: no {name!r} field")
+        return None
+    v = row[field]
+    if v is None:
+        return None
+    if not _is_number(v):
+        raise BadInput(f"{shown}: {where}: {name} is {_type(v)}, not a finite number")
+    return v
 
 
-def _tables(env):
-    """(command, rows) pairs: one for a command, one per stage for `all`."""
-    if env["command"] == "all":
-        out = []
-        for stage in env["results"]:
-            name = stage["stage"]
-            out.append((name, stage.get("results", [])))
-        return out
-    return [(env["command"], env["results"])]
+# ------------------------------------------------------------------ comparing
 
-
-def compare(a_env, b_env):
-    if a_env["command"] != b_env["command"]:
-        raise BadInput(f"cannot compare a {a_env['command']!r} result with a "
-                       f"{b_env['command']!r} one")
+def compare(a, b):
+    """The comparison rows of two checked results (see load), A's order."""
+    if a.command != b.command:
+        raise BadInput(f"cannot compare {a.path} (a result of {a.command}) with {b.path} "
+                       f"(a result of {b.command}): compare takes two results of one command")
     rows = []
-    for (name, a_rows), (_, b_rows) in zip(_tables(a_env), _tables(b_env)):
-        metric = METRICS.get("contended" if name == "locks" and a_rows and
-                             a_rows[0].get("contended") else name)
-        if metric is None:
-            continue
-        keys, value, samples, lo_f, hi_f = metric
-        b_by = {tuple(r.get(k) for k in keys): r for r in b_rows}
-        for ra in a_rows:
-            key = tuple(ra.get(k) for k in keys)
-            rb = b_by.get(key)
-            if rb is None:
+    for name, a_rows in a.tables.items():
+        b_rows = b.tables.get(name, {})
+        for match, ra in a_rows.items():
+            rb = b_rows.get(match)
+            if rb is None or ra.value is None or rb.value is None:
                 continue
-            va, vb = _get(ra, value), _get(rb, value)
-            if va is None or vb is None:
-                continue
+            m = METRICS[ra.kind]
+            significant, how = _significant(ra, rb)
             rows.append({
-                "table": name, "key": dict(zip(keys, key)),
-                "metric": value if isinstance(value, str) else ".".join(value),
-                "a": va, "b": vb, "ratio": vb / va if va else None,
-                "significant": _significant(ra, rb, samples, lo_f, hi_f),
+                "table": name, "key": ra.key,
+                "metric": m.value if isinstance(m.value, str) else ".".join(m.value),
+                "a": ra.value, "b": rb.value, "ratio": _ratio(ra.value, rb.value),
+                "significant": significant, "judged_by": how,
             })
+    if not rows:
+        kinds_a, kinds_b = _kinds(a), _kinds(b)
+        if kinds_a and kinds_b and not kinds_a & kinds_b:
+            raise BadInput(f"cannot compare {a.path} ({_kinds_text(kinds_a)} rows) with "
+                           f"{b.path} ({_kinds_text(kinds_b)} rows)")
+        raise BadInput(f"{a.path} and {b.path} have no result rows in common")
     return rows
 
 
-def _significant(ra, rb, samples, lo_f, hi_f):
-    sa, sb = _get(ra, samples), _get(rb, samples)
-    if sa and sb and min(len(sa), len(sb)) >= stats.MIN_SAMPLES:
-        _, (lo, hi) = stats.median_diff_ci(sb, sa)
-        return not lo <= 0 <= hi
-    la, ha, lb, hb = (_get(ra, lo_f), _get(ra, hi_f), _get(rb, lo_f), _get(rb, hi_f))
-    if None in (la, ha, lb, hb):
-        return None   # no spread recorded: cannot tell
-    return hb < la or lb > ha
+def notes(a, b, rows):
+    """What the comparison left out, as warnings."""
+    matched = len(rows)
+    out = []
+    for mine, other in ((a, b), (b, a)):
+        left = sum(1 for name, t in mine.tables.items() for k in t
+                   if k not in other.tables.get(name, {}))
+        if left:
+            out.append(f"{left} row{'s' * (left != 1)} of {mine.path} "
+                       f"{'have' if left != 1 else 'has'} no match in {other.path}")
+    both = sum(1 for name, t in a.tables.items() for k in t if k in b.tables.get(name, {}))
+    if both > matched:
+        n = both - matched
+        out.append(f"{n} matched row{'s' * (n != 1)} without a value on one side "
+                   "(nothing measured) left out")
+    return out
 
 
-def text(rows, a_path, b_path):
+def _kinds(result):
+    return {r.kind for t in result.tables.values() for r in t.values()}
+
+
+def _kinds_text(kinds):
+    label = {"locks": "locks suite", "contended": "locks --contended"}
+    return ", ".join(sorted(label.get(k, k) for k in kinds))
+
+
+def _ratio(va, vb):
+    if va == 0:
+        return None
+    try:
+        r = vb / va
+    except (OverflowError, ZeroDivisionError):
+        return None
+    return r if math.isfinite(r) else None
+
+
+def _significant(ra, rb):
+    """(True/False/None, how it was judged: "bootstrap", "range" or None)."""
+    sa, sb = ra.samples, rb.samples
+    if sa is not None and sb is not None:
+        if min(len(sa), len(sb)) >= stats.MIN_SAMPLES:
+            with np.errstate(all="ignore"):
+                _, (lo, hi) = stats.median_diff_ci(_thin(sb), _thin(sa))
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                return None, None
+            return not lo <= 0 <= hi, "bootstrap"
+        if min(len(sa), len(sb)) < 2:
+            return None, None   # one run a side: no spread to judge noise by
+    if None in (ra.lo, ra.hi, rb.lo, rb.hi):
+        return None, None       # no spread recorded: cannot tell
+    return rb.hi < ra.lo or rb.lo > ra.hi, "range"
+
+
+def _thin(samples):
+    """At most MAX_BOOTSTRAP samples, evenly spaced through the list: the
+    bootstrap's cost stays bounded (the interval only gets wider)."""
+    s = np.asarray(samples, dtype=float)
+    if len(s) <= MAX_BOOTSTRAP:
+        return s
+    return s[np.linspace(0, len(s) - 1, MAX_BOOTSTRAP).round().astype(int)]
+
+
+# ------------------------------------------------------------------ output
+
+def text(rows, a_path, b_path, warnings=()):
+    from .report import table
+
     cells = []
     for r in rows:
-        key = " ".join(str(v) for v in r["key"].values() if v is not None)
         sig = {True: "yes", False: "no", None: "unknown"}[r["significant"]]
-        cells.append((r["table"], key, r["metric"], r["a"], r["b"],
+        cells.append((r["table"], _key_text(r["key"]), r["metric"], r["a"], r["b"],
                       None if r["ratio"] is None else f"{r['ratio']:.3f}", sig))
-    from .report import table
-    return (f"A = {a_path}\nB = {b_path}\n"
-            + table(cells, ["table", "row", "metric", "A", "B", "B/A", "beyond noise"]))
+    out = (f"A = {_shown(a_path)}\nB = {_shown(b_path)}\n"
+           + table(cells, ["table", "row", "metric", "A", "B", "B/A", "beyond noise"]))
+    if warnings:
+        out += "\n\nNot compared:\n" + "\n".join(f"  - {w}" for w in warnings)
+    return out
+
+
+def _key_text(key):
+    parts = []
+    for field, v in key.items():
+        if v is None or v is False:
+            continue
+        if v is True:
+            parts.append(field)
+        elif isinstance(v, str):
+            parts.append(_oneline(v))
+        elif isinstance(v, tuple):
+            parts.append(f"{field}={','.join(_oneline(str(x)) for x in v)}")
+        else:
+            parts.append(f"{field}={v}")
+    return " ".join(parts)
+
+
+def _shown(path):
+    """A path as one printable line (undecodable bytes and controls escaped)."""
+    s = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return s if s.isprintable() else repr(s)
+
+
+def _oneline(s):
+    return s if s.isprintable() else repr(s)[1:-1]
+
+
+def _short(v, width=40):
+    """A value from the file, for a message: short, and only a scalar's repr."""
+    if not (v is None or isinstance(v, (str, int, float))):
+        return _type(v)
+    s = repr(v) if not isinstance(v, int) or abs(v) < 10 ** 30 else "a number that long"
+    return s if len(s) <= width else s[:width - 3] + "..."
+
+
+def _type(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN or infinite"
+    if isinstance(v, int) and not isinstance(v, bool) and not _is_number(v):
+        return "a number too large for a float"
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false",
+            int: "a number", float: "a number", type(None): "null"}.get(type(v), type(v).__name__)

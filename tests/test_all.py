@@ -79,7 +79,7 @@ def test_compare_two_saved_results(capsys, two_lock_runs):
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    rows = out["rows"]
+    rows = out["results"]
     tests = {r["key"]["test"] for r in rows}
     assert {"spin_lock_unlock_irq", "spin_lock_unlock_irqsave", "for_loop"} <= tests
     for r in rows:
@@ -94,7 +94,7 @@ def test_compare_a_run_with_itself_finds_no_difference(capsys, two_lock_runs):
     a, _ = two_lock_runs
     capsys.readouterr()
     assert main(["compare", str(a), str(a), "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)["rows"]
+    rows = json.loads(capsys.readouterr().out)["results"]
     assert rows and not any(r["significant"] for r in rows)
 
 
@@ -115,3 +115,73 @@ def test_compare_refuses_mismatched_results(capsys, tmp_path, two_lock_runs, qui
     assert main(["compare", str(a), str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing.json" in err[0]
+
+
+# ------------------------------------------------------------------ all's exit rule
+
+def _canned(quick_run, broken):
+    """suite.run's answer, from the quick run, with `broken` applied."""
+    _, env, _ = quick_run
+    stages = {s["stage"]: {k: v for k, v in s.items() if k != "stage"} for s in env["results"]}
+    broken(stages)
+    return lambda cpus, quick=True: (stages, env["verdicts"], [])
+
+
+def test_all_exits_1_naming_a_broken_invariant(capsys, monkeypatch, tmp_path, quick_run):
+    from smpnet import suite
+
+    def unconserved(stages):
+        stages["defer"]["results"] = [dict(r, conserved=False)
+                                      for r in stages["defer"]["results"]]
+        stages["loopback"]["results"] = [dict(r, refcnt_returns_to_0=False)
+                                         for r in stages["loopback"]["results"][:1]]
+
+    monkeypatch.setattr(suite, "run", _canned(quick_run, unconserved))
+    out = tmp_path / "all.json"
+    assert main(["all", "--quick", "--output", str(out)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    if quick_run[1]["results"][3]["results"]:  # defer ran (it needs 2 CPUs)
+        assert any(ln.startswith("smpnet-bench all: invariant failed: defer: ") and
+                   "not conserved" in ln for ln in err), err
+    assert any("invariant failed: loopback: " in ln and "refcnt" in ln for ln in err), err
+    assert json.loads(out.read_text())["command"] == "all"  # the result is kept
+
+
+def test_all_exits_0_when_every_invariant_holds(capsys, monkeypatch, quick_run):
+    from smpnet import suite
+
+    monkeypatch.setattr(suite, "run", _canned(quick_run, lambda stages: None))
+    assert main(["all", "--quick"]) == 0
+    assert "invariant" not in capsys.readouterr().err
+
+
+def test_pictures_that_cannot_be_drawn_do_not_lose_the_json(capsys, monkeypatch, tmp_path,
+                                                             quick_run):
+    from smpnet import plot, suite
+
+    def full_disk(env, directory):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(suite, "run", _canned(quick_run, lambda stages: None))
+    monkeypatch.setattr(plot, "write_all", full_disk)
+    out = tmp_path / "all.json"
+    assert main(["all", "--quick", "--output", str(out), "--plot", str(tmp_path / "p")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"smpnet-bench all: pictures not written to {tmp_path / 'p'}: "
+                   "No space left on device"]
+    assert json.loads(out.read_text())["command"] == "all"
+
+
+def test_an_unwritable_plot_directory_is_refused_before_the_run(capsys, monkeypatch, tmp_path):
+    from smpnet import suite
+
+    def never(*a, **k):
+        raise AssertionError("ran")
+
+    monkeypatch.setattr(suite, "run", never)
+    assert main(["all", "--quick", "--plot", str(tmp_path / "no" / "dir")]) == 2
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main(["all", "--quick", "--plot", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "does not exist" in err[0] and "not a directory" in err[1]

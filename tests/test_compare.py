@@ -1,0 +1,515 @@
+"""smpnet-bench compare: every result every subcommand writes, and every
+malformed input one line and exit code 2."""
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from smpnet import compare
+from smpnet.cli import main
+
+PY = [sys.executable, "-m", "smpnet"]
+ENVELOPE_KEYS = {"schema", "smpnet", "command", "machine", "params", "results", "verdicts",
+                 "warnings"}
+TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
+ONE_CPU_PAIR = [] if TWO_CPUS else ["--ncpus", "2", "--oversubscribe"]
+
+# name -> (argv, tables its compare rows come in, tables judged by their samples)
+# tiny parameters; --repeat 3 / 3 rounds / 5 trials so every sampled table has a verdict
+RUNS = {
+    "info": (["info"], {"info"}, set()),
+    "locks": (["locks", "--rounds", "3", "--loops", "2000", "--algo", "qspinlock,ticket",
+               "--variant", "plain,irqsave"], {"locks"}, {"locks"}),
+    "contended": (["locks", "--contended", "--duration", "0.05", "--algo", "ticket",
+                   "--variant", "plain,irq"], {"locks"}, set()),
+    "defer": (["defer", "--duration", "0.05", "--repeat", "3"] + ONE_CPU_PAIR,
+              {"defer"}, {"defer"}),
+    "loopback": (["loopback", "--duration", "0.03", "--repeat", "3", "--scaling"],
+                 {"loopback"}, {"loopback"}),
+    "arp": (["arp", "--trials", "5"] + ONE_CPU_PAIR, {"arp"}, {"arp"}),
+}
+ALL_TABLES = {"info", "locks", "contended", "loopback"} | ({"defer", "arp"} if TWO_CPUS else set())
+
+
+def _run(argv, out, cwd):
+    p = subprocess.run(PY + argv + ["--output", str(out)], capture_output=True, text=True,
+                       cwd=cwd, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """{name: (path of run 1, path of run 2)}: each command twice, `all --quick` once."""
+    d = tmp_path_factory.mktemp("compare")
+    out = {}
+    for name, (argv, _, _) in RUNS.items():
+        out[name] = tuple(_run(argv, d / f"{name}-{k}.json", d) for k in (1, 2))
+    a = _run(["all", "--quick"], d / "all-1.json", d)
+    out["all"] = (a, a)
+    return out
+
+
+def _compare_json(capsys, a, b):
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    text = capsys.readouterr().out
+
+    def no_constant(c):
+        raise AssertionError(f"compare --json wrote {c}")
+    return json.loads(text, parse_constant=no_constant)
+
+
+def _source_rows(path):
+    """(table, row) pairs of a result, stage by stage for `all`."""
+    env = json.loads(open(path).read())
+    if env["command"] == "all":
+        return [(s["stage"], r) for s in env["results"] for r in s["results"]]
+    return [(env["command"], r) for r in env["results"]]
+
+
+def _one_line_exit_2(capsys, argv, *expect):
+    capsys.readouterr()
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("smpnet-bench: "), captured.err
+    for e in expect:
+        assert e in lines[0], lines[0]
+    return lines[0]
+
+
+# ------------------------------------------------------------------ every command's result
+
+@pytest.mark.parametrize("name", list(RUNS) + ["all"])
+def test_a_result_compared_with_itself(capsys, results, name):
+    a, _ = results[name]
+    env = _compare_json(capsys, a, a)
+    assert set(env) == ENVELOPE_KEYS and env["command"] == "compare" and env["schema"] == 1
+    assert env["params"] == {"a": str(a), "b": str(a),
+                             "command": "all" if name == "all" else RUNS[name][0][0]}
+    assert env["warnings"] == []
+    rows = env["results"]
+    tables = ALL_TABLES if name == "all" else RUNS[name][1]
+    assert {r["table"] for r in rows} == tables
+    # every row of the result with a value is compared, each once
+    source = [(t, r) for t, r in _source_rows(a) if t in tables]
+    assert len(rows) == len(source)
+    keys = [(r["table"], json.dumps(r["key"], sort_keys=True)) for r in rows]
+    assert len(set(keys)) == len(keys)
+    sampled = {"locks", "defer", "loopback", "arp"} if name == "all" else RUNS[name][2]
+    for r in rows:
+        assert r["a"] == r["b"]
+        assert r["ratio"] == 1.0 if r["a"] != 0 else r["ratio"] is None
+        assert r["significant"] is not True
+        if r["table"] in sampled:
+            assert r["significant"] is False and r["judged_by"] == "bootstrap", r
+    if name in ("contended", "all"):
+        contended = [r for r in rows if r["metric"] == "acq_per_s"]
+        assert contended and all(r["significant"] is None for r in contended)
+        assert all(isinstance(r["key"]["cpus"], list) for r in contended)
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_a_result_compared_with_a_second_run(capsys, results, name):
+    a, b = results[name]
+    self_keys = {(r["table"], json.dumps(r["key"])) for r in _compare_json(capsys, a, a)["results"]}
+    rows = _compare_json(capsys, a, b)["results"]
+    assert {(r["table"], json.dumps(r["key"])) for r in rows} == self_keys
+    for r in rows:
+        if r["ratio"] is not None:
+            assert r["ratio"] == pytest.approx(r["b"] / r["a"])
+        assert r["significant"] in (True, False, None)
+        assert r["judged_by"] in ("bootstrap", "range", None)
+        assert (r["judged_by"] is None) == (r["significant"] is None)
+    assert main(["compare", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    assert "beyond noise" in text and f"A = {a}" in text
+
+
+def test_scaling_and_contended_rows_by_cpu_count_stay_apart(capsys, results):
+    rows = _compare_json(capsys, *results["all"])["results"]
+    loop = [(r["key"]["mode"], r["key"]["cpus"]) for r in rows if r["table"] == "loopback"]
+    cont = [tuple(r["key"]["cpus"]) + (r["key"]["algo"],)
+            for r in rows if r["table"] == "contended"]
+    ncpu = len(os.sched_getaffinity(0))
+    assert {c for _, c in loop} == set(range(1, ncpu + 1))
+    assert len(set(loop)) == len(loop) == 3 * ncpu
+    assert {len(c) - 1 for c in cont} == set(range(1, ncpu + 1))
+    assert len(set(cont)) == len(cont)
+
+
+def test_the_testers_command_line(results, tmp_path):
+    # smpnet-bench all --quick --json > a.json; cp a.json b.json; compare a.json b.json
+    a, _ = results["all"]
+    (tmp_path / "a.json").write_bytes(a.read_bytes())
+    (tmp_path / "b.json").write_bytes(a.read_bytes())
+    p = subprocess.run(PY + ["compare", "a.json", "b.json"], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr and "contended" in p.stdout
+
+
+def test_all_stages_match_by_name_not_position(capsys, results, tmp_path):
+    a, _ = results["all"]
+    env = json.loads(a.read_text())
+    env["results"] = [s for s in reversed(env["results"]) if s["stage"] != "info"]
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(env))
+    out = _compare_json(capsys, a, b)
+    assert {r["table"] for r in out["results"]} == ALL_TABLES - {"info"}
+    assert all(r["ratio"] == 1.0 for r in out["results"] if r["a"])
+    assert out["warnings"] == [f"2 rows of {a} have no match in {b}"]
+
+
+def test_a_row_missing_in_one_file_is_left_out_and_said(capsys, results, tmp_path):
+    a, _ = results["locks"]
+    env = json.loads(a.read_text())
+    dropped = env["results"].pop(1)
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(env))
+    out = _compare_json(capsys, a, b)
+    compared = {json.dumps(r["key"]) for r in out["results"]}
+    assert len(out["results"]) == len(env["results"])
+    assert json.dumps({k: dropped[k] for k in compare.METRICS["locks"].keys}) not in compared
+    assert out["warnings"] == [f"1 row of {a} has no match in {b}"]
+    assert main(["compare", str(a), str(b)]) == 0
+    assert "Not compared" in capsys.readouterr().out
+
+
+def test_a_null_value_on_one_side_is_left_out(capsys, results, tmp_path):
+    a, _ = results["arp"]
+    env = json.loads(a.read_text())
+    env["results"][0]["first_ms"] = None          # as when no ping was answered
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(env))
+    out = _compare_json(capsys, a, b)
+    assert len(out["results"]) == len(env["results"]) - 1
+    assert "without a value" in out["warnings"][0]
+
+
+def test_suite_and_contended_locks_results_do_not_compare(capsys, results):
+    _one_line_exit_2(capsys, ["compare", str(results["locks"][0]), str(results["contended"][0])],
+                     "cannot compare", "--contended")
+
+
+def test_results_of_two_commands_do_not_compare(capsys, results):
+    _one_line_exit_2(capsys, ["compare", str(results["info"][0]), str(results["arp"][0])],
+                     "cannot compare", "info", "arp")
+
+
+def test_no_row_in_common_is_bad_input(capsys, results, tmp_path):
+    env = json.loads(results["info"][0].read_text())
+    for r in env["results"]:
+        r["test"] += "_renamed"
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(env))
+    _one_line_exit_2(capsys, ["compare", str(results["info"][0]), str(b)], "no result rows")
+
+
+# ------------------------------------------------------------------ the verdict itself
+
+def _info_like(tmp_path, name, rows):
+    p = tmp_path / name
+    p.write_text(json.dumps({"schema": 1, "command": "info", "results": rows}))
+    return p
+
+
+def _locks_row(samples, test="t"):
+    return {"test": test, "algo": None, "variant": None, "restore": "sti", "contended": False,
+            "cycles": sorted(samples)[len(samples) // 2], "samples": samples,
+            "cycles_min": min(samples), "cycles_max": max(samples)}
+
+
+def _locks(tmp_path, name, rows):
+    p = tmp_path / name
+    p.write_text(json.dumps({"schema": 1, "command": "locks", "results": rows}))
+    return p
+
+
+def test_a_real_difference_is_beyond_noise(capsys, tmp_path):
+    a = _locks(tmp_path, "a.json", [_locks_row([10.0, 10.1, 9.9, 10.05, 9.95])])
+    b = _locks(tmp_path, "b.json", [_locks_row([20.0, 20.1, 19.9, 20.05, 19.95])])
+    [r] = _compare_json(capsys, a, b)["results"]
+    assert r["significant"] is True and r["judged_by"] == "bootstrap"
+    assert r["ratio"] == pytest.approx(2.0)
+    # by ranges, without samples
+    a = _info_like(tmp_path, "ia.json", [{"test": "x", "cycles": 1, "cycles_min": 0.9,
+                                          "cycles_max": 1.1}])
+    b = _info_like(tmp_path, "ib.json", [{"test": "x", "cycles": 2, "cycles_min": 1.9,
+                                          "cycles_max": 2.1}])
+    [r] = _compare_json(capsys, a, b)["results"]
+    assert r["significant"] is True and r["judged_by"] == "range"
+
+
+def test_one_run_a_side_has_no_noise_to_judge(capsys, tmp_path):
+    a = _locks(tmp_path, "a.json", [_locks_row([10.0])])
+    b = _locks(tmp_path, "b.json", [_locks_row([20.0])])
+    [r] = _compare_json(capsys, a, b)["results"]
+    assert r["significant"] is None and r["judged_by"] is None and r["ratio"] == 2.0
+
+
+def test_long_sample_lists_are_thinned_not_refused(capsys, tmp_path):
+    n = 20 * compare.MAX_BOOTSTRAP
+    a = _locks(tmp_path, "a.json", [_locks_row([10.0 + (i % 7) / 10 for i in range(n)])])
+    b = _locks(tmp_path, "b.json", [_locks_row([30.0 + (i % 7) / 10 for i in range(n)])])
+    [r] = _compare_json(capsys, a, b)["results"]
+    assert r["significant"] is True and r["judged_by"] == "bootstrap"
+    assert len(compare._thin(list(range(n)))) == compare.MAX_BOOTSTRAP
+
+
+@pytest.mark.parametrize("va, vb", [(0, 5), (1e-300, 1e300), (0.0, 0.0)])
+def test_an_undefined_ratio_is_null_never_nan_or_infinity(capsys, tmp_path, va, vb):
+    a = _info_like(tmp_path, "a.json", [{"test": "x", "cycles": va}])
+    b = _info_like(tmp_path, "b.json", [{"test": "x", "cycles": vb}])
+    [r] = _compare_json(capsys, a, b)["results"]   # parse_constant refuses NaN/Infinity
+    assert r["ratio"] is None and r["significant"] is None
+    assert main(["compare", str(a), str(b)]) == 0
+    assert "unknown" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ malformed input
+
+def _good_info():
+    return {"schema": 1, "command": "info", "results": [
+        {"test": "for_loop", "cycles": 1.0, "cycles_min": 0.9, "cycles_max": 1.1}]}
+
+
+def _row(**fields):
+    env = _good_info()
+    env["results"][0].update(fields)
+    return env
+
+
+def _drop(env, field):
+    env = copy.deepcopy(env)
+    del env[field]
+    return env
+
+
+def _all(*stages):
+    return {"schema": 1, "command": "all", "results": list(stages)}
+
+
+def _arp(first_ms):
+    return {"schema": 1, "command": "arp", "results": [
+        {"probe": "timer", "hz": 100, "first_ms": first_ms, "first_samples_ms": [1.0]}]}
+
+
+def _locks_env(**fields):
+    row = dict(_locks_row([1.0, 2.0, 3.0]), **fields)
+    return {"schema": 1, "command": "locks", "results": [row]}
+
+
+# name -> (file content: bytes or a JSON-able value, words the message has)
+MALFORMED = {
+    "binary": (bytes(range(256)) * 4, "not JSON"),
+    "empty": (b"", "not JSON"),
+    "not_json": (b"{not json", "not JSON"),
+    "bom_utf16": ("{}".encode("utf-16"), "not JSON"),
+    "deeply_nested": (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    "deeply_nested_in_a_row": (
+        b'{"schema": 1, "command": "info", "results": [{"test": ' + b"[" * 50_000
+        + b"]" * 50_000 + b', "cycles": 1}]}', "nested too deeply"),
+    "5000_digit_number": (b'{"schema": 1, "command": "info", "results": [{"test": "x", '
+                          b'"cycles": ' + b"9" * 5000 + b"}]}", "digits"),
+    "a_list": ([1, 2], "not an smpnet-bench result"),
+    "a_string": ("info", "not an smpnet-bench result"),
+    "no_schema": (_drop(_good_info(), "schema"), "no schema"),
+    "no_command": (_drop(_good_info(), "command"), "no schema or command"),
+    "no_results": (_drop(_good_info(), "results"), "no results"),
+    "other_schema": (dict(_good_info(), schema=2), "schema 2"),
+    "schema_true": (dict(_good_info(), schema=True), "schema True"),
+    "schema_a_list": (dict(_good_info(), schema=[1]), "schema"),
+    "command_a_list": (dict(_good_info(), command=["info"]), "command is a list"),
+    "command_null": (dict(_good_info(), command=None), "command is null"),
+    "command_unknown": (dict(_good_info(), command="compare"), "compare reads results of"),
+    "results_an_object": (dict(_good_info(), results={"test": "x"}), "results is an object"),
+    "results_a_string": (dict(_good_info(), results="rows"), "results is a string"),
+    "results_null": (dict(_good_info(), results=None), "results is null"),
+    "row_a_list": (dict(_good_info(), results=[["for_loop", 1.0]]), "results[0] is a list"),
+    "row_a_number": (dict(_good_info(), results=[7]), "results[0] is a number"),
+    "row_without_key": (dict(_good_info(), results=[{"cycles": 1.0}]), "results[0]: no 'test'"),
+    "row_without_value": (dict(_good_info(), results=[{"test": "x"}]), "no 'cycles'"),
+    "key_an_object": (_row(test={"a": 1}), "test is an object"),
+    "key_a_nested_list": (_row(test=[[1]]), "test is a list"),
+    "key_a_lone_surrogate": (_row(test="\ud800"), "test is a string"),
+    "key_nan": (_row(test=float("nan")), "test is NaN"),
+    "value_a_string": (_row(cycles="1.0"), "cycles is a string"),
+    "value_a_bool": (_row(cycles=True), "cycles is true/false"),
+    "value_a_list": (_row(cycles=[1.0]), "cycles is a list"),
+    "value_nan": (_row(cycles=float("nan")), "cycles is NaN or infinite"),
+    "value_infinity": (_row(cycles=float("inf")), "cycles is NaN or infinite"),
+    "value_1e999": (b'{"schema": 1, "command": "info", "results": [{"test": "x", '
+                    b'"cycles": 1e999}]}', "NaN or infinite"),
+    "value_beyond_a_float": (_row(cycles=10 ** 400), "too large for a float"),
+    "min_a_string": (_row(cycles_min="low"), "cycles_min is a string"),
+    "samples_a_string": (_locks_env(samples="1,2,3"), "samples is not a list"),
+    "samples_with_a_bool": (_locks_env(samples=[1.0, True, 2.0]), "samples is not a list"),
+    "samples_with_null": (_locks_env(samples=[1.0, None]), "samples is not a list"),
+    "contended_a_string": (_locks_env(contended="no"), "contended is a string"),
+    "contended_missing": (dict(_locks_env(), results=[
+        {k: v for k, v in _locks_row([1.0]).items() if k != "contended"}]), "no 'contended'"),
+    "arp_first_ms_a_list": (_arp([1.0]), "first_ms is a list"),
+    "arp_median_a_string": (_arp({"median": "1", "min": 1, "max": 1}), "first_ms.median"),
+    "duplicate_rows": (dict(_good_info(), results=_good_info()["results"] * 2),
+                       "results[1]: same key as results[0]"),
+    "all_stage_a_list": (_all([]), "results[0] is a list"),
+    "all_stage_without_name": (_all({"results": []}), "no stage name"),
+    "all_stage_name_a_number": (_all({"stage": 3, "results": []}), "no stage name"),
+    "all_stage_results_missing": (_all({"stage": "info"}), "stage 'info' has no results"),
+    "all_stage_results_an_object": (_all({"stage": "info", "results": {}}), "results is an object"),
+    "all_stage_twice": (_all({"stage": "info", "results": []}, {"stage": "info", "results": []}),
+                        "appears twice"),
+    "all_unknown_stage_twice": (_all({"stage": "x", "results": []}, {"stage": "x", "results": []}),
+                                "appears twice"),
+    "all_stage_with_a_bad_row": (_all({"stage": "info", "results": [{"cycles": 1}]}),
+                                 "stage 'info' results[0]: no 'test'"),
+}
+
+
+def _write(path, content):
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(json.dumps(content))
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_input_is_one_line_and_exit_2(capsys, tmp_path, name):
+    content, words = MALFORMED[name]
+    good = _write(tmp_path / "good.json", _good_info())
+    bad = _write(tmp_path / f"{name}.json", content)
+    for argv in (["compare", str(good), str(bad)], ["compare", str(bad), str(good), "--json"]):
+        line = _one_line_exit_2(capsys, argv, f"{name}.json", words)
+        assert "Traceback" not in line
+
+
+@pytest.mark.parametrize("name", ["binary", "deeply_nested", "5000_digit_number", "no_results",
+                                  "results_an_object", "row_without_key", "value_a_string",
+                                  "command_a_list", "all_stage_twice"])
+def test_malformed_input_from_the_command_line(tmp_path, name):
+    _write(tmp_path / "good.json", _good_info())
+    _write(tmp_path / "bad.json", MALFORMED[name][0])
+    p = subprocess.run(PY + ["compare", "good.json", "bad.json"], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 2 and p.stdout == ""
+    assert "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "bad.json" in p.stderr
+
+
+def test_dev_zero_is_refused_after_a_bounded_read(tmp_path):
+    _write(tmp_path / "good.json", _good_info())
+    p = subprocess.run(PY + ["compare", "good.json", "/dev/zero"], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == [
+        "smpnet-bench: /dev/zero: larger than 64 MiB, the most compare reads"]
+
+
+def test_a_file_over_the_bound_is_refused(capsys, tmp_path, monkeypatch):
+    good = _write(tmp_path / "good.json", _good_info())
+    monkeypatch.setattr(compare, "MAX_BYTES", good.stat().st_size - 1)
+    _one_line_exit_2(capsys, ["compare", str(good), str(good)], "good.json", "larger than")
+    monkeypatch.setattr(compare, "MAX_BYTES", good.stat().st_size)
+    assert main(["compare", str(good), str(good)]) == 0
+
+
+@pytest.mark.parametrize("which", ["missing", "directory"])
+def test_unreadable_files(capsys, tmp_path, which):
+    good = _write(tmp_path / "good.json", _good_info())
+    bad = tmp_path / "missing.json" if which == "missing" else tmp_path
+    _one_line_exit_2(capsys, ["compare", str(good), str(bad)], str(bad), "cannot read")
+
+
+def test_a_path_with_a_newline_is_still_one_line(capsys, tmp_path):
+    good = _write(tmp_path / "good.json", _good_info())
+    bad = _write(tmp_path / "two\nlines.json", [1])
+    _one_line_exit_2(capsys, ["compare", str(good), str(bad)], "not an smpnet-bench result")
+
+
+# ------------------------------------------------------------------ property: never a traceback
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=4),
+    max_leaves=12)
+BASES = {
+    "info": _good_info(),
+    "locks": _locks_env(),
+    "arp": {"schema": 1, "command": "arp", "results": [
+        {"probe": "timer", "hz": 100, "first_ms": {"min": 1.0, "median": 2.0, "max": 3.0},
+         "first_samples_ms": [1.0, 2.0, 3.0]}]},
+    "all": _all({"stage": "info", "results": _good_info()["results"]},
+                {"stage": "contended", "results": [
+                    {"test": "t", "algo": "tas", "variant": "plain", "cpus": [0, 1],
+                     "acq_per_s": 5.0}]}),
+}
+
+
+def _rows_of(env):
+    if env["command"] == "all":
+        return [r for s in env["results"] for r in s["results"]]
+    return env["results"]
+
+
+def _assert_clean(capsys, argv):
+    capsys.readouterr()
+    rc = main(argv)   # anything but a SmpnetError would raise out of here
+    captured = capsys.readouterr()
+    if rc == 0:
+        if "--json" in argv:
+            json.loads(captured.out, parse_constant=lambda c: pytest.fail(f"wrote {c}"))
+        assert captured.err == ""
+    else:
+        assert rc == 2 and captured.out == ""
+        assert len(captured.err.strip().splitlines()) == 1
+    return rc
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(base=st.sampled_from(sorted(BASES)), field=st.text(max_size=12) | st.sampled_from(
+    ["test", "cycles", "cycles_min", "cycles_max", "samples", "algo", "contended", "cpus",
+     "acq_per_s", "first_ms", "first_samples_ms", "probe", "hz", "restore", "variant"]),
+    value=JSONISH, as_json=st.booleans())
+def test_any_json_value_in_a_row_field_never_gives_a_traceback(
+        capsys, tmp_path_factory, base, field, value, as_json):
+    d = tmp_path_factory.mktemp("prop", numbered=True)
+    env = copy.deepcopy(BASES[base])
+    for row in _rows_of(env):
+        row[field] = value
+    a = _write(d / "a.json", BASES[base])
+    b = _write(d / "b.json", env)
+    for argv in (["compare", str(a), str(b)], ["compare", str(b), str(b)]):
+        _assert_clean(capsys, argv + (["--json"] if as_json else []))
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(["schema", "command", "results", "machine"]), value=JSONISH,
+       whole=JSONISH)
+def test_any_json_envelope_never_gives_a_traceback(capsys, tmp_path_factory, key, value, whole):
+    d = tmp_path_factory.mktemp("prop", numbered=True)
+    a = _write(d / "a.json", _good_info())
+    b = _write(d / "b.json", dict(_good_info(), **{key: value}))
+    c = _write(d / "c.json", whole)
+    _assert_clean(capsys, ["compare", str(a), str(b), "--json"])
+    assert _assert_clean(capsys, ["compare", str(a), str(c)]) == 2
+
+
+def test_ratio_of_the_same_finite_values_is_exactly_one():
+    for v in (1, 3.0, 1e-300, 1e300, -2.5, 10 ** 300):
+        assert compare._ratio(v, v) == 1.0
+    assert compare._ratio(0, 1) is None and compare._ratio(1e-300, 1e300) is None
+    assert compare._ratio(3, 10 ** 400) is None          # OverflowError inside
+    assert compare._ratio(1e-300, 10 ** 300) is None     # inf
+    assert compare._ratio(2, 1) == 0.5
