@@ -6,12 +6,9 @@ Envelope (schema 1):
 A verdict: {"seed", "claim", "reference", "measured", "interval", "verdict"}.
 """
 import json
-import os
-import tempfile
 
 from . import __version__, _core, stats, sysinfo
 from .cpus import format_cpus
-from .errors import BadInput
 from .tsc import tsc_info
 
 SCHEMA = 1
@@ -38,56 +35,6 @@ def envelope(command, cpus, params, results=(), verdicts=(), warnings=(), facts=
         "verdicts": list(verdicts),
         "warnings": list(warnings),
     }
-
-
-def check_output_path(path):
-    """Fail before a long run, not after it, if its JSON cannot be saved."""
-    if path is None:
-        return
-    if not path.strip():
-        raise BadInput("--output needs a file name")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise BadInput(f"--output {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise BadInput(f"--output {path}: directory {parent} is not writable")
-    if os.path.isdir(path):
-        raise BadInput(f"--output {path}: is a directory")
-
-
-def write_json(env, path):
-    """Write the result to PATH; never lose it.
-
-    A regular file (or a new one) is written atomically, through a temporary
-    file renamed over it, so a reader never sees half a file. Anything else
-    (/dev/stdout, a FIFO) is written in place: renaming over it would
-    replace the device node itself. If PATH cannot be written, the result
-    goes to a file in the temporary directory and the error names it.
-    """
-    text = dumps(env) + "\n"
-    real = os.path.realpath(path)
-    try:
-        if os.path.exists(real) and not os.path.isfile(real):
-            with open(real, "w") as f:
-                f.write(text)
-            return
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=".smpnet-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it
-            os.replace(tmp, real)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as e:
-        fd, saved = tempfile.mkstemp(prefix=f"smpnet-{env.get('command', 'result')}-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        raise BadInput(f"cannot write --output {path}: {e.strerror or e}; "
-                       f"the result was saved to {saved}") from None
 
 
 def dumps(env):
