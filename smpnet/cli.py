@@ -7,10 +7,9 @@ import argparse
 import signal
 import sys
 
-from . import __version__, report
+from . import __version__, output, report
 from .cpus import format_cpus, parse_cpus
 from .errors import BadInput, SmpnetError
-from .machine import raise_interrupt
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,33 +19,25 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(f"{message} (see {self.prog} --help)")
 
 
-def _int_at_least(low):
-    def parse(text):
+def _bounded(option):
+    """The argparse type of a numeric option: its bound from bounds.BOUNDS."""
+    from . import bounds
+
+    def check(text):
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{value} is below the minimum, {low}")
-        return value
-    return parse
-
-
-def _seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"{text} s is outside (0, 3600]")
-    return value
+            return bounds.parse(option, text)
+        except BadInput as e:  # argparse puts "argument --x: " before it
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return check
 
 
 def _machine_options(p):
-    p.add_argument("--ncpus", type=_int_at_least(1), metavar="N",
+    p.add_argument("--ncpus", type=_bounded("--ncpus"), metavar="N",
                    help="emulated CPUs (default: one per selected real CPU)")
     p.add_argument("--oversubscribe", action="store_true",
                    help="allow more emulated CPUs than real ones (timings then not valid)")
+    p.add_argument("--long", action="store_true",
+                   help="allow a run estimated at over an hour (refused without it)")
 
 
 def _common(p):
@@ -82,9 +73,9 @@ def build_parser():
                    help=f"lock algorithms: {','.join(locks.ALGOS)} or all (default: qspinlock)")
     p.add_argument("--variant", default="all", metavar="LIST",
                    help=f"lock variants: {','.join(locks.VARIANTS)} or all (default: all)")
-    p.add_argument("--loops", type=_int_at_least(1), metavar="N",
+    p.add_argument("--loops", type=_bounded("--loops"), metavar="N",
                    help="ops per round (default: calibrated to 10 ms per round)")
-    p.add_argument("--rounds", type=_int_at_least(1), default=10, metavar="R",
+    p.add_argument("--rounds", type=_bounded("--rounds"), default=10, metavar="R",
                    help="measured rounds per test, after one warm-up round (default: 10)")
     p.add_argument("--restore", choices=locks.RESTORES, default="sti",
                    help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
@@ -92,9 +83,9 @@ def build_parser():
                    help="run the lock/IRQ checker and report what it finds")
     p.add_argument("--contended", action="store_true",
                    help="every selected CPU hammers one shared lock")
-    p.add_argument("--hold-cycles", type=_int_at_least(0), default=0, metavar="N",
+    p.add_argument("--hold-cycles", type=_bounded("--hold-cycles"), default=0, metavar="N",
                    help="with --contended: critical-section length in TSC cycles (default: 0)")
-    p.add_argument("--duration", type=_seconds, default=0.5, metavar="S",
+    p.add_argument("--duration", type=_bounded("--duration"), default=0.5, metavar="S",
                    help="with --contended: seconds per algorithm and variant (default: 0.5)")
     p.set_defaults(func=cmd_locks)
 
@@ -109,18 +100,18 @@ def build_parser():
     _machine_options(p)
     p.add_argument("--strategy", default="all", metavar="LIST",
                    help=f"defer list strategies: {','.join(defer.STRATEGIES)} or all (default)")
-    p.add_argument("--rx-cpus", type=_int_at_least(1), metavar="N",
+    p.add_argument("--rx-cpus", type=_bounded("--rx-cpus"), metavar="N",
                    help="how many emulated CPUs receive; the rest consume (default: half)")
     amount = p.add_mutually_exclusive_group()
-    amount.add_argument("--skbs", type=_int_at_least(1), metavar="N",
+    amount.add_argument("--skbs", type=_bounded("--skbs"), metavar="N",
                         help="skbs to receive per run (default: run for --duration)")
-    amount.add_argument("--duration", type=_seconds, metavar="S",
+    amount.add_argument("--duration", type=_bounded("--duration"), metavar="S",
                         help=f"seconds per run (default: {defer.DURATION})")
-    p.add_argument("--defer-max", type=_int_at_least(1), default=defer.DEFER_MAX, metavar="N",
+    p.add_argument("--defer-max", type=_bounded("--defer-max"), default=defer.DEFER_MAX, metavar="N",
                    help=f"net.core.skb_defer_max (default: {defer.DEFER_MAX})")
-    p.add_argument("--batch", type=_int_at_least(1), default=defer.BATCH, metavar="N",
+    p.add_argument("--batch", type=_bounded("--batch"), default=defer.BATCH, metavar="N",
                    help=f"skbs a consumer takes from a ring at a time (default: {defer.BATCH})")
-    p.add_argument("--repeat", type=_int_at_least(1), default=defer.REPEAT, metavar="R",
+    p.add_argument("--repeat", type=_bounded("--repeat"), default=defer.REPEAT, metavar="R",
                    help=f"runs per strategy, interleaved (default: {defer.REPEAT})")
     p.add_argument("--lock", default="qspinlock", metavar="ALGO",
                    help="algorithm of defer_lock and the pool lock (default: qspinlock)")
@@ -140,11 +131,11 @@ def build_parser():
     p.add_argument("--mode", default="all", metavar="LIST",
                    help=f"loopback modes: {','.join(loopback.MODES)} or all (default)")
     amount = p.add_mutually_exclusive_group()
-    amount.add_argument("--packets", type=_int_at_least(1), metavar="N",
+    amount.add_argument("--packets", type=_bounded("--packets"), metavar="N",
                         help="packets per run, all CPUs together (default: --duration)")
-    amount.add_argument("--duration", type=_seconds, metavar="S",
+    amount.add_argument("--duration", type=_bounded("--duration"), metavar="S",
                         help=f"seconds per run (default: {loopback.DURATION})")
-    p.add_argument("--size", type=_int_at_least(1), default=loopback.SIZE, metavar="BYTES",
+    p.add_argument("--size", type=_bounded("--size"), default=loopback.SIZE, metavar="BYTES",
                    help=f"request and reply size (default: {loopback.SIZE})")
     ack = p.add_mutually_exclusive_group()
     ack.add_argument("--ack-in-rx", dest="ack_in_rx", action="store_true", default=True,
@@ -155,7 +146,7 @@ def build_parser():
                    help="inject the ACK-of-ACK bug: a transmit in every receive")
     p.add_argument("--stack", choices=tuple(loopback.STACKS), default="16k",
                    help="emulated THREAD_SIZE (default: 16k)")
-    p.add_argument("--repeat", type=_int_at_least(1), default=loopback.REPEAT, metavar="R",
+    p.add_argument("--repeat", type=_bounded("--repeat"), default=loopback.REPEAT, metavar="R",
                    help=f"runs per mode, interleaved (default: {loopback.REPEAT})")
     p.add_argument("--scaling", action="store_true",
                    help="run on 1, 2, ... N CPUs: the shared refcnt line's cost as CPUs are added")
@@ -172,12 +163,12 @@ def build_parser():
     _machine_options(p)
     p.add_argument("--probe", default="all", metavar="LIST",
                    help="probe modes: timer,immediate or all (default)")
-    p.add_argument("--hz", type=int, default=100, metavar="N",
+    p.add_argument("--hz", type=_bounded("--hz"), default=100, metavar="N",
                    help=f"the kernel's HZ: {', '.join(map(str, arp.HZ_VALUES))} (default: 100)")
-    p.add_argument("--trials", type=_int_at_least(1), metavar="N",
+    p.add_argument("--trials", type=_bounded("--trials"), metavar="N",
                    help=f"arp -d + ping rounds per mode (default: {arp.TRIALS}, "
                         f"{arp.PEER_DOWN_TRIALS} with --peer-down)")
-    p.add_argument("--count", type=_int_at_least(1), default=arp.COUNT, metavar="N",
+    p.add_argument("--count", type=_bounded("--count"), default=arp.COUNT, metavar="N",
                    help=f"pings per trial, as ping -c (default: {arp.COUNT})")
     p.add_argument("--peer-down", action="store_true",
                    help="host B answers nothing: 3 probes, then FAILED and an error to each "
@@ -200,13 +191,20 @@ def build_parser():
                    help="write PNG pictures of each experiment to DIR (needs matplotlib)")
     p.set_defaults(func=cmd_all)
 
+    from . import compare
     p = sub.add_parser(
         "compare", help="compare two results of the same command",
-        description="For each result row of A and B: both values, the ratio B/A, and whether "
-                    "the difference exceeds the noise of both runs.")
+        description="For each result row of A and B (matched by what identifies it; an "
+                    "`all` result stage by stage): both values, the ratio B/A, and whether "
+                    "the difference exceeds the noise of both runs. Reads results of info, "
+                    f"locks, defer, loopback, arp and all, up to {compare.MAX_BYTES >> 20} "
+                    "MiB each; anything else is one line and exit code 2. "
+                    "See docs/compare.md.")
     p.add_argument("a", metavar="A.json")
     p.add_argument("b", metavar="B.json")
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print the comparison as JSON (the common envelope; results are "
+                        "the rows)")
     p.set_defaults(func=cmd_compare)
     return parser
 
@@ -216,7 +214,7 @@ def cmd_info(args):
     from .time_bench import time_bench
 
     cpus = parse_cpus(args.cpus)
-    report.check_output_path(args.output)
+    args.output_target = output.prepare(args.output)
     facts = report.machine(cpus)
     warnings = sysinfo.timing_warnings(facts)
     # What a timestamp and an empty loop iteration cost here, measured now:
@@ -232,13 +230,13 @@ def cmd_info(args):
 
 
 def cmd_locks(args):
-    from . import sysinfo
+    from . import bounds, sysinfo
     from .scenarios import locks
 
     cpus = parse_cpus(args.cpus)
     algos = locks.parse_list(args.algo, locks.ALGOS, "lock algorithm")
     variants = locks.parse_list(args.variant, locks.VARIANTS, "lock variant")
-    report.check_output_path(args.output)
+    args.output_target = output.prepare(args.output)
     params = {"cpus": format_cpus(cpus), "algo": algos, "variant": variants,
               "restore": args.restore, "check": args.check, "contended": args.contended}
     facts = report.machine(cpus)
@@ -248,6 +246,8 @@ def cmd_locks(args):
         warnings.append("the checker is on: timings include its checks")
     verdicts = []
     if args.contended:
+        bounds.check_run_time(locks.contended_seconds(len(algos) * len(variants), args.duration),
+                              args.long, "this run")
         params.update(duration_s=args.duration, hold_cycles=args.hold_cycles,
                       ncpus=args.ncpus or len(cpus))
         rows, reports = locks.run_contended(
@@ -258,6 +258,8 @@ def cmd_locks(args):
     else:
         if args.ncpus or args.oversubscribe:
             raise BadInput("--ncpus and --oversubscribe apply to --contended runs only")
+        bounds.check_run_time(locks.suite_seconds(len(locks.suite_plan(algos, variants)),
+                                                  args.loops, args.rounds), args.long, "this run")
         params.update(loops=args.loops, rounds=args.rounds, cpu=cpus[0])
         rows, reports = locks.run_suite(
             cpus[0], algos, variants, loops=args.loops, rounds=args.rounds,
@@ -275,15 +277,17 @@ def cmd_locks(args):
 
 
 def cmd_defer(args):
-    from . import sysinfo
+    from . import bounds, sysinfo
     from .scenarios import defer, locks
 
     cpus = parse_cpus(args.cpus)
     strategies = locks.parse_list(args.strategy, defer.STRATEGIES, "defer strategy")
     if args.lock not in locks.ALGOS:
         raise BadInput(f"--lock takes one lock algorithm: {', '.join(locks.ALGOS)}")
-    report.check_output_path(args.output)
+    args.output_target = output.prepare(args.output)
     ncpus = args.ncpus or len(cpus)
+    bounds.check_run_time(defer.estimate_seconds(len(strategies), args.repeat, args.skbs,
+                                                 args.duration), args.long, "this run")
     facts = report.machine(cpus)
     warnings = sysinfo.timing_warnings(facts, oversubscribed=ncpus > len(cpus))
     if args.check:
@@ -303,17 +307,20 @@ def cmd_defer(args):
     env = report.envelope("defer", cpus, params, rows, verdicts, warnings, facts=facts)
     _emit(args, env, lambda: report.defer_text(rows, verdicts, params, args.check)
           + report.warnings_text(warnings))
-    return 1 if not all(r["conserved"] for r in rows) else 0
+    return _exit_rule("defer", _broken(defer.invariant_failures(rows)))
 
 
 def cmd_loopback(args):
-    from . import sysinfo
+    from . import bounds, sysinfo
     from .scenarios import locks, loopback
 
     cpus = parse_cpus(args.cpus)
     modes = locks.parse_list(args.mode, loopback.MODES, "loopback mode")
-    report.check_output_path(args.output)
+    args.output_target = output.prepare(args.output)
     ncpus = args.ncpus or len(cpus)
+    bounds.check_run_time(loopback.estimate_seconds(ncpus, len(modes), args.repeat, args.packets,
+                                                    args.duration, args.scaling),
+                          args.long, "this run")
     facts = report.machine(cpus)
     warnings = sysinfo.timing_warnings(facts, oversubscribed=ncpus > len(cpus))
     rows, verdicts, why_not = loopback.run(
@@ -331,20 +338,23 @@ def cmd_loopback(args):
     env = report.envelope("loopback", cpus, params, rows, verdicts, warnings, facts=facts)
     _emit(args, env, lambda: report.loopback_text(rows, verdicts, params)
           + report.warnings_text(warnings))
-    ok = all(r["conserved"] and r["lstats_packets"] == r["packets"] and
-             r["depth_returns_to_0"] and r["refcnt_returns_to_0"] for r in rows)
-    return 0 if ok else 1
+    return _exit_rule("loopback", _broken(loopback.invariant_failures(rows)))
 
 
 def cmd_arp(args):
-    from . import sysinfo
+    from . import bounds, sysinfo
     from .scenarios import arp, locks
 
     cpus = parse_cpus(args.cpus)
     probes = locks.parse_list(args.probe, arp.PROBES, "probe mode")
-    report.check_output_path(args.output)
+    args.output_target = output.prepare(args.output)
     if args.ncpus not in (None, 2):
         raise BadInput("the ARP experiment runs two hosts: --ncpus 2 or nothing")
+    trials = args.trials or (arp.PEER_DOWN_TRIALS if args.peer_down else arp.TRIALS)
+    arp.validate(args.hz, trials, args.count, args.peer_down)
+    bounds.check_run_time(len(probes) * arp.probe_seconds(args.hz, trials, args.count,
+                                                          args.peer_down),
+                          args.long, "this run")
     facts = report.machine(cpus)
     oversubscribed = len(cpus) < 2
     if oversubscribed and not args.oversubscribe:
@@ -369,13 +379,20 @@ def cmd_all(args):
     from . import plot, suite
 
     cpus = parse_cpus(args.cpus)
-    report.check_output_path(args.output)
+    args.output_target = output.prepare(args.output)
     if args.plot:
         plot.require()
         plot.check_dir(args.plot)
     stages, verdicts, warnings = suite.run(cpus, quick=args.quick)
     env = suite.envelope(cpus, stages, verdicts, warnings, args.quick)
-    pictures = plot.write_all(env, args.plot) if args.plot else []
+    # The JSON first: a picture that cannot be drawn must not lose the run.
+    failed = _save(args, env)
+    pictures, problems = [], _broken(suite.invariant_failures(stages))
+    if args.plot:
+        try:
+            pictures = plot.write_all(env, args.plot)
+        except OSError as e:
+            problems.append(f"pictures not written to {args.plot}: {e.strerror or e}")
 
     def text():
         lines = [f"smpnet-bench all{' --quick' if args.quick else ''} on CPUs "
@@ -393,8 +410,21 @@ def cmd_all(args):
             lines.append("Pictures: " + ", ".join(pictures))
         return "\n".join(lines) + report.warnings_text(env["warnings"])
 
-    _emit(args, env, text)
-    return 0
+    _show(args, env, text, failed)
+    return _exit_rule("all", problems)
+
+
+def _exit_rule(command, problems):
+    """Exit 1, naming each, when a finished run has problems: a broken
+    invariant of the model (conservation, lstats, refcnt: its figures
+    cannot be trusted), pictures that could not be drawn."""
+    for p in problems:
+        print(f"smpnet-bench {command}: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _broken(invariants):
+    return [f"invariant failed: {f}" for f in invariants]
 
 
 def cmd_compare(args):
@@ -403,31 +433,63 @@ def cmd_compare(args):
     from . import compare
 
     a, b = compare.load(args.a), compare.load(args.b)
-    rows = compare.compare(a, b)
-    if not rows:
-        raise BadInput(f"{args.a} and {args.b} have no result rows in common")
+    rows = compare.compare(a, b)   # a BadInput when nothing matches
+    notes = compare.notes(a, b, rows)
     if args.json:
-        print(json.dumps({"a": args.a, "b": args.b, "command": a["command"], "rows": rows},
-                         indent=2))
+        cpus = parse_cpus("all")
+        env = report.envelope("compare", cpus, {"a": a.path, "b": b.path,
+                                                "command": a.command}, rows, warnings=notes)
+        print(json.dumps(env, indent=2, allow_nan=False))
     else:
-        print(compare.text(rows, args.a, args.b))
+        print(compare.text(rows, args.a, args.b, notes))
     return 0
 
 
 def _emit(args, env, text):
-    if args.output:
-        report.write_json(env, args.output)
-    if args.json:
-        print(report.dumps(env))
-    else:
-        print(text())
+    """Write --output, then print the text (or the JSON); raise afterwards
+    if the file could not be written (the result was saved elsewhere)."""
+    _show(args, env, text, _save(args, env))
+
+
+def _save(args, env):
+    """Write the result to --output; the OutputFailed to raise later, if any."""
+    target = getattr(args, "output_target", None)
+    if target is None and args.output:
+        target = output.prepare(args.output)
+    try:
+        output.write(env, target)
+    except output.OutputFailed as e:
+        return e  # saved elsewhere: still print the result, then say so
+    return None
+
+
+def _show(args, env, text, failed=None):
+    try:
+        # flushed here: a reader of stdout that is gone is a BrokenPipeError
+        # main() answers, not an error at exit
+        print(report.dumps(env) if args.json else text(), flush=True)
+    finally:
+        if failed is not None:
+            raise failed
 
 
 def main(argv=None):
-    parser = build_parser()
-    # SIGTERM ends a run the way Ctrl-C does: workers stopped, segment removed.
-    signal.signal(signal.SIGTERM, raise_interrupt)
+    """Run one command; returns its exit code. The first SIGINT, SIGTERM,
+    SIGHUP or SIGQUIT stops the run cleanly (workers stopped and reaped,
+    exit 130); any more are ignored until that is done. The caller's
+    handlers are back when it returns."""
+    from .entry import INTERRUPTS
+
+    interrupted = []
+
+    def interrupt(signum, frame):
+        if not interrupted:
+            interrupted.append(signum)
+            raise KeyboardInterrupt
+
+    old = {sig: signal.signal(sig, interrupt) for sig in INTERRUPTS}
     try:
+        parser = build_parser()
         args = parser.parse_args(argv)
         return args.func(args)
     except SmpnetError as e:
@@ -438,6 +500,9 @@ def main(argv=None):
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

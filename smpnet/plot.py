@@ -21,11 +21,15 @@ def require():
 
 
 def check_dir(path):
+    """Refuse, before the run, a --plot DIR whose pictures cannot be written."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise BadInput(f"--plot {path}: exists and is not a directory")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise BadInput(f"--plot {path}: directory {parent} does not exist")
+    where = path if os.path.isdir(path) else parent
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise BadInput(f"--plot {path}: directory {where} is not writable")
 
 
 def write_all(env, directory):

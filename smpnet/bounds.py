@@ -1,0 +1,83 @@
+"""The bounds of every numeric option, and the one-hour rule.
+
+One table: the command line's parsers take their limits from it, and
+docs/cli.md's table is checked against it by a test. A value outside its
+bound is refused before anything starts (one line, exit code 2), so no
+option can make smpnet build a plan without end, wrap a C counter, or run
+for ever. Within the bounds, a request whose estimated run time is over an
+hour is refused too, unless the user asks for it with --long.
+"""
+import re
+
+from . import layout
+from .errors import BadInput
+from .machine import MAX_CPUS
+from .scenarios import arp, defer, loopback
+
+LONG_RUN_S = 3600.0
+
+# option: (lowest, highest, unit). Where a bound comes from:
+#   --ncpus      Machine.MAX_CPUS (qspinlock's tail field allows 16383)
+#   --loops      a round of 1e9 ops takes seconds to a minute
+#   --hold-cycles  about 4 s at 2.5 GHz; it must also fit in --duration
+#   --skbs, --packets  2^40: far past an hour at any rate seen, below every C counter
+#   --defer-max  65536, the pool is sized from it
+#   --batch      layout.SKB_RING_SIZE, the ring's length
+#   --size       65535, an IPv4 datagram
+#   --count      64, ping results per trial in the segment
+#   --trials     100000 (20 with --peer-down: each waits ~3 s)
+BOUNDS = {
+    "--ncpus": (1, MAX_CPUS, "emulated CPUs"),
+    "--loops": (1, 10**9, "ops per round"),
+    "--rounds": (1, 1000, "rounds"),
+    "--hold-cycles": (0, 10**10, "TSC cycles"),
+    "--duration": (0.001, 3600.0, "seconds"),
+    "--rx-cpus": (1, MAX_CPUS - 1, "CPUs"),
+    "--skbs": (1, defer.MAX_SKBS, "skbs"),
+    "--defer-max": (1, defer.MAX_DEFER_MAX, "skbs"),
+    "--batch": (1, layout.SKB_RING_SIZE, "skbs"),
+    "--repeat": (1, defer.MAX_REPEAT, "runs"),
+    "--packets": (1, loopback.MAX_PACKETS, "packets"),
+    "--size": (1, 65535, "bytes"),
+    "--trials": (1, arp.MAX_TRIALS, "trials"),
+    "--count": (1, arp.MAX_COUNT, "pings"),
+    "--hz": (100, 1000, "Hz"),
+}
+
+_INTEGER = re.compile(r"[0-9]{1,20}")
+_DECIMAL = re.compile(r"[0-9]{1,12}(\.[0-9]{0,12})?|\.[0-9]{1,12}")
+
+
+def parse(option, text):
+    """An option's value within its bound: a whole number in ASCII digits
+    (int() would also take '1_000', '+1' and full-width digits), or for
+    seconds a plain decimal number."""
+    low, high, unit = BOUNDS[option]
+    seconds = isinstance(high, float)
+    pattern, kind = (_DECIMAL, "plain decimal number") if seconds else (_INTEGER, "whole number")
+    bound = f"give {_num(low)} to {_num(high)} {unit}"
+    if not pattern.fullmatch(text):
+        raise BadInput(f"{text!r} is not a {kind} ({bound})")
+    value = float(text) if seconds else int(text)
+    if not low <= value <= high:
+        raise BadInput(f"{text} is out of range ({bound})")
+    return value
+
+
+def _num(v):
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def check_run_time(seconds, allow_long, what):
+    """Refuse a run estimated at over an hour unless --long was given."""
+    if seconds > LONG_RUN_S and not allow_long:
+        raise BadInput(f"{what} would take about {_duration(seconds)} (estimated): "
+                       f"over an hour, so pass --long if you mean it")
+
+
+def _duration(seconds):
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.3g} days"
