@@ -1,21 +1,35 @@
-"""smpnet: a multiprocess SMP emulator for the Linux networking fast path."""
-from importlib.metadata import PackageNotFoundError, version
+"""smpnet: a multiprocess SMP emulator for the Linux networking fast path.
 
-try:
-    __version__ = version("smpnet")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.1.0+src"
-
-try:
-    from . import _core  # noqa: F401
-except ImportError as e:  # a source checkout on sys.path, not the installed package
-    raise ImportError(
-        f"smpnet's compiled core is missing ({e}): install smpnet with `pip install .`, "
-        "or build it in place with `python setup.py build_ext --inplace`; "
-        "running from the source directory imports the unbuilt sources") from None
-
-from .errors import BadInput, Interrupted, RunFailed, SegmentError, SmpnetError, WorkerDied  # noqa: E402
-from .machine import CpuContext, Machine  # noqa: E402
+Importing the package loads nothing heavy (no numpy, no compiled core):
+`smpnet-bench` must be able to handle a signal from its first milliseconds.
+Machine, CpuContext, _core and __version__ load on first use (PEP 562).
+"""
+from .errors import BadInput, Interrupted, RunFailed, SegmentError, SmpnetError, WorkerDied
 
 __all__ = ["Machine", "CpuContext", "SmpnetError", "BadInput", "SegmentError",
            "RunFailed", "WorkerDied", "Interrupted", "__version__"]
+
+
+def __getattr__(name):
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            value = version("smpnet")
+        except PackageNotFoundError:  # running from a source tree
+            value = "0.1.0+src"
+    elif name == "_core":
+        import importlib
+        try:
+            value = importlib.import_module("._core", __name__)
+        except ImportError as e:  # a source checkout on sys.path, not the installed package
+            raise ImportError(
+                f"smpnet's compiled core is missing ({e}): install smpnet with `pip install .`, "
+                "or build it in place with `python setup.py build_ext --inplace`; "
+                "running from the source directory imports the unbuilt sources") from None
+    elif name in ("Machine", "CpuContext"):
+        from . import machine
+        value = getattr(machine, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value

@@ -1,6 +1,9 @@
-"""Ctrl-C, SIGTERM and SIGKILL of the coordinator: nothing is left behind."""
+"""Signals to the coordinator, to a worker and to the whole process group, at
+any moment: the exit code and line they promise, and nothing left behind
+(no worker, no process mapping a segment)."""
 import json
 import os
+import random
 import select
 import signal
 import subprocess
@@ -8,12 +11,13 @@ import sys
 import textwrap
 import time
 
+import psutil
 import pytest
 
-from conftest import smpnet_segments
+from conftest import segment_holders
 
 # A coordinator whose workers poll the stop flag for up to 60 s. It prints the
-# segment name and the worker pids as JSON once every worker is running.
+# segment's inode and the worker pids as JSON once every worker is running.
 SCRIPT = textwrap.dedent("""
     import json, sys, threading, time
     from smpnet import Machine, SmpnetError, _core, layout
@@ -28,7 +32,7 @@ SCRIPT = textwrap.dedent("""
                 if time.monotonic() > deadline:
                     return
                 time.sleep(0.01)
-            print(json.dumps({"segment": m.segment.name,
+            print(json.dumps({"inode": m.segment.inode,
                               "pids": [int(p) for p in m.cpu_state["pid"]]}), flush=True)
         threading.Thread(target=announce, daemon=True).start()
         try:
@@ -75,10 +79,10 @@ def wait_until(cond, limit=10.0):
     return cond()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_stops_workers_and_removes_segment(sig, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
+def test_interrupt_stops_workers_and_frees_the_segment(sig, tmp_path):
     p, info = start(tmp_path)
-    assert info["segment"] in smpnet_segments()
+    assert set(info["pids"]) <= set(segment_holders(info["inode"]))
     t0 = time.monotonic()
     p.send_signal(sig)
     _, err = p.communicate(timeout=30)
@@ -86,16 +90,151 @@ def test_interrupt_stops_workers_and_removes_segment(sig, tmp_path):
     assert p.returncode == 130
     assert "interrupted" in err and "Traceback" not in err
     assert all(gone(pid) for pid in info["pids"])
-    assert info["segment"] not in smpnet_segments()
+    assert segment_holders(info["inode"]) == []
 
 
 def test_coordinator_sigkill_leaves_nothing_behind(tmp_path):
     p, info = start(tmp_path)
     p.kill()
     p.wait(timeout=30)
-    # workers die with their parent (PR_SET_PDEATHSIG); the resource tracker
-    # unlinks the segment the dead coordinator left
+    # workers die with their parent (PR_SET_PDEATHSIG); the segment has no
+    # name, so it goes with them: no helper process is needed
     assert wait_until(lambda: all(gone(pid) for pid in info["pids"]))
-    assert wait_until(lambda: info["segment"] not in smpnet_segments())
+    assert wait_until(lambda: segment_holders(info["inode"]) == [])
     p.stderr.close()
     p.stdout.close()
+
+
+# ------------------------------------------------------------ smpnet-bench, at random moments
+
+# A short run that forks workers eight times over about 2 s: longer than the
+# latest moment a signal is sent (1.2 s), on one CPU too.
+RUN = ["defer", "--duration", "0.2", "--repeat", "4", "--strategy", "irq,irqsave",
+       "--ncpus", "2", "--oversubscribe"]
+# the moments: seeded, so a failure repeats; from 50 ms (the interpreter is up:
+# see docs/faults.md for its first milliseconds) to past the first fork
+MOMENTS = random.Random(20261130)
+
+
+def _bench(tmp_path, marker):
+    """smpnet-bench in its own process group; `marker` in its argv finds its
+    workers (forks of it, with the same command line) after it is gone."""
+    exe = [sys.executable, "-m", "smpnet"] + RUN + ["--output", str(tmp_path / marker)]
+    return subprocess.Popen(exe, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, start_new_session=True)
+
+
+def _survivors(marker):
+    out = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and any(
+                    marker in a for a in (p.info["cmdline"] or [])):
+                out.append(p.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+def _finish(p, marker, t0):
+    out, err = p.communicate(timeout=30)
+    took = time.monotonic() - t0
+    # The segment has no name: only a process of this run could keep it, and
+    # every process of this run carries the marker in its command line.
+    assert wait_until(lambda: _survivors(marker) == [], 5), "a process outlived the run"
+    return out, err, took
+
+
+def _one_line(err):
+    """The message lines of stderr (progress lines aside)."""
+    return [ln for ln in err.splitlines() if not ln.startswith("smpnet-bench defer: [")]
+
+
+CASES = [(target, sig) for target, sigs in (
+    ("coordinator", (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)),
+    ("group", (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGKILL)),
+    ("worker", (signal.SIGKILL, signal.SIGTERM)),
+) for sig in sigs]
+
+
+@pytest.mark.parametrize("target,sig", CASES, ids=[f"{t}-{s.name}" for t, s in CASES])
+def test_a_signal_at_a_random_moment(target, sig, tmp_path):
+    for attempt in range(2):
+        marker = f"sig-{target}-{sig.name}-{attempt}.json"
+        p = _bench(tmp_path, marker)
+        t0 = time.monotonic()
+        if target == "worker":
+            # a random moment once workers exist: the first child found after it
+            time.sleep(MOMENTS.uniform(0.3, 1.2))
+            deadline = time.monotonic() + 10
+            victim = None
+            while victim is None and time.monotonic() < deadline and p.poll() is None:
+                kids = psutil.Process(p.pid).children()
+                victim = kids[0].pid if kids else None
+                if victim is None:
+                    time.sleep(0.005)
+            if victim is None:
+                p.kill()
+                _finish(p, marker, t0)
+                continue  # between two runs for 10 s: try again
+            t0 = time.monotonic()
+            os.kill(victim, sig)
+            _, err, took = _finish(p, marker, t0)
+            assert p.returncode == 1, err
+            lines = _one_line(err)
+            assert len(lines) == 1 and "Traceback" not in err, err
+            assert f"pid {victim}) was killed by {sig.name}" in lines[0]
+            assert "emulated CPU" in lines[0] and "real CPU" in lines[0]
+        else:
+            time.sleep(MOMENTS.uniform(0.05, 1.2))
+            t0 = time.monotonic()
+            if target == "group":
+                os.killpg(p.pid, sig)
+            else:
+                p.send_signal(sig)
+            _, err, took = _finish(p, marker, t0)
+            if sig == signal.SIGKILL:
+                assert p.returncode == -signal.SIGKILL
+            else:
+                assert p.returncode == 130, err
+                lines = _one_line(err)
+                assert len(lines) == 1 and lines[0].startswith("smpnet-bench: interrupted"), err
+                assert "Traceback" not in err
+        # a stop is the stop flag, a grace period of 1 s and SIGKILL at worst
+        assert took < 3.0
+        assert not (tmp_path / marker).exists()  # an interrupted run writes no result
+
+
+def test_a_second_sigint_does_not_cut_the_stop_short(tmp_path):
+    marker = "twice.json"
+    p = _bench(tmp_path, marker)
+    time.sleep(0.6)
+    p.send_signal(signal.SIGINT)
+    time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    _, err, took = _finish(p, marker, time.monotonic())
+    assert p.returncode == 130
+    assert len(_one_line(err)) == 1 and "Traceback" not in err, err
+
+
+def test_a_stopped_worker_is_found_and_named(tmp_path):
+    """SIGSTOP on a worker: the watchdog ends the run a few seconds past its
+    expected length, naming the CPU, its pid and its state."""
+    marker = "stopped.json"
+    p = _bench(tmp_path, marker)
+    deadline = time.monotonic() + 10
+    kids = []
+    while not kids and time.monotonic() < deadline:
+        kids = psutil.Process(p.pid).children()
+        time.sleep(0.005)
+    assert kids, "no worker ever started"
+    victim = kids[-1].pid
+    os.kill(victim, signal.SIGSTOP)
+    t0 = time.monotonic()
+    _, err, took = _finish(p, marker, t0)
+    assert p.returncode == 1, err
+    lines = _one_line(err)
+    assert len(lines) == 1, err
+    assert f"pid {victim}) made no progress: stopped" in lines[0]
+    assert "s into a run expected to take" in lines[0]
+    assert took < 10  # 0.2 s expected + 3 s and a tenth, a 1 s grace
