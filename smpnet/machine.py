@@ -40,6 +40,7 @@ MAX_CPUS = 4096     # emulated CPUs; qspinlock's 14-bit tail CPU field allows 16
 # a tenth more for long runs, whose estimates are rougher.
 WATCHDOG_SLACK_S = 3.0
 WATCHDOG_SLACK_SHARE = 0.1
+WATCHDOG_POLL_S = 0.5  # how often a run's progress count is read
 # What ends a run the way Ctrl-C does: SIGHUP is a closed terminal, SIGQUIT
 # Ctrl-\. Workers ignore the terminal's signals (the coordinator decides
 # how a run ends) and die with it (PDEATHSIG).
@@ -173,8 +174,9 @@ class Machine:
         stops it WATCHDOG_SLACK_S (and a tenth) past that and raises
         Stalled naming the worker that made no progress. `progress`: a
         function of the machine giving a count its workers raise as they
-        work (skbs freed, packets sent); while it keeps rising, a run past
-        its estimate (a slow, oversubscribed one) gets WATCHDOG_SLACK_S more. `timeout`:
+        work (skbs freed, packets sent), read every WATCHDOG_POLL_S: a run
+        past its estimate (a slow, oversubscribed one) is stopped only once
+        the count has not risen for WATCHDOG_SLACK_S. `timeout`:
         a plain limit, RunTimeout past it. Raises WorkerDied if a worker
         died or raised, Interrupted on Ctrl-C, SIGTERM, SIGHUP or SIGQUIT;
         in every case no worker is left running when it returns.
@@ -252,7 +254,9 @@ class Machine:
             # fair lock's hand-over waits for the scheduler: allow for both.
             expected *= max(1.0, self.nr_cpus / len(self.real_cpus))
             watchdog = now + expected * (1 + WATCHDOG_SLACK_SHARE) + WATCHDOG_SLACK_S
+        # the progress count, sampled every WATCHDOG_POLL_S: when it last rose
         seen = None if progress is None else progress(self)
+        risen, sampled = now, now
         results = [None] * len(workers)
         by_conn = {w.conn: w for w in workers}
         by_sentinel = {w.proc.sentinel: w for w in workers}
@@ -260,13 +264,18 @@ class Machine:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 raise RunTimeout(f"run exceeded its {timeout} s timeout; stopped")
+            if progress is not None and now - sampled >= WATCHDOG_POLL_S:
+                value, sampled = progress(self), now
+                if value != seen:
+                    seen, risen = value, now
             if watchdog is not None and now >= watchdog:
-                if progress is not None and progress(self) != seen:
-                    seen = progress(self)
-                    watchdog = now + WATCHDOG_SLACK_S
+                if now - risen < WATCHDOG_SLACK_S:  # slow, not stuck: keep waiting
+                    watchdog = risen + WATCHDOG_SLACK_S
                     continue
                 raise _stalled(workers, expected, now - started)
-            left = min((t - now for t in (deadline, watchdog) if t is not None), default=None)
+            poll = sampled + WATCHDOG_POLL_S if progress is not None else None
+            wakes = [t for t in (deadline, watchdog, poll) if t is not None]
+            left = max(0.0, min(wakes) - now) if wakes else None
             ready = multiprocessing.connection.wait(list(by_conn) + list(by_sentinel), left)
             for obj in ready:
                 if obj in by_conn:

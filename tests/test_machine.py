@@ -424,3 +424,29 @@ def test_the_watchdog_waits_for_a_run_that_keeps_its_estimate(allowed, monkeypat
         # 0.3 s of work against an estimate of 0.3 s (and 2 s of slack): no watchdog
         assert m.run(lambda ctx: _core.idle_poll(ctx.seg, 0.3), expected=0.3) == \
             [False] * m.nr_cpus
+
+
+def test_a_run_past_its_estimate_goes_on_while_its_progress_count_rises(allowed, monkeypatch):
+    """A slow run (oversubscribed, loaded) is not stopped while it works; the
+    same run stopped by its count standing still is named."""
+    from smpnet import machine
+    from smpnet.errors import Stalled
+
+    monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.4)
+    monkeypatch.setattr(machine, "WATCHDOG_POLL_S", 0.05)
+
+    def work(ctx, steps, stall_at):
+        for i in range(steps):
+            if i == stall_at:
+                time.sleep(60)
+            ctx.machine.lstats[ctx.cpu]["packets"] += 1
+            time.sleep(0.05)
+        return True
+
+    count = lambda m: int(m.lstats["packets"].sum())  # noqa: E731
+    with Machine(cpus=allowed) as m:
+        # 30 steps of 50 ms, 1.5 s, against an estimate of 0.1 s and 0.4 s of slack
+        assert m.run(work, 30, -1, expected=0.1, progress=count) == [True] * m.nr_cpus
+        with pytest.raises(Stalled, match="made no progress: sleeping"):
+            m.run(work, 30, 10, expected=0.1, progress=count)
+        _assert_all_gone(m)
