@@ -31,6 +31,10 @@ from .errors import NoMemory, SegmentError
 
 SHM_DIR = "/dev/shm"
 MEMFD_NAME = "smpnet"
+# What a worker process needs of its own (copy-on-write pages it touches,
+# its stack, Python's bookkeeping): 2 MiB idle, measured with psutil's USS
+# on 32 workers; more while an experiment runs.
+WORKER_BYTES = 8 << 20
 
 
 def _view(buf, dtype, offset, count=None):
@@ -90,9 +94,11 @@ class Segment:
     # ------------------------------------------------------------ create
 
     @classmethod
-    def create(cls, nr_cpus, regions=(), tsc_hz=0.0, flags=0, layout_name="aligned"):
+    def create(cls, nr_cpus, regions=(), tsc_hz=0.0, flags=0, layout_name="aligned",
+               workers=0):
         """A new segment for nr_cpus CPUs with the built-in per-CPU regions
-        and `regions`, a sequence of (name, dtype, count)."""
+        and `regions`, a sequence of (name, dtype, count). `workers`: how many
+        worker processes will map it, for the memory check."""
         if layout_name not in layout.LAYOUTS:
             raise SegmentError(f"unknown layout {layout_name!r} "
                                f"(choose from {', '.join(layout.LAYOUTS)})")
@@ -113,6 +119,7 @@ class Segment:
             placed.append((name, dtype, count, offset, st))
             offset = _align(offset + count * st)
         size = offset
+        check_memory(size, workers)
 
         fd, where = _create_fd()
         try:
@@ -205,6 +212,68 @@ class Segment:
         self._views.clear()
         self.header = None
         self.buf = None
+
+
+def check_memory(segment_bytes, workers=0):
+    """Refuse, before anything is made, a machine this one has no memory for:
+    the segment's pages and each worker's own (WORKER_BYTES) against the
+    lower of MemAvailable and what this process's memory cgroups still
+    allow. Past it the OOM killer, not smpnet, would end the run."""
+    need = segment_bytes + workers * WORKER_BYTES
+    avail, where = _memory_available()
+    if need > avail:
+        parts = f"{_mib(segment_bytes)} shared" + (
+            f" + {_mib(workers * WORKER_BYTES)} for {workers} workers" if workers else "")
+        raise NoMemory(f"the machine needs {_mib(need)} of memory ({parts}), "
+                       f"{where} has {_mib(avail)} available")
+
+
+def _memory_available():
+    """(bytes, what limits it): MemAvailable, or a memory cgroup's limit."""
+    import psutil
+
+    best = (psutil.virtual_memory().available, "this machine")
+    for limit, usage in _cgroup_limits():
+        if limit - usage < best[0]:
+            best = (max(0, limit - usage), "this process's memory cgroup")
+    return best
+
+
+def _cgroup_limits(root="/"):
+    """(limit, usage) of each memory cgroup above this process that has a
+    limit: cgroup v2 (memory.max, memory.current, every ancestor) and v1
+    (memory.limit_in_bytes, memory.usage_in_bytes). `root`: for tests."""
+    try:
+        with open(os.path.join(root, "proc/self/cgroup")) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            top, files = "sys/fs/cgroup", ("memory.max", "memory.current")
+        elif "memory" in controllers.split(","):
+            top, files = "sys/fs/cgroup/memory", ("memory.limit_in_bytes",
+                                                  "memory.usage_in_bytes")
+        else:
+            continue
+        parts = [p for p in path.split("/") if p]
+        for depth in range(len(parts), -1, -1):
+            d = os.path.join(root, top, *parts[:depth])
+            limit, usage = (_read_int(os.path.join(d, f)) for f in files)
+            if limit is not None and usage is not None and limit < 1 << 60:
+                out.append((limit, usage))
+    return out
+
+
+def _read_int(path):
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None  # "max": no limit
 
 
 def _free_bytes(where):

@@ -450,3 +450,70 @@ def test_a_run_past_its_estimate_goes_on_while_its_progress_count_rises(allowed,
         with pytest.raises(Stalled, match="made no progress: sleeping"):
             m.run(work, 30, 10, expected=0.1, progress=count)
         _assert_all_gone(m)
+
+
+def _cgroup_tree(root, v2_max=None, v1_limit=None):
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/self/cgroup").write_text("4:memory:/jobs/a\n0::/user/b\n")
+    v1 = root / "sys/fs/cgroup/memory/jobs/a"
+    v1.mkdir(parents=True)
+    (v1 / "memory.limit_in_bytes").write_text(f"{v1_limit or 9223372036854771712}\n")
+    (v1 / "memory.usage_in_bytes").write_text("1048576\n")
+    v2 = root / "sys/fs/cgroup/user"
+    (v2 / "b").mkdir(parents=True)
+    (v2 / "b/memory.max").write_text("max\n")
+    (v2 / "b/memory.current").write_text("2097152\n")
+    (v2 / "memory.max").write_text(f"{v2_max}\n" if v2_max else "max\n")
+    (v2 / "memory.current").write_text("4194304\n")
+
+
+def test_memory_cgroup_limits_are_found_in_v1_and_v2_ancestors(tmp_path):
+    from smpnet import segment
+
+    _cgroup_tree(tmp_path, v2_max=200 << 20, v1_limit=300 << 20)
+    assert sorted(segment._cgroup_limits(str(tmp_path))) == [(200 << 20, 4 << 20),
+                                                             (300 << 20, 1 << 20)]
+    other = tmp_path / "none"
+    _cgroup_tree(other)
+    assert segment._cgroup_limits(str(other)) == []  # "max" and v1's huge number: no limit
+
+
+def test_a_machine_over_a_memory_cgroup_limit_is_refused_before_it_starts(allowed,
+                                                                         monkeypatch):
+    """The reviewer's case: a 200 MiB cgroup, a 275 MiB segment: the OOM
+    killer ended the run with no word. Now: one line, exit 1, before any
+    segment or worker exists."""
+    from smpnet import segment
+    from smpnet.errors import NoMemory
+
+    monkeypatch.setattr(segment, "_cgroup_limits", lambda: [(200 << 20, 10 << 20)])
+    with pytest.raises(NoMemory, match=r"the machine needs \d+\.\d MiB of memory "
+                                       r"\(\d+\.\d MiB shared \+ \d+\.\d MiB for 64 workers\), "
+                                       r"this process's memory cgroup has 190\.0 MiB available"):
+        Machine(cpus=allowed, ncpus=64, oversubscribe=True,
+                regions=[("big", layout.SK_BUFF, 1_000_000)]).open()
+
+
+def test_a_fork_that_fails_is_one_error_and_leaves_no_worker(allowed, monkeypatch):
+    """`ulimit -u` reached halfway through the forks: RunFailed naming the
+    CPU, the workers already started stopped and reaped."""
+    import multiprocessing.process
+
+    from smpnet.errors import RunFailed
+
+    real_start = multiprocessing.process.BaseProcess.start
+    started = []
+
+    def start(self):
+        if len(started) == 3:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        started.append(self)
+        return real_start(self)
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+    with Machine(cpus=allowed, ncpus=6, oversubscribe=True) as m:
+        with pytest.raises(RunFailed, match=r"^cannot start the worker of emulated CPU 3: "
+                                            r"Resource temporarily unavailable \(a limit on "
+                                            r"processes, ulimit -u\?\)$"):
+            m.run(lambda ctx: _core.idle_poll(ctx.seg, 30.0))
+    assert all(p.exitcode is not None for p in started)
