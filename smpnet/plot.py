@@ -6,6 +6,7 @@ throughput by CPU count, the defer strategies, the loopback modes by CPU
 count, and first-ping histograms per ARP probe mode.
 """
 import os
+import tempfile
 
 from .errors import BadInput
 
@@ -21,15 +22,22 @@ def require():
 
 
 def check_dir(path):
-    """Refuse, before the run, a --plot DIR whose pictures cannot be written."""
+    """Refuse, before the run, a --plot DIR whose pictures cannot be written:
+    a file is made and removed where they will go (os.access says yes to
+    root, even under /proc)."""
+    if not path.strip():
+        raise BadInput("--plot needs a directory name")
     if os.path.exists(path) and not os.path.isdir(path):
         raise BadInput(f"--plot {path}: exists and is not a directory")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise BadInput(f"--plot {path}: directory {parent} does not exist")
     where = path if os.path.isdir(path) else parent
-    if not os.access(where, os.W_OK | os.X_OK):
-        raise BadInput(f"--plot {path}: directory {where} is not writable")
+    try:
+        with tempfile.TemporaryFile(dir=where):
+            pass
+    except OSError as e:
+        raise BadInput(f"--plot {path}: cannot write in {where}: {e.strerror or e}") from None
 
 
 def write_all(env, directory):

@@ -10,6 +10,7 @@ import sys
 import time
 
 from . import report, sysinfo
+from .errors import Interrupted, SmpnetError
 from .cpus import format_cpus
 from .scenarios import arp, defer, locks, loopback
 from .time_bench import time_bench
@@ -51,12 +52,13 @@ def estimate(stage, plan, ncpu):
         return locks.suite_seconds(len(locks.suite_plan(p["algos"], p["variants"])),
                                    rounds=p["rounds"])
     if stage == "contended":
-        return ncpu * locks.contended_seconds(len(p["algos"]) * len(p["variants"]),
-                                              p["duration"])
+        return sum(locks.contended_seconds(len(p["algos"]) * len(p["variants"]),
+                                           p["duration"], k, ncpu) for k in range(1, ncpu + 1))
     if stage == "defer":
-        return defer.estimate_seconds(len(defer.STRATEGIES), p["repeat"], duration=p["duration"])
+        return defer.estimate_seconds(len(defer.STRATEGIES), p["repeat"], duration=p["duration"],
+                                      ncpus=ncpu, real_cpus=ncpu)
     if stage == "loopback":
-        return loopback.estimate_seconds(ncpu, len(loopback.MODES), p["repeat"],
+        return loopback.estimate_seconds(ncpu, len(loopback.MODES), p["repeat"], real_cpus=ncpu,
                                          duration=p["duration"], scaling=True)
     return len(arp.PROBES) * arp.probe_seconds(100, p["trials"], arp.COUNT) + 0.5
 
@@ -74,9 +76,31 @@ def run(cpus, quick=True, progress=True):
                              f"(about {left:.0f} s left, {time.monotonic() - started:.0f} s "
                              f"so far)\n")
             sys.stderr.flush()
-        stages[stage] = _stage(stage, cpus, PLANS[plan].get(stage, {}), warnings)
+        try:
+            stages[stage] = _stage(stage, cpus, PLANS[plan].get(stage, {}), warnings)
+        except SmpnetError as e:
+            raise StageFailed(stage, e, stages, warnings) from None
+        except KeyboardInterrupt:  # between two runs of a stage
+            raise StageFailed(stage, Interrupted("interrupted"), stages, warnings) from None
         left -= estimate(stage, plan, ncpu)
     return stages, verdict_table(stages), warnings
+
+
+class StageFailed(SmpnetError):
+    """A stage of `all` failed (a worker died, Ctrl-C...): the stages that
+    finished before it are kept, to be saved rather than lost."""
+
+    def __init__(self, stage, error, finished, warnings):
+        self.stage, self.error, self.finished, self.warnings = stage, error, finished, warnings
+        self.exit_code = error.exit_code
+        self.kept = None  # where the finished stages were saved
+        super().__init__(stage, error)
+
+    def __str__(self):
+        n = len(self.finished)
+        kept = (f"; the {n} finished stage{'s' if n != 1 else ''} went to {self.kept}"
+                if self.kept and n else "")
+        return f"stage {self.stage} failed: {self.error}{kept}"
 
 
 def _stage(stage, cpus, p, warnings):
@@ -124,7 +148,8 @@ def invariant_failures(stages):
     """Every invariant a stage broke, named by stage: `all` exits 1 on any,
     as the stage's own command would."""
     out = []
-    for stage, check in (("defer", defer.invariant_failures),
+    for stage, check in (("contended", locks.invariant_failures),
+                         ("defer", defer.invariant_failures),
                          ("loopback", loopback.invariant_failures)):
         out += [f"{stage}: {f}" for f in check(stages.get(stage, {}).get("results", []))]
     return out

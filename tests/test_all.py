@@ -1,5 +1,6 @@
 """smpnet-bench all and compare."""
 import json
+import os
 
 import pytest
 
@@ -135,6 +136,8 @@ def test_all_exits_1_naming_a_broken_invariant(capsys, monkeypatch, tmp_path, qu
                                       for r in stages["defer"]["results"]]
         stages["loopback"]["results"] = [dict(r, refcnt_returns_to_0=False)
                                          for r in stages["loopback"]["results"][:1]]
+        stages["contended"]["results"] = [dict(r, mutual_exclusion=False)
+                                          for r in stages["contended"]["results"][:1]]
 
     monkeypatch.setattr(suite, "run", _canned(quick_run, unconserved))
     out = tmp_path / "all.json"
@@ -144,6 +147,8 @@ def test_all_exits_1_naming_a_broken_invariant(capsys, monkeypatch, tmp_path, qu
         assert any(ln.startswith("smpnet-bench all: invariant failed: defer: ") and
                    "not conserved" in ln for ln in err), err
     assert any("invariant failed: loopback: " in ln and "refcnt" in ln for ln in err), err
+    assert any("invariant failed: contended: " in ln and "mutual exclusion" in ln
+               for ln in err), err
     assert json.loads(out.read_text())["command"] == "all"  # the result is kept
 
 
@@ -183,5 +188,41 @@ def test_an_unwritable_plot_directory_is_refused_before_the_run(capsys, monkeypa
     f = tmp_path / "file"
     f.write_text("x")
     assert main(["all", "--quick", "--plot", str(f)]) == 2
+    assert main(["all", "--quick", "--plot", "/proc/smpnet-pictures"]) == 2  # root may, /proc won't
+    assert main(["all", "--quick", "--plot", ""]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and "does not exist" in err[0] and "not a directory" in err[1]
+    assert len(err) == 4 and "does not exist" in err[0] and "not a directory" in err[1]
+    assert "cannot write in /proc" in err[2] and "needs a directory" in err[3]
+
+
+def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
+    """A worker killed in the last stage: exit 1, the stage named, and the
+    stages before it in --output."""
+    from smpnet import suite
+    from smpnet.errors import WorkerDied
+
+    real = suite._stage
+
+    def dies_in_arp(stage, cpus, p, warnings):
+        if stage == "arp":
+            raise WorkerDied(0, 0, 1234, "was killed by SIGKILL")
+        if stage in ("info", "locks"):
+            return real(stage, cpus, p, warnings)
+        return {"params": p, "results": [], "verdicts": []}
+
+    monkeypatch.setattr(suite, "_stage", dies_in_arp)
+    out = tmp_path / "all.json"
+    assert main(["all", "--quick", "--output", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"smpnet-bench: stage arp failed: emulated CPU 0 (real CPU 0, pid 1234) "
+                       f"was killed by SIGKILL; run stopped; the 5 finished stages went to {out}")
+    env = json.loads(out.read_text())
+    assert [s["stage"] for s in env["results"]] == STAGES[:5]
+    assert env["params"]["failed_stage"] == "arp"
+    # without --output: a saved file, named
+    assert main(["all", "--quick"]) == 1
+    saved = capsys.readouterr().err.strip().splitlines()[-1].rsplit(" went to ", 1)[1]
+    try:
+        assert json.loads(open(saved).read())["params"]["failed_stage"] == "arp"
+    finally:
+        os.unlink(saved)

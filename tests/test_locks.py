@@ -301,3 +301,18 @@ def test_locks_bad_input_exit_2(capsys, argv):
     assert main(["locks"] + argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("smpnet-bench: ")
+
+
+def test_a_broken_mutual_exclusion_exits_1(capsys, monkeypatch):
+    real = locks.run_contended
+
+    def broken(*a, **k):
+        rows, reports = real(*a, **k)
+        return [dict(r, mutual_exclusion=False) for r in rows], reports
+
+    monkeypatch.setattr(locks, "run_contended", broken)
+    assert main(["locks", "--contended", "--duration", "0.02", "--variant", "plain",
+                 "--ncpus", "2", "--oversubscribe"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("smpnet-bench locks: invariant failed: qspinlock plain: "
+                              "mutual exclusion broken")

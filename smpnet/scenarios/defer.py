@@ -14,6 +14,7 @@ import numpy as np
 from .. import _core, layout, stats
 from . import locks
 from ..errors import BadInput
+from .. import machine
 from ..machine import Machine
 
 STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))
@@ -26,10 +27,9 @@ MAX_REPEAT = 1000  # runs per strategy (or mode): the plan is built in memory
 DURATION = 0.3
 NET_REGIONS = ("skb", "skb_pool", "napi_cache", "skb_stats")
 # For run-time estimates with --skbs: a typical rate (about 20 M skbs/s on
-# 2 vCPUs), and the slowest the watchdog must wait for (the checker on,
-# oversubscribed).
+# 2 vCPUs). A slower run (the checker on, oversubscribed) keeps the watchdog
+# waiting by its progress count.
 TYPICAL_SKBS_PER_S = 1e7
-SLOWEST_SKBS_PER_S = 1e5
 
 
 SEED_003_RATE = {
@@ -69,10 +69,11 @@ def run_seconds(skbs, duration, rate=TYPICAL_SKBS_PER_S):
     return duration if duration else skbs / rate
 
 
-def estimate_seconds(n_strategies, repeat, skbs=None, duration=None):
+def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, real_cpus=2):
     """The whole experiment: every run, then the uncontended per-op suite."""
-    one = run_seconds(skbs, duration or (None if skbs else DURATION)) + 0.05
-    return n_strategies * repeat * one + locks.suite_seconds(2)
+    work = run_seconds(skbs, duration or (None if skbs else DURATION))
+    return (n_strategies * repeat * machine.run_seconds(work, ncpus, real_cpus)
+            + locks.suite_seconds(2))
 
 
 def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_max=DEFER_MAX,
@@ -110,7 +111,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
             bugs0 = m.region("irq")["bugs"].sum(axis=0).copy()
             out = m.run(_cpu_body, idx, ring, ctl, _core.DEFER_STRATEGIES[strategy], defer_max,
                         rx, n_cons, skbs or 0, duration or 0.0, batch, check,
-                        expected=run_seconds(skbs, duration, SLOWEST_SKBS_PER_S),
+                        expected=run_seconds(skbs, duration),
                         progress=_progress)
             runs[strategy].append(_measure(m, out, rx, overhead, spins0, bugs0))
             runs[strategy][-1]["lock_checks"] = int(m.region("irq")["lock_checks"].sum()) - checks0

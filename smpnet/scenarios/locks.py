@@ -11,6 +11,7 @@ import sys
 
 from .. import _core, layout, stats
 from ..errors import BadInput
+from .. import machine
 from ..machine import Machine
 from ..time_bench import MIN_ROUND_S, time_bench
 
@@ -74,8 +75,8 @@ def suite_seconds(n_tests, loops=None, rounds=10, op_s=TYPICAL_OP_S):
     return n_tests * (rounds + 4) * loops * op_s
 
 
-def contended_seconds(n_combos, duration):
-    return n_combos * (duration + 0.05)
+def contended_seconds(n_combos, duration, ncpus=2, real_cpus=2):
+    return n_combos * machine.run_seconds(duration, ncpus, real_cpus)
 
 
 def parse_list(text, known, what):
@@ -193,7 +194,7 @@ def run_contended(cpus, algos, variants, duration=0.5, hold_cycles=0, restore="s
             before = _checker_reports(m)
             per_cpu = m.run(_hammer, region, index, _core.LOCK_VARIANTS[variant], duration,
                             hold_cycles, check, restore == "popf",
-                            expected=contended_seconds(1, duration),
+                            expected=duration,
                             progress=lambda m: int(m.region("locks")["counter"].sum()))
             counter = int(m.region("locks")[index]["counter"])
             row = _contended_row(m, algo, variant, restore, per_cpu, counter, hz,
@@ -203,6 +204,14 @@ def run_contended(cpus, algos, variants, duration=0.5, hold_cycles=0, restore="s
             rows.append(row)
         reports = _checker_reports(m)
     return rows, reports
+
+
+def invariant_failures(rows):
+    """Contended rows whose lock let two CPUs in at once (the counter it
+    guards disagrees with the acquisitions counted)."""
+    return [f"{r['algo']} {r['variant']}: mutual exclusion broken (the counter under the "
+            f"lock disagrees with {r['loops']} acquisitions)"
+            for r in rows if r.get("contended") and not r["mutual_exclusion"]]
 
 
 def _hammer(ctx, region, index, variant, duration, hold_cycles, check, popf):

@@ -10,6 +10,7 @@ import statistics
 
 from .. import _core, layout, stats
 from ..errors import BadInput
+from .. import machine
 from ..machine import Machine
 from . import defer
 
@@ -20,9 +21,9 @@ DURATION = 0.2
 REPEAT = 5
 MAX_PACKETS = 1 << 40
 # For run-time estimates with --packets: a typical rate (15-19 M packets/s
-# per CPU on 2 vCPUs), and the slowest the watchdog must wait for.
+# per CPU on 2 vCPUs). A slower run keeps the watchdog waiting by its
+# progress count.
 TYPICAL_PPS = 1e7
-SLOWEST_PPS = 1e5
 POOL = 16384  # skb heads, at least: see pool_size()
 
 
@@ -62,9 +63,11 @@ def run_seconds(packets, duration, rate=TYPICAL_PPS):
     return duration if duration else packets / rate
 
 
-def estimate_seconds(ncpus, n_modes, repeat, packets=None, duration=None, scaling=False):
-    one = run_seconds(packets, duration or (None if packets else DURATION)) + 0.05
-    return (ncpus if scaling else 1) * n_modes * repeat * one
+def estimate_seconds(ncpus, n_modes, repeat, packets=None, duration=None, scaling=False,
+                     real_cpus=2):
+    work = run_seconds(packets, duration or (None if packets else DURATION))
+    counts = range(1, ncpus + 1) if scaling else [ncpus]
+    return sum(n_modes * repeat * machine.run_seconds(work, k, real_cpus) for k in counts)
 
 
 def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=True,
@@ -140,7 +143,7 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
     softirqs0 = m.region("irq")["softirqs"].copy()
     cycles = m.run(_cpu_body, idx, dev, lo, _core.LOOPBACK_MODES[mode], ack_in_rx, ack_storm,
                    size, packets or 0, duration or 0.0, thread_size,
-                   expected=run_seconds(packets, duration, SLOWEST_PPS), progress=_progress)
+                   expected=run_seconds(packets, duration), progress=_progress)
     st = m.region("lo_stats")
     hz = float(m.header["tsc_hz"])
     xmits = [int(x) for x in st["xmits"]]
