@@ -4,12 +4,13 @@ Exit codes: 0 ok; 1 the run failed (a worker died); 2 bad input (one line on
 stderr); 130 interrupted.
 """
 import argparse
+import errno
 import signal
 import sys
 
-from . import __version__, output, report
+from . import __version__, entry, output, report
 from .cpus import format_cpus, parse_cpus
-from .errors import BadInput, SmpnetError
+from .errors import BadInput, OutputFailed, SmpnetError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -246,7 +247,8 @@ def cmd_locks(args):
         warnings.append("the checker is on: timings include its checks")
     verdicts = []
     if args.contended:
-        bounds.check_run_time(locks.contended_seconds(len(algos) * len(variants), args.duration),
+        bounds.check_run_time(locks.contended_seconds(len(algos) * len(variants), args.duration,
+                                                      args.ncpus or len(cpus), len(cpus)),
                               args.long, "this run")
         params.update(duration_s=args.duration, hold_cycles=args.hold_cycles,
                       ncpus=args.ncpus or len(cpus))
@@ -273,7 +275,7 @@ def cmd_locks(args):
         params["checker_reports"] = reports
     env = report.envelope("locks", cpus, params, rows, verdicts, warnings, facts=facts)
     _emit(args, env, lambda: text() + report.warnings_text(warnings))
-    return 0
+    return _exit_rule("locks", _broken(locks.invariant_failures(rows)))
 
 
 def cmd_defer(args):
@@ -287,7 +289,8 @@ def cmd_defer(args):
     args.output_target = output.prepare(args.output)
     ncpus = args.ncpus or len(cpus)
     bounds.check_run_time(defer.estimate_seconds(len(strategies), args.repeat, args.skbs,
-                                                 args.duration), args.long, "this run")
+                                                 args.duration, ncpus, len(cpus)),
+                          args.long, "this run")
     facts = report.machine(cpus)
     warnings = sysinfo.timing_warnings(facts, oversubscribed=ncpus > len(cpus))
     if args.check:
@@ -319,7 +322,7 @@ def cmd_loopback(args):
     args.output_target = output.prepare(args.output)
     ncpus = args.ncpus or len(cpus)
     bounds.check_run_time(loopback.estimate_seconds(ncpus, len(modes), args.repeat, args.packets,
-                                                    args.duration, args.scaling),
+                                                    args.duration, args.scaling, len(cpus)),
                           args.long, "this run")
     facts = report.machine(cpus)
     warnings = sysinfo.timing_warnings(facts, oversubscribed=ncpus > len(cpus))
@@ -380,15 +383,18 @@ def cmd_all(args):
 
     cpus = parse_cpus(args.cpus)
     args.output_target = output.prepare(args.output)
-    if args.plot:
+    if args.plot is not None:
         plot.require()
         plot.check_dir(args.plot)
-    stages, verdicts, warnings = suite.run(cpus, quick=args.quick)
+    try:
+        stages, verdicts, warnings = suite.run(cpus, quick=args.quick)
+    except suite.StageFailed as e:
+        _save_finished_stages(args, cpus, e)
     env = suite.envelope(cpus, stages, verdicts, warnings, args.quick)
     # The JSON first: a picture that cannot be drawn must not lose the run.
     failed = _save(args, env)
     pictures, problems = [], _broken(suite.invariant_failures(stages))
-    if args.plot:
+    if args.plot is not None:
         try:
             pictures = plot.write_all(env, args.plot)
         except OSError as e:
@@ -414,6 +420,26 @@ def cmd_all(args):
     return _exit_rule("all", problems)
 
 
+def _save_finished_stages(args, cpus, failed):
+    """`all` stopped in a stage: keep the stages that finished, in --output
+    or a saved file, with the stage that failed named in the result."""
+    from . import suite
+
+    env = suite.envelope(cpus, failed.finished, suite.verdict_table(failed.finished),
+                         failed.warnings, args.quick)
+    env["params"].update(failed_stage=failed.stage, error=str(failed.error))
+    target = getattr(args, "output_target", None)
+    try:
+        if target is None:
+            failed.kept = output.save(env)
+        else:
+            output.write(env, target)
+            failed.kept = args.output
+    except output.OutputFailed as e:
+        failed.kept = e.saved
+    raise failed
+
+
 def _exit_rule(command, problems):
     """Exit 1, naming each, when a finished run has problems: a broken
     invariant of the model (conservation, lstats, refcnt: its figures
@@ -428,20 +454,15 @@ def _broken(invariants):
 
 
 def cmd_compare(args):
-    import json
-
     from . import compare
 
     a, b = compare.load(args.a), compare.load(args.b)
     rows = compare.compare(a, b)   # a BadInput when nothing matches
     notes = compare.notes(a, b, rows)
-    if args.json:
-        cpus = parse_cpus("all")
-        env = report.envelope("compare", cpus, {"a": a.path, "b": b.path,
-                                                "command": a.command}, rows, warnings=notes)
-        print(json.dumps(env, indent=2, allow_nan=False))
-    else:
-        print(compare.text(rows, args.a, args.b, notes))
+    env = report.envelope("compare", parse_cpus("all"), {"a": a.path, "b": b.path,
+                                                         "command": a.command},
+                          rows, warnings=notes)
+    _show(args, env, lambda: compare.text(rows, args.a, args.b, notes))
     return 0
 
 
@@ -464,13 +485,22 @@ def _save(args, env):
 
 
 def _show(args, env, text, failed=None):
+    """Print the text (or the JSON). A reader of stdout that is gone is a
+    BrokenPipeError main() answers; a stdout that cannot take it (closed,
+    /dev/full) saves the result and says where, as a failed --output does."""
     try:
-        # flushed here: a reader of stdout that is gone is a BrokenPipeError
-        # main() answers, not an error at exit
+        if entry.stdout_closed:
+            raise OSError(errno.EBADF, "stdout is closed")
         print(report.dumps(env) if args.json else text(), flush=True)
-    finally:
-        if failed is not None:
-            raise failed
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        if failed is None:  # a failed --output has saved it already
+            saved = output.save(env)
+            raise OutputFailed(f"cannot print the result: {e.strerror or e}; "
+                               f"{output.saved_text(saved)}", saved) from None
+    if failed is not None:
+        raise failed
 
 
 def main(argv=None):
@@ -478,8 +508,6 @@ def main(argv=None):
     SIGHUP or SIGQUIT stops the run cleanly (workers stopped and reaped,
     exit 130); any more are ignored until that is done. The caller's
     handlers are back when it returns."""
-    from .entry import INTERRUPTS
-
     interrupted = []
 
     def interrupt(signum, frame):
@@ -487,7 +515,7 @@ def main(argv=None):
             interrupted.append(signum)
             raise KeyboardInterrupt
 
-    old = {sig: signal.signal(sig, interrupt) for sig in INTERRUPTS}
+    old = {sig: signal.signal(sig, interrupt) for sig in entry.INTERRUPTS}
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

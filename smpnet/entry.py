@@ -16,6 +16,26 @@ import sys
 # SIGHUP: the terminal closed; SIGQUIT: Ctrl-\.
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
+stdout_closed = False  # smpnet-bench was started with fd 1 closed: the result must be saved
+
+
+def _open_std_fds():
+    """Give a closed stdin, stdout or stderr /dev/null, so that no file smpnet
+    opens lands on fd 1 or 2, and Python's sys.stdout/stderr exist."""
+    global stdout_closed
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        setattr(sys, name, open(fd, mode, closefd=False))
+        stdout_closed |= fd == 1
+
 
 def _exit_now(signum, frame):
     os.write(2, b"smpnet-bench: interrupted\n")
@@ -25,20 +45,31 @@ def _exit_now(signum, frame):
 def main():
     for sig in INTERRUPTS:
         signal.signal(sig, _exit_now)
-    from .cli import main as run
+    _open_std_fds()
+    try:
+        from .cli import main as run
+    except (ImportError, MemoryError) as e:  # numpy under a tight ulimit -v, say
+        os.write(2, f"smpnet-bench: cannot start: {e}\n".encode(errors="replace"))
+        os._exit(1)
 
     try:
         code = run()
     except KeyboardInterrupt:  # between cli.main's handlers and its try
         os.write(2, b"smpnet-bench: interrupted\n")
         code = 130
+    except SystemExit as e:  # --help, --version
+        code = e.code if isinstance(e.code, int) else 0
     for sig in INTERRUPTS:
         signal.signal(sig, _exit_now)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (BrokenPipeError, OSError):  # the reader left: nothing more to say to it
+        except BrokenPipeError:  # the reader left: nothing more to say to it
             pass
+        except OSError as e:  # /dev/full: what was printed is lost, say so
+            if stream is sys.stdout and code == 0:
+                os.write(2, f"smpnet-bench: cannot write to stdout: {e.strerror}\n".encode())
+                code = 1
     # Leave now, skipping the interpreter's shutdown: it resets every handler
     # to the default first, so a signal then would end the process with no
     # line (-2, -15). Everything is written, flushed and reaped by here.

@@ -294,7 +294,7 @@ def write(env_or_text, target, timeout=None):
         text, command = env_or_text, "result"
     else:
         text = dumps(env_or_text) + "\n"
-        command = re.sub(r"[^\w.-]", "_", str(env_or_text.get("command", "result")))
+        command = _command(env_or_text)
     data = text.encode()
     if timeout is None:
         timeout = _timeout()
@@ -305,9 +305,7 @@ def write(env_or_text, target, timeout=None):
         reason = ("interrupted" if interrupted else
                   _reason(e) if isinstance(e, OSError) else f"{type(e).__name__}: {e}")
         saved = _save(data, command)
-        where = (f"the result was saved to {saved}" if saved else
-                 "the result could not be saved anywhere either; it follows on stderr")
-        message = f"cannot write --output {_show(target.path)}: {reason}; {where}"
+        message = f"cannot write --output {_show(target.path)}: {reason}; {saved_text(saved)}"
         if interrupted:
             raise Interrupted(message) from None
         raise OutputFailed(message, saved) from None
@@ -395,12 +393,14 @@ def _write_fd(t, data, timeout):
             if e.errno == errno.ENXIO and stat.S_ISFIFO(st.st_mode):
                 raise BrokenPipeError(errno.EPIPE, "the pipe has no reader") from None
             fd = None
+        # our own stdout or stderr: its reader is the user's (`| less`), so
+        # no deadline; a reader that leaves is EPIPE, and the result is saved
         if fd is not None:
             try:
-                return _write_all(fd, data, timeout)
+                return _write_all(fd, data, None)
             finally:
                 os.close(fd)
-    _write_all(t.fd, data, timeout, chunk=_PIPE_BUF)
+    _write_all(t.fd, data, None, chunk=_PIPE_BUF)
 
 
 def _write_fifo(t, data, timeout):
@@ -441,25 +441,22 @@ _WRITERS = {REPLACE: _write_replace, IN_PLACE: _write_in_place, FD: _write_fd,
 
 
 def _write_all(fd, data, timeout, chunk=None):
-    """Write all of DATA; with TIMEOUT, fail after that long without progress.
+    """Write all of DATA; with TIMEOUT, fail after that long without progress
+    (None: wait as long as the reader stays).
 
     A blocking descriptor is written CHUNK bytes at a time, each after poll()
     says it has room (for a pipe, PIPE_BUF bytes then go without blocking).
     """
     view = memoryview(data)
-    poller = None
-    if timeout is not None:
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
     while view:
-        if poller is not None:
-            events = poller.poll(timeout * 1000)
-            if not events:
-                raise TimeoutError(errno.ETIMEDOUT,
-                                   f"nothing was read from it for {timeout:g} s")
-            if events[0][1] & (select.POLLERR | select.POLLNVAL) and \
-                    not events[0][1] & select.POLLOUT:
-                raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+        events = poller.poll(-1 if timeout is None else timeout * 1000)
+        if not events:
+            raise TimeoutError(errno.ETIMEDOUT, f"nothing was read from it for {timeout:g} s")
+        if events[0][1] & (select.POLLERR | select.POLLNVAL) and \
+                not events[0][1] & select.POLLOUT:
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
         try:
             n = os.write(fd, view[:chunk] if chunk else view)
         except BlockingIOError:
@@ -480,6 +477,21 @@ def _fsync_dir(d):
         pass
     finally:
         os.close(fd)
+
+
+def save(env):
+    """Save a result that could not go where it was asked; its path, or None."""
+    return _save((dumps(env) + "\n").encode(), _command(env))
+
+
+def _command(env):
+    """The command's name, safe in a file name."""
+    return re.sub(r"[^\w.-]", "_", str(env.get("command", "result")))
+
+
+def saved_text(saved):
+    return (f"the result was saved to {saved}" if saved else
+            "the result could not be saved anywhere either; it follows on stderr")
 
 
 def _save(data, command):

@@ -6,6 +6,7 @@ Envelope (schema 1):
 A verdict: {"seed", "claim", "reference", "measured", "interval", "verdict"}.
 """
 import json
+import math
 
 from . import __version__, _core, stats, sysinfo
 from .cpus import format_cpus
@@ -38,7 +39,20 @@ def envelope(command, cpus, params, results=(), verdicts=(), warnings=(), facts=
 
 
 def dumps(env):
-    return json.dumps(env, indent=2)
+    """A result as JSON text. A number that is not finite (a CPU that never
+    got the lock has no cycles per acquisition) is written null: JSON has no
+    NaN or Infinity, and a reader such as compare would refuse the file."""
+    return json.dumps(_finite(env), indent=2, allow_nan=False)
+
+
+def _finite(v):
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
 
 
 def table(rows, headers):

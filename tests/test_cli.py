@@ -90,3 +90,25 @@ def test_entry_points_run_without_traceback(cmd, tmp_path):
     bad = subprocess.run(cmd + ["info", "--cpus", "x"], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("redirect,why", [(">&-", "stdout is closed"),
+                                          ("> /dev/full", "No space left on device")])
+def test_a_stdout_that_cannot_take_the_result_saves_it(tmp_path, redirect, why):
+    """smpnet-bench info >&- gave an AttributeError traceback, > /dev/full an
+    OSError one, and the result was lost."""
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    r = subprocess.run(["bash", "-c", f"{sys.executable} -m smpnet info {redirect}"],
+                       capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"smpnet-bench: cannot print the result: {why}; "
+                           f"the result was saved to {tmp_path}/smpnet-info-")
+    saved = line.rsplit(" saved to ", 1)[1]
+    assert json.loads(open(saved).read())["command"] == "info"
+
+
+def test_a_closed_stderr_does_not_send_errors_to_stdout(tmp_path):
+    r = subprocess.run(["bash", "-c", f"{sys.executable} -m smpnet info --cpus 99 2>&-"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""

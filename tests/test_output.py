@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -402,17 +403,67 @@ def test_a_pipe_with_no_reader_saves_the_result(saved_dir):
     assert os.path.dirname(e.value.saved) == str(saved_dir) and e.value.saved in str(e.value)
 
 
-def test_a_reader_that_stops_reading_cannot_hang_the_write(saved_dir):
+def _read_all_later(fd, delay, limit=None):
+    """A reader of `fd` that starts after `delay` s; stops after `limit` bytes."""
+    import threading
+
+    got = bytearray()
+
+    def read():
+        time.sleep(delay)
+        while limit is None or len(got) < limit:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            got.extend(chunk)
+        os.close(fd)
+
+    th = threading.Thread(target=read)
+    th.start()
+    return th, got
+
+
+BIG = {"command": "info", "results": ["x" * 1000] * 300}  # more than a pipe holds
+
+
+def test_a_slow_reader_of_our_stdout_gets_all_of_it(saved_dir):
+    """The reviewer's `--output /dev/stdout | (sleep 16; cat)`: the pipe's
+    reader is the user's, so no deadline cuts the JSON short."""
     r, w = os.pipe()
-    big = {"command": "info", "results": ["x" * 1000] * 300}  # more than a pipe holds
+    th, got = _read_all_later(r, 0.6)
     try:
         t = output.prepare(f"/dev/fd/{w}")
+        output.write(BIG, t, timeout=0.2)  # the timeout is not for our own descriptors
+    finally:
+        os.close(w)
+        th.join()
+    assert json.loads(bytes(got)) == BIG
+
+
+def test_a_reader_that_leaves_saves_the_result(saved_dir):
+    r, w = os.pipe()
+    th, _ = _read_all_later(r, 0.1, limit=1000)
+    try:
+        t = output.prepare(f"/dev/fd/{w}")
+        with pytest.raises(OutputFailed) as e:
+            output.write(BIG, t)
+    finally:
+        os.close(w)
+        th.join()
+    assert json.loads(open(e.value.saved).read()) == BIG
+
+
+def test_a_fifo_reader_that_stops_reading_cannot_hang_the_write(tmp_path, saved_dir):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    t = output.prepare(str(fifo))
+    r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader that never reads
+    try:
         with pytest.raises(OutputFailed, match="nothing was read") as e:
-            output.write(big, t, timeout=0.2)
+            output.write(BIG, t, timeout=0.2)
     finally:
         os.close(r)
-        os.close(w)
-    assert json.loads(open(e.value.saved).read()) == big
+    assert json.loads(open(e.value.saved).read()) == BIG
 
 
 def test_a_file_removed_during_the_run(tmp_path, saved_dir):
