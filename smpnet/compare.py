@@ -18,6 +18,9 @@ docs/compare.md says the same for users.
 """
 import json
 import math
+import os
+import select
+import stat
 from collections import namedtuple
 
 import numpy as np
@@ -27,7 +30,8 @@ from .errors import BadInput
 from .report import SCHEMA
 
 MAX_BYTES = 64 * 1024 * 1024      # the most compare reads of one file
-MAX_BOOTSTRAP = 1000              # samples per side the bootstrap uses (evenly thinned above)
+MAX_BOOTSTRAP = 200               # samples per side the bootstrap uses (evenly thinned above)
+READ_TIMEOUT_S = 10.0             # a FIFO or pipe that gives nothing for this long is refused
 
 # table kind -> what identifies a row, and what is compared
 Metric = namedtuple("Metric", "keys value samples lo hi")
@@ -64,14 +68,42 @@ def load(path):
 
 def _read(path, shown):
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)   # bounded: /dev/zero cannot run away
+        # O_NONBLOCK: a FIFO with no writer must not block the open for ever
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode):
+                data = _read_pipe(fd, shown)
+            else:
+                os.set_blocking(fd, True)
+                with os.fdopen(fd, "rb", closefd=False) as f:
+                    data = f.read(MAX_BYTES + 1)   # bounded: /dev/zero cannot run away
+        finally:
+            os.close(fd)
     except OSError as e:
         raise BadInput(f"{shown}: cannot read it: {e.strerror or e}") from None
     if len(data) > MAX_BYTES:
         raise BadInput(f"{shown}: larger than {MAX_BYTES // (1024 * 1024)} MiB, "
                        "the most compare reads")
     return data
+
+
+def _read_pipe(fd, shown):
+    """A FIFO or a pipe (`<(ssh host cat a.json)`): read to its end, at most
+    MAX_BYTES + 1, giving up after READ_TIMEOUT_S without data."""
+    chunks, size = [], 0
+    while size <= MAX_BYTES:
+        ready, _, _ = select.select([fd], [], [], READ_TIMEOUT_S)
+        if not ready:
+            raise BadInput(f"{shown}: nothing came through it for {READ_TIMEOUT_S:g} s")
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _parse(shown, data):
@@ -96,7 +128,8 @@ def _check(shown, env):
         raise BadInput(f"{shown}: not an smpnet-bench result (no schema or command)")
     schema = env["schema"]
     if type(schema) is not int or schema != SCHEMA:
-        raise BadInput(f"{shown}: schema {_short(schema)}, this smpnet reads schema {SCHEMA}")
+        shown_schema = _short(schema) if type(schema) is int else _type(schema)
+        raise BadInput(f"{shown}: schema {shown_schema}, this smpnet reads schema {SCHEMA}")
     command = env["command"]
     if not isinstance(command, str):
         raise BadInput(f"{shown}: command is {_type(command)}, not a string")
@@ -178,7 +211,8 @@ def _key_value(shown, where, field, v):
             return tuple(v)
     elif _is_scalar(v):
         return v
-    raise BadInput(f"{shown}: {where}: {field} is {_type(v)}, "
+    what = "a string that is not text (a lone surrogate)" if isinstance(v, str) else _type(v)
+    raise BadInput(f"{shown}: {where}: {field} is {what}, "
                    "not a string, number, true/false, null or a list of them")
 
 

@@ -65,7 +65,7 @@ def _parse_part(part, spec, allowed):
 
 
 def _is_number(text):
-    return 0 < len(text) <= 9 and text.isascii() and text.isdigit()
+    return text.isascii() and text.isdigit()
 
 
 def format_cpus(cpus):

@@ -325,7 +325,7 @@ MALFORMED = {
     "no_command": (_drop(_good_info(), "command"), "no schema or command"),
     "no_results": (_drop(_good_info(), "results"), "no results"),
     "other_schema": (dict(_good_info(), schema=2), "schema 2"),
-    "schema_true": (dict(_good_info(), schema=True), "schema True"),
+    "schema_true": (dict(_good_info(), schema=True), "schema true/false, this smpnet reads"),
     "schema_a_list": (dict(_good_info(), schema=[1]), "schema"),
     "command_a_list": (dict(_good_info(), command=["info"]), "command is a list"),
     "command_null": (dict(_good_info(), command=None), "command is null"),
@@ -339,7 +339,7 @@ MALFORMED = {
     "row_without_value": (dict(_good_info(), results=[{"test": "x"}]), "no 'cycles'"),
     "key_an_object": (_row(test={"a": 1}), "test is an object"),
     "key_a_nested_list": (_row(test=[[1]]), "test is a list"),
-    "key_a_lone_surrogate": (_row(test="\ud800"), "test is a string"),
+    "key_a_lone_surrogate": (_row(test="\ud800"), "test is a string that is not text"),
     "key_nan": (_row(test=float("nan")), "test is NaN"),
     "value_a_string": (_row(cycles="1.0"), "cycles is a string"),
     "value_a_bool": (_row(cycles=True), "cycles is true/false"),
@@ -513,3 +513,19 @@ def test_ratio_of_the_same_finite_values_is_exactly_one():
     assert compare._ratio(3, 10 ** 400) is None          # OverflowError inside
     assert compare._ratio(1e-300, 10 ** 300) is None     # inf
     assert compare._ratio(2, 1) == 0.5
+
+
+def test_a_fifo_is_read_to_its_end_and_one_with_no_writer_is_refused(capsys, tmp_path,
+                                                                     monkeypatch):
+    import threading
+
+    good = _write(tmp_path / "good.json", _good_info())
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(good.read_bytes()))
+    writer.start()
+    assert main(["compare", str(fifo), str(good), "--json"]) == 0
+    writer.join()
+    assert json.loads(capsys.readouterr().out)["results"]
+    monkeypatch.setattr(compare, "READ_TIMEOUT_S", 0.2)  # the open used to block for ever
+    _one_line_exit_2(capsys, ["compare", str(fifo), str(good)], "fifo", "nothing came through")

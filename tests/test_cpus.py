@@ -10,6 +10,7 @@ ALLOWED = [0, 1, 2, 3, 8]
 @pytest.mark.parametrize("spec,expected", [
     ("all", ALLOWED), (None, ALLOWED), ("0", [0]), ("0,1", [0, 1]), ("0-3", [0, 1, 2, 3]),
     ("3,0-1", [0, 1, 3]), (" 1 , 2 ", [1, 2]), ("8", [8]), ([2, 0], [0, 2]),
+    ("0000000001", [1]),
 ])
 def test_valid(spec, expected):
     assert parse_cpus(spec, ALLOWED) == expected
@@ -26,7 +27,7 @@ def test_valid(spec, expected):
     ("0-\uff13", "not a CPU number"), ("1 -2", "not a CPU number"), ("0x1", "not a CPU number"),
     # the range's top named, not swallowed into a generic syntax error
     ("0-9", "CPU 9 is not in this process's affinity set"),
-    ("0-4000000000", "not a CPU number"),
+    ("0-4000000000", "CPU 4000000000 is not in"), ("9999999999", "CPU 9999999999 is not in"),
 ])
 def test_invalid(spec, message):
     with pytest.raises(BadInput, match=message):
