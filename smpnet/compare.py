@@ -274,11 +274,12 @@ def compare(a, b):
     if a.command != b.command:
         raise BadInput(f"cannot compare {a.path} (a result of {a.command}) with {b.path} "
                        f"(a result of {b.command}): compare takes two results of one command")
-    rows = []
+    rows, matched = [], 0
     for name, a_rows in a.tables.items():
         b_rows = b.tables.get(name, {})
         for match, ra in a_rows.items():
             rb = b_rows.get(match)
+            matched += rb is not None
             if rb is None or ra.value is None or rb.value is None:
                 continue
             m = METRICS[ra.kind]
@@ -294,6 +295,9 @@ def compare(a, b):
         if kinds_a and kinds_b and not kinds_a & kinds_b:
             raise BadInput(f"cannot compare {a.path} ({_kinds_text(kinds_a)} rows) with "
                            f"{b.path} ({_kinds_text(kinds_b)} rows)")
+        if matched:  # arp --peer-down: no ping was answered, so no latency
+            raise BadInput(f"{a.path} and {b.path}: the {matched} rows they share have no "
+                           "value to compare (null: nothing was measured)")
         raise BadInput(f"{a.path} and {b.path} have no result rows in common")
     return rows
 

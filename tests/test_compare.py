@@ -192,6 +192,11 @@ def test_a_null_value_on_one_side_is_left_out(capsys, results, tmp_path):
     out = _compare_json(capsys, a, b)
     assert len(out["results"]) == len(env["results"]) - 1
     assert "without a value" in out["warnings"][0]
+    for r in env["results"]:                       # arp --peer-down: nothing measured at all
+        r["first_ms"] = None
+    b.write_text(json.dumps(env))
+    _one_line_exit_2(capsys, ["compare", str(b), str(b)],
+                     f"the {len(env['results'])} rows they share have no value to compare")
 
 
 def test_suite_and_contended_locks_results_do_not_compare(capsys, results):
