@@ -425,6 +425,8 @@ def _save_finished_stages(args, cpus, failed):
     or a saved file, with the stage that failed named in the result."""
     from . import suite
 
+    if not failed.finished:
+        raise failed  # nothing to keep: --output is left as it was
     env = suite.envelope(cpus, failed.finished, suite.verdict_table(failed.finished),
                          failed.warnings, args.quick)
     env["params"].update(failed_stage=failed.stage, error=str(failed.error))
@@ -490,9 +492,13 @@ def _show(args, env, text, failed=None):
     /dev/full) saves the result and says where, as a failed --output does."""
     try:
         if entry.stdout_closed:
+            if failed is None and getattr(args, "output", None):
+                return  # nowhere to print, but --output holds the result
             raise OSError(errno.EBADF, "stdout is closed")
         print(report.dumps(env) if args.json else text(), flush=True)
     except BrokenPipeError:
+        if failed is not None:  # the reader left; the --output failure still counts
+            raise failed from None
         raise
     except OSError as e:
         if failed is None:  # a failed --output has saved it already

@@ -274,13 +274,16 @@ def compare(a, b):
     if a.command != b.command:
         raise BadInput(f"cannot compare {a.path} (a result of {a.command}) with {b.path} "
                        f"(a result of {b.command}): compare takes two results of one command")
-    rows, matched = [], 0
+    rows, matched, null_in = [], 0, set()
     for name, a_rows in a.tables.items():
         b_rows = b.tables.get(name, {})
         for match, ra in a_rows.items():
             rb = b_rows.get(match)
-            matched += rb is not None
-            if rb is None or ra.value is None or rb.value is None:
+            if rb is None:
+                continue
+            matched += 1
+            null_in |= {f.path for f, r in ((a, ra), (b, rb)) if r.value is None}
+            if ra.value is None or rb.value is None:
                 continue
             m = METRICS[ra.kind]
             significant, how = _significant(ra, rb)
@@ -297,7 +300,8 @@ def compare(a, b):
                            f"{b.path} ({_kinds_text(kinds_b)} rows)")
         if matched:  # arp --peer-down: no ping was answered, so no latency
             raise BadInput(f"{a.path} and {b.path}: the {matched} rows they share have no "
-                           "value to compare (null: nothing was measured)")
+                           f"value to compare (null in {' and '.join(sorted(null_in))}: "
+                           "nothing was measured)")
         raise BadInput(f"{a.path} and {b.path} have no result rows in common")
     return rows
 

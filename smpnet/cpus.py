@@ -54,8 +54,8 @@ def _parse_part(part, spec, allowed):
         raise BadInput(
             f"bad CPU list {spec!r}: {part!r} is not a CPU number or range "
             "(use e.g. 0,1 or 0-3 or all)")
-    lo = int(lo)
-    hi = int(hi) if sep else lo
+    lo, hi = _cpu_number(lo, allowed), (_cpu_number(hi, allowed) if sep else None)
+    hi = lo if hi is None else hi
     if hi < lo:
         raise BadInput(f"bad CPU list {spec!r}: the range {part!r} runs backwards")
     if allowed and hi > allowed[-1]:  # before expanding 0-4000000000
@@ -66,6 +66,17 @@ def _parse_part(part, spec, allowed):
 
 def _is_number(text):
     return text.isascii() and text.isdigit()
+
+
+def _cpu_number(text, allowed):
+    """A CPU number, leading zeros allowed; one longer than any CPU number
+    could be is named as outside the set (int() refuses 4,300 digits)."""
+    digits = text.lstrip("0") or "0"
+    if len(digits) > 9:
+        shown = digits if len(digits) <= 12 else digits[:12] + "..."
+        raise BadInput(f"CPU {shown} is not in this process's affinity set "
+                       f"({format_cpus(allowed)})")
+    return int(digits)
 
 
 def format_cpus(cpus):

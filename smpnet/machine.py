@@ -18,6 +18,7 @@ seconds, naming the worker that made no progress and why (stopped, not
 scheduled, sleeping). The segment has no name (see segment.py): it goes with
 the last process that maps it, whatever kills which.
 """
+import errno
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -46,12 +47,14 @@ WATCHDOG_POLL_S = 0.5  # how often a run's progress count is read
 WORKER_START_S = 0.01
 
 
-def run_seconds(work_s, ncpus, real_cpus):
+def run_seconds(work_s, ncpus, real_cpus, counted=True):
     """What a run of `work_s` seconds of work per CPU takes on `ncpus`
     emulated CPUs over `real_cpus` real ones: its workers' start and exit,
-    and the work stretched by the oversubscription (a guess: a run whose
-    CPUs wait on each other through the scheduler can take far longer)."""
-    return ncpus * WORKER_START_S + work_s * max(1.0, ncpus / real_cpus)
+    and, for a run that does a count of work (not one that ends at a
+    deadline), the work stretched by the oversubscription (a floor: CPUs
+    that wait on each other through the scheduler can take far longer)."""
+    stretch = max(1.0, ncpus / real_cpus) if counted else 1.0
+    return ncpus * WORKER_START_S + work_s * stretch
 # What ends a run the way Ctrl-C does: SIGHUP is a closed terminal, SIGQUIT
 # Ctrl-\. Workers ignore the terminal's signals (the coordinator decides
 # how a run ends) and die with it (PDEATHSIG).
@@ -250,15 +253,18 @@ class Machine:
                             daemon=True)
             signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
             try:
-                p.start()
-            except OSError as e:
-                rx.close()
-                raise RunFailed(f"cannot start the worker of emulated CPU {cpu}: "
-                                f"{e.strerror or e} (a limit on processes, ulimit -u?)") from None
+                try:
+                    p.start()
+                except OSError as e:
+                    rx.close()
+                    raise RunFailed(f"cannot start the worker of emulated CPU {cpu}: "
+                                    f"{e.strerror or e}{_LIMIT_HINT.get(e.errno, '')}") from None
+                # in the list before the signals are let in: unblocking runs
+                # a pending handler at once, and the caller reaps the list
+                workers.append(_Worker(cpu, real, p, rx))
             finally:
                 tx.close()
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            workers.append(_Worker(cpu, real, p, rx))
 
     def _wait(self, workers, timeout, expected, progress):
         now = started = time.monotonic()
@@ -340,6 +346,11 @@ class Machine:
                 w.conn.close()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+_LIMIT_HINT = {errno.EAGAIN: " (a limit on processes, ulimit -u?)",
+               errno.EMFILE: " (a limit on open files, ulimit -n?)",
+               errno.ENOMEM: " (out of memory)"}
 
 
 class _Worker:

@@ -242,7 +242,10 @@ def _memory_available():
 def _cgroup_limits(root="/"):
     """(limit, usage) of each memory cgroup above this process that has a
     limit: cgroup v2 (memory.max, memory.current, every ancestor) and v1
-    (memory.limit_in_bytes, memory.usage_in_bytes). `root`: for tests."""
+    (memory.limit_in_bytes, memory.usage_in_bytes). Usage leaves out the
+    inactive file cache (memory.stat), which the kernel reclaims before it
+    would kill anything: the working set, as container runtimes count it.
+    `root`: for tests."""
     try:
         with open(os.path.join(root, "proc/self/cgroup")) as f:
             lines = f.read().splitlines()
@@ -263,8 +266,20 @@ def _cgroup_limits(root="/"):
             d = os.path.join(root, top, *parts[:depth])
             limit, usage = (_read_int(os.path.join(d, f)) for f in files)
             if limit is not None and usage is not None and limit < 1 << 60:
-                out.append((limit, usage))
+                out.append((limit, max(0, usage - _inactive_file(d))))
     return out
+
+
+def _inactive_file(d):
+    """Reclaimable page cache of a cgroup, from its memory.stat (v1: the
+    hierarchical total_inactive_file; v2: inactive_file); 0 if unknown."""
+    try:
+        with open(os.path.join(d, "memory.stat")) as f:
+            stat_ = dict(line.split() for line in f if len(line.split()) == 2)
+    except (OSError, ValueError):
+        return 0
+    value = stat_.get("total_inactive_file", stat_.get("inactive_file", "0"))
+    return int(value) if value.isdigit() else 0
 
 
 def _read_int(path):

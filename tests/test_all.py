@@ -226,3 +226,20 @@ def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
         assert json.loads(open(saved).read())["params"]["failed_stage"] == "arp"
     finally:
         os.unlink(saved)
+
+
+def test_interrupted_before_any_stage_finished_leaves_output_as_it_was(capsys, monkeypatch,
+                                                                      tmp_path):
+    from smpnet import suite
+    from smpnet.errors import Interrupted
+
+    def interrupted(*a, **k):
+        raise Interrupted("interrupted: workers stopped")
+
+    monkeypatch.setattr(suite, "_stage", interrupted)
+    out = tmp_path / "all.json"
+    out.write_text("an earlier result\n")
+    assert main(["all", "--quick", "--output", str(out)]) == 130
+    assert out.read_text() == "an earlier result\n"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "smpnet-bench: stage info failed: interrupted: workers stopped"

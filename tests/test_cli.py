@@ -112,3 +112,14 @@ def test_a_closed_stderr_does_not_send_errors_to_stdout(tmp_path):
     r = subprocess.run(["bash", "-c", f"{sys.executable} -m smpnet info --cpus 99 2>&-"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2 and r.stdout == ""
+
+
+def test_a_failed_output_is_reported_when_stdout_s_reader_has_left(tmp_path):
+    """--output /dev/full | true: the pipe's early exit must not hide that
+    the result could not be written where asked."""
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    r = subprocess.run(["bash", "-c", f"{sys.executable} -m smpnet info --output /dev/full | "
+                       "true; exit ${PIPESTATUS[0]}"],
+                       capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().startswith("smpnet-bench: cannot write --output /dev/full: ")

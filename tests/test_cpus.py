@@ -10,7 +10,7 @@ ALLOWED = [0, 1, 2, 3, 8]
 @pytest.mark.parametrize("spec,expected", [
     ("all", ALLOWED), (None, ALLOWED), ("0", [0]), ("0,1", [0, 1]), ("0-3", [0, 1, 2, 3]),
     ("3,0-1", [0, 1, 3]), (" 1 , 2 ", [1, 2]), ("8", [8]), ([2, 0], [0, 2]),
-    ("0000000001", [1]),
+    ("0000000001", [1]), ("0" * 5000 + "1", [1]),
 ])
 def test_valid(spec, expected):
     assert parse_cpus(spec, ALLOWED) == expected
@@ -28,6 +28,7 @@ def test_valid(spec, expected):
     # the range's top named, not swallowed into a generic syntax error
     ("0-9", "CPU 9 is not in this process's affinity set"),
     ("0-4000000000", "CPU 4000000000 is not in"), ("9999999999", "CPU 9999999999 is not in"),
+    ("1" * 5000, "CPU 111111111111... is not in"), ("0-" + "9" * 5000, "CPU 999999999999... is"),
 ])
 def test_invalid(spec, message):
     with pytest.raises(BadInput, match=message):

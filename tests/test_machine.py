@@ -458,7 +458,10 @@ def _cgroup_tree(root, v2_max=None, v1_limit=None):
     v1 = root / "sys/fs/cgroup/memory/jobs/a"
     v1.mkdir(parents=True)
     (v1 / "memory.limit_in_bytes").write_text(f"{v1_limit or 9223372036854771712}\n")
-    (v1 / "memory.usage_in_bytes").write_text("1048576\n")
+    (v1 / "memory.usage_in_bytes").write_text(f"{(1 << 20) + (50 << 20)}\n")
+    # 50 MiB of it is page cache the kernel would reclaim first: not in use
+    (v1 / "memory.stat").write_text("cache 52428800\nrss 1048576\n"
+                                    "total_inactive_file 52428800\n")
     v2 = root / "sys/fs/cgroup/user"
     (v2 / "b").mkdir(parents=True)
     (v2 / "b/memory.max").write_text("max\n")
@@ -467,7 +470,7 @@ def _cgroup_tree(root, v2_max=None, v1_limit=None):
     (v2 / "memory.current").write_text("4194304\n")
 
 
-def test_memory_cgroup_limits_are_found_in_v1_and_v2_ancestors(tmp_path):
+def test_memory_cgroup_limits_are_found_in_v1_and_v2_ancestors_less_page_cache(tmp_path):
     from smpnet import segment
 
     _cgroup_tree(tmp_path, v2_max=200 << 20, v1_limit=300 << 20)
@@ -516,4 +519,31 @@ def test_a_fork_that_fails_is_one_error_and_leaves_no_worker(allowed, monkeypatc
                                             r"Resource temporarily unavailable \(a limit on "
                                             r"processes, ulimit -u\?\)$"):
             m.run(lambda ctx: _core.idle_poll(ctx.seg, 30.0))
+    assert all(p.exitcode is not None for p in started)
+
+
+def test_ctrl_c_between_forks_leaves_no_worker(allowed, monkeypatch):
+    """SIGINT while the workers start: unblocking the signals after a fork
+    runs the handler at once, so the worker just forked must already be in
+    the list the run reaps."""
+    import multiprocessing.process
+
+    from smpnet.errors import Interrupted
+
+    real_start = multiprocessing.process.BaseProcess.start
+    started = []
+
+    def start(self):
+        real_start(self)
+        started.append(self)
+        if len(started) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # pending until the mask is restored
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+    with Machine(cpus=allowed, ncpus=6, oversubscribe=True) as m:
+        with pytest.raises(Interrupted):
+            m.run(lambda ctx: _core.idle_poll(ctx.seg, 30.0))
+    assert len(started) == 3
+    # joined by the run, the third too (a process never joined stays here)
+    assert not set(started) & multiprocessing.process._children
     assert all(p.exitcode is not None for p in started)

@@ -72,7 +72,7 @@ def run_seconds(skbs, duration, rate=TYPICAL_SKBS_PER_S):
 def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, real_cpus=2):
     """The whole experiment: every run, then the uncontended per-op suite."""
     work = run_seconds(skbs, duration or (None if skbs else DURATION))
-    return (n_strategies * repeat * machine.run_seconds(work, ncpus, real_cpus)
+    return (n_strategies * repeat * machine.run_seconds(work, ncpus, real_cpus, bool(skbs))
             + locks.suite_seconds(2))
 
 

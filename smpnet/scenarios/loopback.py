@@ -67,7 +67,8 @@ def estimate_seconds(ncpus, n_modes, repeat, packets=None, duration=None, scalin
                      real_cpus=2):
     work = run_seconds(packets, duration or (None if packets else DURATION))
     counts = range(1, ncpus + 1) if scaling else [ncpus]
-    return sum(n_modes * repeat * machine.run_seconds(work, k, real_cpus) for k in counts)
+    return sum(n_modes * repeat * machine.run_seconds(work, k, real_cpus, bool(packets))
+               for k in counts)
 
 
 def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=True,
