@@ -6,7 +6,8 @@ import Cython
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-# SMPNET_DEBUG=1 builds without optimisation and with asserts, for gdb.
+# SMPNET_DEBUG=1 builds without optimisation, with debug symbols and without
+# NDEBUG, for gdb.
 debug = os.environ.get("SMPNET_DEBUG") == "1"
 
 core = Extension(

@@ -171,10 +171,6 @@ def smp_stop(unsigned char[::1] seg):
     atomic_set(&segment_header(seg).stop, 1)
 
 
-def smp_stopped(unsigned char[::1] seg):
-    return atomic_read(&segment_header(seg).stop) != 0
-
-
 cdef inline int check_cpu(smp_header *hdr, int cpu) except -1:
     if cpu < 0 or <uint32_t>cpu >= hdr.nr_cpus:
         raise ValueError(f"no CPU {cpu} in this segment ({hdr.nr_cpus} CPUs)")
@@ -548,13 +544,11 @@ cdef inline int xmit_bh(cpu_ctx *c, net_ctx *n, int type, uint32_t size) noexcep
 # ---------------------------------------------------------------- ARP (seed 000)
 
 PROBE_MODES = {"timer": A.PROBE_TIMER, "immediate": A.PROBE_IMMEDIATE}
-PING_STATUS = {"pending": A.PING_PENDING, "ok": A.PING_OK, "error": A.PING_ERROR,
-               "timeout": A.PING_TIMEOUT}
 UNRES_QLEN_BYTES = 212992   # net.ipv4.neigh.default.unres_qlen_bytes (SK_WMEM_MAX)
 
 
 cdef int parms_init(A.neigh_parms *p, uint32_t hz, int probe, uint32_t queue_len_bytes) except -1:
-    """DESIGN.md 1c's defaults, in jiffies at `hz`."""
+    """The kernel's neighbour defaults (net.ipv4.neigh.default.*), in jiffies at `hz`."""
     if hz not in (100, 250, 300, 1000):
         raise ValueError(f"HZ must be 100, 250, 300 or 1000, got {hz}")
     if probe not in (A.PROBE_TIMER, A.PROBE_IMMEDIATE):

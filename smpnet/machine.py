@@ -88,9 +88,6 @@ class CpuContext:
     def nr_cpus(self):
         return self.machine.nr_cpus
 
-    def stopped(self):
-        return _core.smp_stopped(self.seg)
-
 
 class Machine:
     """An emulated SMP machine. See the module docstring.

@@ -8,7 +8,7 @@ the same way, so a reader can see how much of a figure is loop overhead.
 Every benchmark in smpnet, from the CLI or bench/, goes through here.
 """
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from . import _core
 from .errors import BadInput
@@ -32,9 +32,6 @@ class BenchResult:
     tsc_hz: float
     wall_s: float        # CLOCK_MONOTONIC time of the measured rounds
     samples: list = field(default_factory=list)  # per-op cycles of each round
-
-    def as_dict(self):
-        return asdict(self)
 
 
 def tests():

@@ -66,14 +66,4 @@ static inline uint32_t this_cpu_cmpxchg(uint32_t *p, uint32_t old, uint32_t new)
 #endif
 }
 
-static inline uint64_t atomic64_read(const uint64_t *v)
-{
-	return __atomic_load_n(v, __ATOMIC_ACQUIRE);
-}
-
-static inline uint64_t atomic64_add_return(uint64_t *v, uint64_t i)
-{
-	return __atomic_add_fetch(v, i, __ATOMIC_SEQ_CST);
-}
-
 #endif

@@ -8,6 +8,4 @@ cdef extern from "atomic.h" nogil:
     uint32_t atomic_dec_return(uint32_t *v)
     uint32_t atomic_xchg(uint32_t *v, uint32_t new)
     uint32_t atomic_cmpxchg(uint32_t *v, uint32_t old, uint32_t new)
-    uint64_t atomic64_read(const uint64_t *v)
-    uint64_t atomic64_add_return(uint64_t *v, uint64_t i)
     uint32_t this_cpu_cmpxchg(uint32_t *p, uint32_t old, uint32_t new)

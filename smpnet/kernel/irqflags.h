@@ -53,11 +53,6 @@ static inline int in_hardirq(const struct cpu_ctx *c)
 	return (c->irq->preempt_count & HARDIRQ_MASK) != 0;
 }
 
-static inline int in_softirq(const struct cpu_ctx *c)	/* serving or BH-disabled */
-{
-	return (c->irq->preempt_count & SOFTIRQ_MASK) != 0;
-}
-
 static inline int in_serving_softirq(const struct cpu_ctx *c)
 {
 	return (c->irq->preempt_count & SOFTIRQ_OFFSET) != 0;

@@ -34,7 +34,7 @@ enum { PROBE_TIMER = 0, PROBE_IMMEDIATE = 1 };
 #define ARPQ_SLOTS	64	/* packets an entry can hold while unresolved */
 #define NEIGH_HASH	16
 
-struct neigh_parms {		/* in seconds and packets, as sysctl shows them */
+struct neigh_parms {		/* times in jiffies at `hz`, the rest in packets and bytes */
 	uint32_t hz;
 	uint32_t probe_mode;
 	uint32_t ucast_probes;		/* 3 */
