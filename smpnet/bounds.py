@@ -70,10 +70,10 @@ def _num(v):
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def check_run_time(seconds, allow_long, what):
+def check_run_time(seconds, allow_long):
     """Refuse a run estimated at over an hour unless --long was given."""
     if seconds > LONG_RUN_S * LONG_RUN_GRACE and not allow_long:
-        raise BadInput(f"{what} would take about {_duration(seconds)} (estimated): "
+        raise BadInput(f"this run would take about {_duration(seconds)} (estimated): "
                        f"over an hour, so pass --long if you mean it")
 
 

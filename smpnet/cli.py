@@ -249,7 +249,7 @@ def cmd_locks(args):
     if args.contended:
         bounds.check_run_time(locks.contended_seconds(len(algos) * len(variants), args.duration,
                                                       args.ncpus or len(cpus), len(cpus)),
-                              args.long, "this run")
+                              args.long)
         params.update(duration_s=args.duration, hold_cycles=args.hold_cycles,
                       ncpus=args.ncpus or len(cpus))
         rows, reports = locks.run_contended(
@@ -261,7 +261,7 @@ def cmd_locks(args):
         if args.ncpus or args.oversubscribe:
             raise BadInput("--ncpus and --oversubscribe apply to --contended runs only")
         bounds.check_run_time(locks.suite_seconds(len(locks.suite_plan(algos, variants)),
-                                                  args.loops, args.rounds), args.long, "this run")
+                                                  args.loops, args.rounds), args.long)
         params.update(loops=args.loops, rounds=args.rounds, cpu=cpus[0])
         rows, reports = locks.run_suite(
             cpus[0], algos, variants, loops=args.loops, rounds=args.rounds,
@@ -290,7 +290,7 @@ def cmd_defer(args):
     ncpus = args.ncpus or len(cpus)
     bounds.check_run_time(defer.estimate_seconds(len(strategies), args.repeat, args.skbs,
                                                  args.duration, ncpus, len(cpus)),
-                          args.long, "this run")
+                          args.long)
     facts = report.machine(cpus)
     warnings = sysinfo.timing_warnings(facts, oversubscribed=ncpus > len(cpus))
     if args.check:
@@ -323,7 +323,7 @@ def cmd_loopback(args):
     ncpus = args.ncpus or len(cpus)
     bounds.check_run_time(loopback.estimate_seconds(ncpus, len(modes), args.repeat, args.packets,
                                                     args.duration, args.scaling, len(cpus)),
-                          args.long, "this run")
+                          args.long)
     facts = report.machine(cpus)
     warnings = sysinfo.timing_warnings(facts, oversubscribed=ncpus > len(cpus))
     rows, verdicts, why_not = loopback.run(
@@ -353,11 +353,11 @@ def cmd_arp(args):
     args.output_target = output.prepare(args.output)
     if args.ncpus not in (None, 2):
         raise BadInput("the ARP experiment runs two hosts: --ncpus 2 or nothing")
-    trials = args.trials or (arp.PEER_DOWN_TRIALS if args.peer_down else arp.TRIALS)
+    trials = arp.default_trials(args.trials, args.peer_down)
     arp.validate(args.hz, trials, args.count, args.peer_down)
     bounds.check_run_time(len(probes) * arp.probe_seconds(args.hz, trials, args.count,
                                                           args.peer_down),
-                          args.long, "this run")
+                          args.long)
     facts = report.machine(cpus)
     oversubscribed = len(cpus) < 2
     if oversubscribed and not args.oversubscribe:
@@ -430,12 +430,11 @@ def _save_finished_stages(args, cpus, failed):
     env = suite.envelope(cpus, failed.finished, suite.verdict_table(failed.finished),
                          failed.warnings, args.quick)
     env["params"].update(failed_stage=failed.stage, error=str(failed.error))
-    target = getattr(args, "output_target", None)
     try:
-        if target is None:
+        if args.output_target is None:
             failed.kept = output.save(env)
         else:
-            output.write(env, target)
+            output.write(env, args.output_target)
             failed.kept = args.output
     except output.OutputFailed as e:
         failed.kept = e.saved
@@ -476,11 +475,8 @@ def _emit(args, env, text):
 
 def _save(args, env):
     """Write the result to --output; the OutputFailed to raise later, if any."""
-    target = getattr(args, "output_target", None)
-    if target is None and args.output:
-        target = output.prepare(args.output)
     try:
-        output.write(env, target)
+        output.write(env, args.output_target)  # prepared before the run
     except output.OutputFailed as e:
         return e  # saved elsewhere: still print the result, then say so
     return None

@@ -47,6 +47,12 @@ WATCHDOG_POLL_S = 0.5  # how often a run's progress count is read
 WORKER_START_S = 0.01
 
 
+def work_seconds(count, duration, rate):
+    """A run's own work, in seconds: its duration, or its count (skbs,
+    packets) at a typical rate."""
+    return duration if duration else count / rate
+
+
 def run_seconds(work_s, ncpus, real_cpus, counted=True):
     """What a run of `work_s` seconds of work per CPU takes on `ncpus`
     emulated CPUs over `real_cpus` real ones: its workers' start and exit,

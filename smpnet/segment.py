@@ -62,7 +62,7 @@ def _reserve(fd, size, where):
         if e.errno == errno.EFBIG:
             why = "over the file size limit (ulimit -f)"
         elif e.errno in (errno.ENOSPC, errno.ENOMEM, errno.EDQUOT):
-            why = f"{_free_text(where)}"
+            why = _free_text(where)
         else:
             why = e.strerror or str(e)
         raise NoMemory(f"cannot reserve {_mib(size)} of shared memory: {why}") from None
@@ -291,20 +291,16 @@ def _read_int(path):
     return int(text) if text.isdigit() else None  # "max": no limit
 
 
-def _free_bytes(where):
-    if where == "memory":
-        import psutil
-        return psutil.virtual_memory().available
+def _free_text(where):
+    """What is left where the segment was being reserved."""
+    if where == "memory":  # a memfd: what check_memory() looks at
+        free, what = _memory_available()
+        return f"{what} has {_mib(free)} available"
     try:
         st = os.statvfs(where)
     except OSError:
-        return None
-    return st.f_bavail * st.f_frsize
-
-
-def _free_text(where):
-    free = _free_bytes(where)
-    return f"{where} has {'?' if free is None else _mib(free)} free"
+        return f"{where}: free space unknown"
+    return f"{where} has {_mib(st.f_bavail * st.f_frsize)} free"
 
 
 def _mib(n):

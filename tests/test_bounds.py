@@ -99,10 +99,10 @@ def test_a_run_of_over_an_hour_needs_long(argv, capsys, monkeypatch):
 
 
 def test_long_lets_a_long_estimate_through():
-    bounds.check_run_time(bounds.LONG_RUN_S * 10, True, "this run")  # no error
-    bounds.check_run_time(bounds.LONG_RUN_S + 60, False, "this run")  # an hour and start-up
+    bounds.check_run_time(bounds.LONG_RUN_S * 10, True)  # no error
+    bounds.check_run_time(bounds.LONG_RUN_S + 60, False)  # an hour and start-up
     with pytest.raises(BadInput, match="about 64 min"):
-        bounds.check_run_time(bounds.LONG_RUN_S * 1.05 + 60, False, "this run")
+        bounds.check_run_time(bounds.LONG_RUN_S * 1.05 + 60, False)
 
 
 def test_the_testers_huge_values_are_refused_before_anything_runs(capsys):

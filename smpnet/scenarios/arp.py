@@ -34,6 +34,11 @@ SEED_000 = {
 }
 
 
+def default_trials(trials, peer_down):
+    """--trials, or its default: fewer with the peer down (each waits ~3 s)."""
+    return trials if trials is not None else (PEER_DOWN_TRIALS if peer_down else TRIALS)
+
+
 def probe_seconds(hz, trials, count, peer_down=False):
     """One probe mode's trials: each waits up to two ticks (the timer, the
     random start), then its pings; with the peer down, 3 probes 1 s apart."""
@@ -56,7 +61,7 @@ def validate(hz, trials, count, peer_down=False):
 def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, ncpus=None,
         oversubscribe=False, progress=None):
     """Returns (rows, verdicts, why there is no verdict or None, transcripts)."""
-    trials = trials if trials is not None else (PEER_DOWN_TRIALS if peer_down else TRIALS)
+    trials = default_trials(trials, peer_down)
     validate(hz, trials, count, peer_down)
     n = ncpus or len(cpus)
     if n < 2:

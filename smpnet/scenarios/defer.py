@@ -64,14 +64,10 @@ def validate(rx, ncpus, skbs, duration, defer_max, batch, repeat):
         raise BadInput(f"--repeat {repeat}: give 1 to {MAX_REPEAT}")
 
 
-def run_seconds(skbs, duration, rate=TYPICAL_SKBS_PER_S):
-    """One run: its duration, or its skbs at `rate`."""
-    return duration if duration else skbs / rate
-
-
 def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, real_cpus=2):
     """The whole experiment: every run, then the uncontended per-op suite."""
-    work = run_seconds(skbs, duration or (None if skbs else DURATION))
+    work = machine.work_seconds(skbs, duration or (None if skbs else DURATION),
+                                TYPICAL_SKBS_PER_S)
     return (n_strategies * repeat * machine.run_seconds(work, ncpus, real_cpus, bool(skbs))
             + locks.suite_seconds(2))
 
@@ -111,7 +107,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
             bugs0 = m.region("irq")["bugs"].sum(axis=0).copy()
             out = m.run(_cpu_body, idx, ring, ctl, _core.DEFER_STRATEGIES[strategy], defer_max,
                         rx, n_cons, skbs or 0, duration or 0.0, batch, check,
-                        expected=run_seconds(skbs, duration),
+                        expected=machine.work_seconds(skbs, duration, TYPICAL_SKBS_PER_S),
                         progress=_progress)
             runs[strategy].append(_measure(m, out, rx, overhead, spins0, bugs0))
             runs[strategy][-1]["lock_checks"] = int(m.region("irq")["lock_checks"].sum()) - checks0

@@ -59,13 +59,9 @@ def validate(ncpus, packets, duration, size, repeat, ack_in_rx, ack_storm):
         raise BadInput(f"--repeat {repeat}: give 1 to {defer.MAX_REPEAT}")
 
 
-def run_seconds(packets, duration, rate=TYPICAL_PPS):
-    return duration if duration else packets / rate
-
-
 def estimate_seconds(ncpus, n_modes, repeat, packets=None, duration=None, scaling=False,
                      real_cpus=2):
-    work = run_seconds(packets, duration or (None if packets else DURATION))
+    work = machine.work_seconds(packets, duration or (None if packets else DURATION), TYPICAL_PPS)
     counts = range(1, ncpus + 1) if scaling else [ncpus]
     return sum(n_modes * repeat * machine.run_seconds(work, k, real_cpus, bool(packets))
                for k in counts)
@@ -144,7 +140,8 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
     softirqs0 = m.region("irq")["softirqs"].copy()
     cycles = m.run(_cpu_body, idx, dev, lo, _core.LOOPBACK_MODES[mode], ack_in_rx, ack_storm,
                    size, packets or 0, duration or 0.0, thread_size,
-                   expected=run_seconds(packets, duration), progress=_progress)
+                   expected=machine.work_seconds(packets, duration, TYPICAL_PPS),
+                   progress=_progress)
     st = m.region("lo_stats")
     hz = float(m.header["tsc_hz"])
     xmits = [int(x) for x in st["xmits"]]
