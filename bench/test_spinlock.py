@@ -5,7 +5,8 @@
 """
 import pytest
 
-from smpnet.scenarios.locks import ALGOS, SUITE
+from smpnet.scenarios.locks import ALGOS
+from smpnet.time_bench import SUITE
 
 LOCK_TESTS = [t for t, v in SUITE if v]
 IRQ_TESTS = ["local_BH_disable_enable", "local_IRQ_disable_enable", "local_irq_save_restore",

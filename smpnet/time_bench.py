@@ -16,6 +16,28 @@ from .tsc import tsc_hz as _tsc_hz
 
 MIN_ROUND_S = 0.01  # loops are calibrated so that one round lasts at least this
 
+# The time_bench_sample suite, same names, same order; the variant each
+# lock test exercises (None: not a lock test). spin_lock_unlock_bh is
+# smpnet's addition, last, so the kernel's order stays intact.
+SUITE = (
+    ("for_loop", None),
+    ("spin_lock_unlock", "plain"),
+    ("spin_lock_unlock_irqsave", "irqsave"),
+    ("irqsave_before_lock", "irqsave_before_lock"),
+    ("spin_lock_unlock_irq", "irq"),
+    ("simple_irq_disable_before_lock", "irq_disable_before_lock"),
+    ("local_BH_disable_enable", None),
+    ("local_IRQ_disable_enable", None),
+    ("local_irq_save_restore", None),
+    ("preempt_disable_enable", None),
+    ("cmpxchg", None),
+    ("this_cpu_cmpxchg", None),
+    ("function_call_cost", None),
+    ("func_ptr_call_cost", None),
+    ("spin_lock_unlock_bh", "bh"),
+)
+TEST_OF_VARIANT = {v: t for t, v in SUITE if v}
+
 
 @dataclass
 class BenchResult:

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from smpnet import Machine, WorkerDied, _core, layout
+from smpnet import Machine, WorkerDied, _core, layout, time_bench
 from smpnet.cli import main
 from smpnet.scenarios import locks
 from smpnet.tsc import tsc_hz
@@ -232,7 +232,7 @@ def test_locks_suite_json(capsys, allowed):
     env = json.loads(capsys.readouterr().out)
     tests = [(r["test"], r["algo"]) for r in env["results"]]
     expected = []
-    for test, variant in locks.SUITE:
+    for test, variant in time_bench.SUITE:
         expected += [(test, None)] if variant is None else [(test, "qspinlock"), (test, "ticket")]
     assert tests == expected
     for r in env["results"]:

@@ -13,34 +13,13 @@ from .. import _core, layout, stats
 from ..errors import BadInput
 from .. import machine
 from ..machine import Machine
-from ..time_bench import MIN_ROUND_S, time_bench
+from ..time_bench import MIN_ROUND_S, SUITE, TEST_OF_VARIANT, time_bench
 
 # names of enum spin_algo and enum spin_variant, in the C order
 ALGOS = tuple(sorted(_core.LOCK_ALGOS, key=_core.LOCK_ALGOS.get))
 VARIANTS = tuple(sorted(_core.LOCK_VARIANTS, key=_core.LOCK_VARIANTS.get))
 RESTORES = ("sti", "popf")
 
-# The time_bench_sample suite, same names, same order; the variant each
-# lock test exercises (None: not a lock test). spin_lock_unlock_bh is
-# smpnet's addition, last, so the kernel's order stays intact.
-SUITE = (
-    ("for_loop", None),
-    ("spin_lock_unlock", "plain"),
-    ("spin_lock_unlock_irqsave", "irqsave"),
-    ("irqsave_before_lock", "irqsave_before_lock"),
-    ("spin_lock_unlock_irq", "irq"),
-    ("simple_irq_disable_before_lock", "irq_disable_before_lock"),
-    ("local_BH_disable_enable", None),
-    ("local_IRQ_disable_enable", None),
-    ("local_irq_save_restore", None),
-    ("preempt_disable_enable", None),
-    ("cmpxchg", None),
-    ("this_cpu_cmpxchg", None),
-    ("function_call_cost", None),
-    ("func_ptr_call_cost", None),
-    ("spin_lock_unlock_bh", "bh"),
-)
-TEST_OF_VARIANT = {v: t for t, v in SUITE if v}
 
 SEED_003 = {
     "seed": "003",
