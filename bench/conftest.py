@@ -12,7 +12,7 @@ import statistics
 import pytest
 
 from smpnet import Machine, _core, layout
-from smpnet.scenarios.locks import ALGOS
+from smpnet.lockbench import ALGOS
 from smpnet.tsc import tsc_hz
 
 LOOPS = 1 << 20

@@ -11,7 +11,7 @@ import statistics
 
 import pytest
 
-from smpnet.scenarios import arp
+from smpnet.experiments import arp
 
 TRIALS = 50
 

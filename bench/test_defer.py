@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from smpnet.scenarios import defer
+from smpnet.experiments import defer
 
 SKBS = 200_000
 

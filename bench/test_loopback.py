@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from smpnet.scenarios import loopback
+from smpnet.experiments import loopback
 
 PACKETS = 400_000
 

@@ -5,7 +5,7 @@
 """
 import pytest
 
-from smpnet.scenarios.locks import ALGOS
+from smpnet.lockbench import ALGOS
 from smpnet.time_bench import SUITE
 
 LOCK_TESTS = [t for t, v in SUITE if v]

@@ -27,29 +27,24 @@ import numpy as np
 
 from . import stats
 from .errors import BadInput
-from .report import SCHEMA
+from .report import READABLE, SCHEMA
 
 MAX_BYTES = 64 * 1024 * 1024      # the most compare reads of one file
 MAX_BOOTSTRAP = 200               # samples per side the bootstrap uses (evenly thinned above)
 READ_TIMEOUT_S = 10.0             # a FIFO or pipe that gives nothing for this long is refused
 
-# table kind -> what identifies a row, and what is compared
-Metric = namedtuple("Metric", "keys value samples lo hi")
-METRICS = {
-    "info": Metric(("test",), "cycles", None, "cycles_min", "cycles_max"),
-    "locks": Metric(("test", "algo", "variant", "restore", "contended"), "cycles", "samples",
-                    "cycles_min", "cycles_max"),
-    # cycles_min/max of a contended row are per CPU, not a run's spread: none here
-    "contended": Metric(("test", "algo", "variant", "cpus"), "acq_per_s", None, None, None),
-    "defer": Metric(("strategy",), "skbs_per_s", "skbs_per_s_samples", "skbs_per_s_min",
-                    "skbs_per_s_max"),
-    "loopback": Metric(("mode", "cpus"), "pps", "pps_samples", None, None),
-    "arp": Metric(("probe", "hz"), ("first_ms", "median"), "first_samples_ms",
-                  ("first_ms", "min"), ("first_ms", "max")),
-}
-COMMANDS = ("info", "locks", "defer", "loopback", "arp", "all")
+# What identifies a row and what is compared: each experiment's own Metric
+# (smpnet/experiment.py); a result of `all` holds one table per experiment.
+def _experiments():
+    from . import experiments
+    return experiments.BY_NAME
 
-# One checked row: its kind (a METRICS key), its key (a dict, lists as
+
+def commands():
+    return tuple(_experiments()) + ("all",)
+
+
+# One checked row: its kind (an experiment name), its key (a dict, lists as
 # tuples), its position for messages, and the numbers compared (None where
 # the result has none).
 Row = namedtuple("Row", "kind key where value samples lo hi")
@@ -127,15 +122,16 @@ def _check(shown, env):
     if not isinstance(env, dict) or "schema" not in env or "command" not in env:
         raise BadInput(f"{shown}: not an smpnet-bench result (no schema or command)")
     schema = env["schema"]
-    if type(schema) is not int or schema != SCHEMA:
+    if type(schema) is not int or schema not in READABLE:
         shown_schema = _short(schema) if type(schema) is int else _type(schema)
-        raise BadInput(f"{shown}: schema {shown_schema}, this smpnet reads schema {SCHEMA}")
+        raise BadInput(f"{shown}: schema {shown_schema}, this smpnet reads schemas "
+                       f"{', '.join(map(str, READABLE))} (it writes {SCHEMA})")
     command = env["command"]
     if not isinstance(command, str):
         raise BadInput(f"{shown}: command is {_type(command)}, not a string")
-    if command not in COMMANDS:
+    if command not in commands():
         raise BadInput(f"{shown}: command {_short(command)}: compare reads results of "
-                       f"{', '.join(COMMANDS)}")
+                       f"{', '.join(commands())}")
     if "results" not in env:
         raise BadInput(f"{shown}: not an smpnet-bench result (no results)")
     results = env["results"]
@@ -159,7 +155,7 @@ def _check(shown, env):
         if name in seen:
             raise BadInput(f"{shown}: stage {_short(name)} appears twice")
         seen.add(name)
-        if name in METRICS:   # a stage compare does not know has nothing to compare
+        if name in _experiments():   # a stage compare does not know has nothing to compare
             tables[name] = _check_rows(shown, name, rows, f"stage {_short(name)} results")
     return Result(shown, command, tables)
 
@@ -179,15 +175,8 @@ def _check_rows(shown, table, rows, where):
 def _check_row(shown, table, row, where):
     if not isinstance(row, dict):
         raise BadInput(f"{shown}: {where} is {_type(row)}, not a row object")
-    kind = table
-    if table == "locks":   # a locks result holds suite rows or --contended rows
-        if "contended" not in row:
-            raise BadInput(f"{shown}: {where}: no 'contended' field")
-        if not isinstance(row["contended"], bool):
-            raise BadInput(f"{shown}: {where}: contended is {_type(row['contended'])}, "
-                           "not true or false")
-        kind = "contended" if row["contended"] else "locks"
-    m = METRICS[kind]
+    kind = _kind(shown, where, _experiments()[table], row)
+    m = _experiments()[kind].metric
     key = {}
     for field in m.keys:
         if field not in row:
@@ -202,6 +191,23 @@ def _check_row(shown, table, row, where):
     lo = _field(shown, where, row, m.lo)
     hi = _field(shown, where, row, m.hi)
     return Row(kind, key, where, value, samples, lo, hi)
+
+
+def _kind(shown, where, experiment, row):
+    """The experiment whose metric applies to `row`: its own, or for a result
+    holding rows of several kinds (locks, with --contended rows) the one its
+    kind field names."""
+    if experiment.kinds is None:
+        return experiment.name
+    field, by_value = experiment.kinds
+    if field not in row:
+        raise BadInput(f"{shown}: {where}: no {field!r} field")
+    v = row[field]
+    for value, kind in by_value.items():
+        if type(v) is type(value) and v == value:
+            return kind
+    allowed = " or ".join(json.dumps(k) for k in by_value)
+    raise BadInput(f"{shown}: {where}: {field} is {_type(v)}, not {allowed}")
 
 
 def _key_value(shown, where, field, v):
@@ -285,7 +291,7 @@ def compare(a, b):
             null_in |= {f.path for f, r in ((a, ra), (b, rb)) if r.value is None}
             if ra.value is None or rb.value is None:
                 continue
-            m = METRICS[ra.kind]
+            m = _experiments()[ra.kind].metric
             significant, how = _significant(ra, rb)
             rows.append({
                 "table": name, "key": ra.key,
@@ -329,8 +335,7 @@ def _kinds(result):
 
 
 def _kinds_text(kinds):
-    label = {"locks": "locks suite", "contended": "locks --contended"}
-    return ", ".join(sorted(label.get(k, k) for k in kinds))
+    return ", ".join(sorted(kinds))
 
 
 def _ratio(va, vb):

@@ -33,6 +33,17 @@ def median_diff_ci(a, b, confidence=0.95, resamples=RESAMPLES, seed=0):
 MIN_SAMPLES = 3  # per side, for any verdict
 
 
+def median_ci(values, confidence=0.95, resamples=RESAMPLES, seed=0):
+    """median(values), with a percentile-bootstrap interval: for paired
+    differences, one value per pair. Returns (median, (low, high))."""
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0:
+        raise ValueError("no values")
+    rng = np.random.default_rng(seed)
+    medians = np.median(x[rng.integers(0, len(x), (resamples, len(x)))], axis=1)
+    return float(np.median(x)), _interval(medians, confidence)
+
+
 def median_ratio_ci(a, b, confidence=0.95, resamples=RESAMPLES, seed=0):
     """median(a) / median(b), with a percentile-bootstrap interval.
     Returns (ratio, (low, high))."""

@@ -20,7 +20,7 @@ def quick_run(tmp_path_factory):
 
 def test_all_quick_has_every_stage_and_a_verdict_per_seed(quick_run, allowed):
     rc, env, _ = quick_run
-    assert rc == 0 and env["command"] == "all" and env["schema"] == 1
+    assert rc == 0 and env["command"] == "all" and env["schema"] == 2
     assert [s["stage"] for s in env["results"]] == STAGES
     for stage in env["results"]:
         assert "params" in stage and "results" in stage
@@ -121,7 +121,7 @@ def test_compare_refuses_mismatched_results(capsys, tmp_path, two_lock_runs, qui
 # ------------------------------------------------------------------ all's exit rule
 
 def _canned(quick_run, broken):
-    """suite.run's answer, from the quick run, with `broken` applied."""
+    """run_all.run's answer, from the quick run, with `broken` applied."""
     _, env, _ = quick_run
     stages = {s["stage"]: {k: v for k, v in s.items() if k != "stage"} for s in env["results"]}
     broken(stages)
@@ -129,7 +129,7 @@ def _canned(quick_run, broken):
 
 
 def test_all_exits_1_naming_a_broken_invariant(capsys, monkeypatch, tmp_path, quick_run):
-    from smpnet import suite
+    from smpnet import run_all
 
     def unconserved(stages):
         stages["defer"]["results"] = [dict(r, conserved=False)
@@ -139,7 +139,7 @@ def test_all_exits_1_naming_a_broken_invariant(capsys, monkeypatch, tmp_path, qu
         stages["contended"]["results"] = [dict(r, mutual_exclusion=False)
                                           for r in stages["contended"]["results"][:1]]
 
-    monkeypatch.setattr(suite, "run", _canned(quick_run, unconserved))
+    monkeypatch.setattr(run_all, "run", _canned(quick_run, unconserved))
     out = tmp_path / "all.json"
     assert main(["all", "--quick", "--output", str(out)]) == 1
     err = capsys.readouterr().err.splitlines()
@@ -153,21 +153,21 @@ def test_all_exits_1_naming_a_broken_invariant(capsys, monkeypatch, tmp_path, qu
 
 
 def test_all_exits_0_when_every_invariant_holds(capsys, monkeypatch, quick_run):
-    from smpnet import suite
+    from smpnet import run_all
 
-    monkeypatch.setattr(suite, "run", _canned(quick_run, lambda stages: None))
+    monkeypatch.setattr(run_all, "run", _canned(quick_run, lambda stages: None))
     assert main(["all", "--quick"]) == 0
     assert "invariant" not in capsys.readouterr().err
 
 
 def test_pictures_that_cannot_be_drawn_do_not_lose_the_json(capsys, monkeypatch, tmp_path,
                                                              quick_run):
-    from smpnet import plot, suite
+    from smpnet import plot, run_all
 
     def full_disk(env, directory):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(suite, "run", _canned(quick_run, lambda stages: None))
+    monkeypatch.setattr(run_all, "run", _canned(quick_run, lambda stages: None))
     monkeypatch.setattr(plot, "write_all", full_disk)
     out = tmp_path / "all.json"
     assert main(["all", "--quick", "--output", str(out), "--plot", str(tmp_path / "p")]) == 1
@@ -178,12 +178,12 @@ def test_pictures_that_cannot_be_drawn_do_not_lose_the_json(capsys, monkeypatch,
 
 
 def test_an_unwritable_plot_directory_is_refused_before_the_run(capsys, monkeypatch, tmp_path):
-    from smpnet import suite
+    from smpnet import run_all
 
     def never(*a, **k):
         raise AssertionError("ran")
 
-    monkeypatch.setattr(suite, "run", never)
+    monkeypatch.setattr(run_all, "run", never)
     assert main(["all", "--quick", "--plot", str(tmp_path / "no" / "dir")]) == 2
     f = tmp_path / "file"
     f.write_text("x")
@@ -198,19 +198,19 @@ def test_an_unwritable_plot_directory_is_refused_before_the_run(capsys, monkeypa
 def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
     """A worker killed in the last stage: exit 1, the stage named, and the
     stages before it in --output."""
-    from smpnet import suite
+    from smpnet import run_all
     from smpnet.errors import WorkerDied
 
-    real = suite._stage
+    real = run_all._stage
 
-    def dies_in_arp(stage, cpus, p, warnings):
-        if stage == "arp":
+    def dies_in_arp(e, cpus, quick, warnings):
+        if e.name == "arp":
             raise WorkerDied(0, 0, 1234, "was killed by SIGKILL")
-        if stage in ("info", "locks"):
-            return real(stage, cpus, p, warnings)
-        return {"params": p, "results": [], "verdicts": []}
+        if e.name in ("info", "locks"):
+            return real(e, cpus, quick, warnings)
+        return {"params": {}, "results": [], "verdicts": []}
 
-    monkeypatch.setattr(suite, "_stage", dies_in_arp)
+    monkeypatch.setattr(run_all, "_stage", dies_in_arp)
     out = tmp_path / "all.json"
     assert main(["all", "--quick", "--output", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -230,13 +230,13 @@ def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
 
 def test_interrupted_before_any_stage_finished_leaves_output_as_it_was(capsys, monkeypatch,
                                                                       tmp_path):
-    from smpnet import suite
+    from smpnet import run_all
     from smpnet.errors import Interrupted
 
     def interrupted(*a, **k):
         raise Interrupted("interrupted: workers stopped")
 
-    monkeypatch.setattr(suite, "_stage", interrupted)
+    monkeypatch.setattr(run_all, "_stage", interrupted)
     out = tmp_path / "all.json"
     out.write_text("an earlier result\n")
     assert main(["all", "--quick", "--output", str(out)]) == 130

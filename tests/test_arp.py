@@ -5,7 +5,7 @@ import pytest
 
 from smpnet import _core
 from smpnet.cli import main
-from smpnet.scenarios import arp
+from smpnet.experiments import arp
 
 NONE, INCOMPLETE, REACHABLE, STALE, DELAY, PROBE, FAILED = 0, 1, 2, 4, 8, 16, 32
 

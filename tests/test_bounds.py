@@ -158,9 +158,9 @@ def test_a_segment_that_cannot_be_mapped_is_one_line_and_exit_1(tmp_path):
 def test_a_deadline_run_is_not_stretched_by_the_oversubscription():
     """A --duration run ends at its deadline: 8 emulated CPUs on 2 add their
     start-up, not four times the duration; a count of work is stretched."""
-    from smpnet.scenarios import defer, locks
+    from smpnet.experiments import contended, defer
 
-    assert locks.contended_seconds(1, 1200, 8, 2) < 1201
+    assert contended.contended_seconds(1, 1200, 8, 2) < 1201
     assert defer.estimate_seconds(1, 1, None, 30, 8, 2) < 31
     assert defer.estimate_seconds(1, 1, 10**8, None, 8, 2) > \
         3.9 * defer.estimate_seconds(1, 1, 10**8, None, 2, 2) - 4

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smpnet import compare
+from smpnet import compare, experiments
 from smpnet.cli import main
 
 PY = [sys.executable, "-m", "smpnet"]
@@ -32,6 +32,9 @@ RUNS = {
     "loopback": (["loopback", "--duration", "0.03", "--repeat", "3", "--scaling"],
                  {"loopback"}, {"loopback"}),
     "arp": (["arp", "--trials", "5"] + ONE_CPU_PAIR, {"arp"}, {"arp"}),
+    "contended-command": (["contended", "--duration", "0.05", "--algo", "tas",
+                           "--variant", "plain"], {"contended"}, set()),
+    "null": (["null", "--rounds", "3", "--loops", "2000"], {"null"}, {"null"}),
 }
 ALL_TABLES = {"info", "locks", "contended", "loopback"} | ({"defer", "arp"} if TWO_CPUS else set())
 
@@ -91,7 +94,7 @@ def _one_line_exit_2(capsys, argv, *expect):
 def test_a_result_compared_with_itself(capsys, results, name):
     a, _ = results[name]
     env = _compare_json(capsys, a, a)
-    assert set(env) == ENVELOPE_KEYS and env["command"] == "compare" and env["schema"] == 1
+    assert set(env) == ENVELOPE_KEYS and env["command"] == "compare" and env["schema"] == 2
     assert env["params"] == {"a": str(a), "b": str(a),
                              "command": "all" if name == "all" else RUNS[name][0][0]}
     assert env["warnings"] == []
@@ -177,7 +180,7 @@ def test_a_row_missing_in_one_file_is_left_out_and_said(capsys, results, tmp_pat
     out = _compare_json(capsys, a, b)
     compared = {json.dumps(r["key"]) for r in out["results"]}
     assert len(out["results"]) == len(env["results"])
-    assert json.dumps({k: dropped[k] for k in compare.METRICS["locks"].keys}) not in compared
+    assert json.dumps({k: dropped[k] for k in experiments.get("locks").metric.keys}) not in compared
     assert out["warnings"] == [f"1 row of {a} has no match in {b}"]
     assert main(["compare", str(a), str(b)]) == 0
     assert "Not compared" in capsys.readouterr().out
@@ -201,7 +204,7 @@ def test_a_null_value_on_one_side_is_left_out(capsys, results, tmp_path):
 
 def test_suite_and_contended_locks_results_do_not_compare(capsys, results):
     _one_line_exit_2(capsys, ["compare", str(results["locks"][0]), str(results["contended"][0])],
-                     "cannot compare", "--contended")
+                     "cannot compare", "(contended rows)")
 
 
 def test_results_of_two_commands_do_not_compare(capsys, results):
@@ -222,7 +225,7 @@ def test_no_row_in_common_is_bad_input(capsys, results, tmp_path):
 
 def _info_like(tmp_path, name, rows):
     p = tmp_path / name
-    p.write_text(json.dumps({"schema": 1, "command": "info", "results": rows}))
+    p.write_text(json.dumps({"schema": 2, "command": "info", "results": rows}))
     return p
 
 
@@ -234,7 +237,7 @@ def _locks_row(samples, test="t"):
 
 def _locks(tmp_path, name, rows):
     p = tmp_path / name
-    p.write_text(json.dumps({"schema": 1, "command": "locks", "results": rows}))
+    p.write_text(json.dumps({"schema": 2, "command": "locks", "results": rows}))
     return p
 
 
@@ -282,7 +285,7 @@ def test_an_undefined_ratio_is_null_never_nan_or_infinity(capsys, tmp_path, va, 
 # ------------------------------------------------------------------ malformed input
 
 def _good_info():
-    return {"schema": 1, "command": "info", "results": [
+    return {"schema": 2, "command": "info", "results": [
         {"test": "for_loop", "cycles": 1.0, "cycles_min": 0.9, "cycles_max": 1.1}]}
 
 
@@ -299,17 +302,17 @@ def _drop(env, field):
 
 
 def _all(*stages):
-    return {"schema": 1, "command": "all", "results": list(stages)}
+    return {"schema": 2, "command": "all", "results": list(stages)}
 
 
 def _arp(first_ms):
-    return {"schema": 1, "command": "arp", "results": [
+    return {"schema": 2, "command": "arp", "results": [
         {"probe": "timer", "hz": 100, "first_ms": first_ms, "first_samples_ms": [1.0]}]}
 
 
 def _locks_env(**fields):
     row = dict(_locks_row([1.0, 2.0, 3.0]), **fields)
-    return {"schema": 1, "command": "locks", "results": [row]}
+    return {"schema": 2, "command": "locks", "results": [row]}
 
 
 # name -> (file content: bytes or a JSON-able value, words the message has)
@@ -320,16 +323,16 @@ MALFORMED = {
     "bom_utf16": ("{}".encode("utf-16"), "not JSON"),
     "deeply_nested": (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
     "deeply_nested_in_a_row": (
-        b'{"schema": 1, "command": "info", "results": [{"test": ' + b"[" * 50_000
+        b'{"schema": 2, "command": "info", "results": [{"test": ' + b"[" * 50_000
         + b"]" * 50_000 + b', "cycles": 1}]}', "nested too deeply"),
-    "5000_digit_number": (b'{"schema": 1, "command": "info", "results": [{"test": "x", '
+    "5000_digit_number": (b'{"schema": 2, "command": "info", "results": [{"test": "x", '
                           b'"cycles": ' + b"9" * 5000 + b"}]}", "digits"),
     "a_list": ([1, 2], "not an smpnet-bench result"),
     "a_string": ("info", "not an smpnet-bench result"),
     "no_schema": (_drop(_good_info(), "schema"), "no schema"),
     "no_command": (_drop(_good_info(), "command"), "no schema or command"),
     "no_results": (_drop(_good_info(), "results"), "no results"),
-    "other_schema": (dict(_good_info(), schema=2), "schema 2"),
+    "other_schema": (dict(_good_info(), schema=3), "schema 3, this smpnet reads schemas 1, 2"),
     "schema_true": (dict(_good_info(), schema=True), "schema true/false, this smpnet reads"),
     "schema_a_list": (dict(_good_info(), schema=[1]), "schema"),
     "command_a_list": (dict(_good_info(), command=["info"]), "command is a list"),
@@ -351,7 +354,7 @@ MALFORMED = {
     "value_a_list": (_row(cycles=[1.0]), "cycles is a list"),
     "value_nan": (_row(cycles=float("nan")), "cycles is NaN or infinite"),
     "value_infinity": (_row(cycles=float("inf")), "cycles is NaN or infinite"),
-    "value_1e999": (b'{"schema": 1, "command": "info", "results": [{"test": "x", '
+    "value_1e999": (b'{"schema": 2, "command": "info", "results": [{"test": "x", '
                     b'"cycles": 1e999}]}', "NaN or infinite"),
     "value_beyond_a_float": (_row(cycles=10 ** 400), "too large for a float"),
     "min_a_string": (_row(cycles_min="low"), "cycles_min is a string"),
@@ -450,7 +453,7 @@ JSONISH = st.recursive(
 BASES = {
     "info": _good_info(),
     "locks": _locks_env(),
-    "arp": {"schema": 1, "command": "arp", "results": [
+    "arp": {"schema": 2, "command": "arp", "results": [
         {"probe": "timer", "hz": 100, "first_ms": {"min": 1.0, "median": 2.0, "max": 3.0},
          "first_samples_ms": [1.0, 2.0, 3.0]}]},
     "all": _all({"stage": "info", "results": _good_info()["results"]},

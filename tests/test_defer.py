@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smpnet import Machine, _core, layout
+from smpnet import Machine, _core, layout, net
 from smpnet.cli import main
-from smpnet.scenarios import defer
+from smpnet.experiments import defer
 
 STRATEGIES = defer.STRATEGIES
 ROW_KEYS = {"strategy", "cpus", "allocated", "freed", "lost", "double_free", "skbs_per_s",
@@ -53,7 +53,7 @@ def two_cpus(allowed):
     regions = [("skb", layout.SK_BUFF, n), ("skb_pool", layout.SKB_POOL, 1),
                ("napi_cache", layout.NAPI_ALLOC_CACHE, 2), ("skb_stats", layout.SKB_STATS, 2)]
     with Machine(cpus=allowed, ncpus=2, oversubscribe=True, regions=regions) as m:
-        idx = tuple(m.segment.region_names.index(r) for r in defer.NET_REGIONS)
+        idx = tuple(m.segment.region_names.index(r) for r in net.NET_REGIONS)
         _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
 
         def cpus(strategy, defer_max, check=False):
@@ -175,7 +175,7 @@ def test_net_rx_action_budget_and_time_squeeze(allowed):
                ("rings", layout.SKB_RING, 2)]
     with Machine(cpus=allowed, ncpus=3, oversubscribe=True, regions=regions) as m:
         names = m.segment.region_names
-        idx = tuple(names.index(r) for r in defer.NET_REGIONS)
+        idx = tuple(names.index(r) for r in net.NET_REGIONS)
         _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
         c = _core.Cpu(m.segment.buf, 0)
         c.attach_net(idx, _core.DEFER_STRATEGIES["irq"], 64)

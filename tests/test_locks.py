@@ -9,7 +9,8 @@ import pytest
 
 from smpnet import Machine, WorkerDied, _core, layout, time_bench
 from smpnet.cli import main
-from smpnet.scenarios import locks
+from smpnet import lockbench as locks
+from smpnet.experiments import contended
 from smpnet.tsc import tsc_hz
 
 ALGOS = locks.ALGOS
@@ -278,7 +279,7 @@ def test_long_holds_end_at_the_deadline(allowed, oversubscribe):
     ncpus = 3 if oversubscribe else len(allowed)
     duration, hold_s = 0.2, 0.05
     hold = int(hold_s * tsc_hz())
-    rows, _ = locks.run_contended(allowed, ["ticket"], ["plain"], duration=duration,
+    rows, _ = contended.run_contended(allowed, ["ticket"], ["plain"], duration=duration,
                                   hold_cycles=hold, ncpus=ncpus, oversubscribe=oversubscribe)
     (r,) = rows
     acq = [c["acquisitions"] for c in r["per_cpu"]]
@@ -304,13 +305,13 @@ def test_locks_bad_input_exit_2(capsys, argv):
 
 
 def test_a_broken_mutual_exclusion_exits_1(capsys, monkeypatch):
-    real = locks.run_contended
+    real = contended.run_contended
 
     def broken(*a, **k):
         rows, reports = real(*a, **k)
         return [dict(r, mutual_exclusion=False) for r in rows], reports
 
-    monkeypatch.setattr(locks, "run_contended", broken)
+    monkeypatch.setattr(contended, "run_contended", broken)
     assert main(["locks", "--contended", "--duration", "0.02", "--variant", "plain",
                  "--ncpus", "2", "--oversubscribe"]) == 1
     err = capsys.readouterr().err.strip().splitlines()

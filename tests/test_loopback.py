@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from smpnet import Machine, _core, layout
+from smpnet import Machine, _core, layout, net
 from smpnet.cli import main
-from smpnet.scenarios import defer, loopback
+from smpnet.experiments import loopback
 
 MODES = loopback.MODES
 ROW_KEYS = {"mode", "cpus", "packets", "pps", "cycles_per_packet", "refcnt_atomics",
@@ -64,7 +64,7 @@ def one_cpu(allowed):
                ("net_device", layout.NET_DEVICE, 1), ("lo_stats", layout.LO_STATS, 1)]
     with Machine(cpus=[allowed[0]], regions=regions) as m:
         names = m.segment.region_names
-        idx = tuple(names.index(r) for r in defer.NET_REGIONS)
+        idx = tuple(names.index(r) for r in net.NET_REGIONS)
         _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
         c = _core.Cpu(m.segment.buf, 0)
         c.attach_net(idx, _core.DEFER_STRATEGIES["irq"], 64)

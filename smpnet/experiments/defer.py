@@ -9,34 +9,26 @@ spread between runs is the noise against which strategies are compared.
 """
 import statistics
 
-import numpy as np
-
-from .. import _core, layout, stats
-from . import locks
+from .. import _core, layout, lockbench, machine, net, stats
+from ..bounds import MAX_DEFER_MAX, MAX_REPEAT, MAX_SKBS
+from ..cpus import format_cpus
 from ..errors import BadInput
-from .. import machine
+from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
 from ..machine import Machine
+from ..report import table
+from ..seeds import SEED_003_RATE
 
 STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))
 DEFER_MAX = 64          # sysctl net.core.skb_defer_max (128 since late 2025)
-MAX_DEFER_MAX = 1 << 16
-MAX_SKBS = 1 << 40
 BATCH = 16
 REPEAT = 5
-MAX_REPEAT = 1000  # runs per strategy (or mode): the plan is built in memory
 DURATION = 0.3
-NET_REGIONS = ("skb", "skb_pool", "napi_cache", "skb_stats")
 # For run-time estimates with --skbs: a typical rate (about 20 M skbs/s on
 # 2 vCPUs). A slower run (the checker on, oversubscribed) keeps the watchdog
 # waiting by its progress count.
 TYPICAL_SKBS_PER_S = 1e7
 
 
-SEED_003_RATE = {
-    "seed": "003",
-    "claim": "no measurable packet-rate gain expected from irq over irqsave",
-    "reference": "no number given: 'We don't expect to see a measurable packet performance gain'",
-}
 
 
 def pool_size(ncpus, n_rx, n_consumers, defer_max):
@@ -69,7 +61,7 @@ def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, re
     work = machine.work_seconds(skbs, duration or (None if skbs else DURATION),
                                 TYPICAL_SKBS_PER_S)
     return (n_strategies * repeat * machine.run_seconds(work, ncpus, real_cpus, bool(skbs))
-            + locks.suite_seconds(2))
+            + lockbench.suite_seconds(2))
 
 
 def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_max=DEFER_MAX,
@@ -93,7 +85,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
     plan = [(r, s) for r in range(repeat) for s in strategies]
     with Machine(cpus=cpus, ncpus=ncpus, oversubscribe=oversubscribe, regions=regions) as m:
         names = m.segment.region_names
-        idx = tuple(names.index(r) for r in NET_REGIONS)
+        idx = tuple(names.index(r) for r in net.NET_REGIONS)
         ring, ctl = names.index("rings"), names.index("defer_ctl")
         overhead = _core.timer_overhead()
         for i, (r, strategy) in enumerate(plan):
@@ -147,27 +139,6 @@ def _cpu_body(ctx, idx, ring, ctl, strategy, defer_max, rx, n_cons, skbs, durati
                                     n_cons, ctl, batch, check)[0]
 
 
-def audit(m):
-    """Conservation after a run: every head is back in the pool or a cache,
-    exactly once, and free. Returns the number of heads out of place:
-    missing, held twice, or not free (0 when all are accounted for)."""
-    skb = m.region("skb")
-    pool = m.region("skb_pool")[0]
-    caches = m.region("napi_cache")
-    held = np.zeros(len(skb) + 1, dtype=np.int64)   # by handle
-    h, steps = int(pool["head"]), 0
-    while h and steps <= len(skb):
-        held[h] += 1
-        h, steps = int(skb[h - 1]["next"]), steps + 1
-    for c in caches:
-        np.add.at(held, c["skb_cache"][: int(c["count"])], 1)
-    counted = int(pool["count"]) + int(caches["count"].sum())
-    held = held[1:]
-    bad = int(np.count_nonzero(held != 1))
-    bad += int(np.count_nonzero(skb["state"] != layout.SKB_FREE))
-    return bad + abs(counted - len(skb))
-
-
 def _measure(m, cycles, rx, overhead, spins0, bugs0):
     st = m.region("skb_stats")
     hz = float(m.header["tsc_hz"])
@@ -192,7 +163,7 @@ def _measure(m, cycles, rx, overhead, spins0, bugs0):
         "flush_hist": [int(x) for x in st["flush_hist"].sum(axis=0)],
         "lock_spins": int((m.region("irq")["spins"] - spins0).sum()),
         "time_squeeze": int(softnet["time_squeeze"].sum()),
-        "missing": audit(m),
+        "missing": net.audit(m),
         "rx_cycles_per_skb": sum(cycles[:rx]) / max(tot["received"], 1),
         "consumer_cycles_per_skb": sum(cycles[rx:]) / max(tot["received"], 1),
         "checker_reports": {name: int(n) for name, n in
@@ -257,8 +228,8 @@ def _verdicts(runs, cpu, lock_algo, progress):
     out = []
     if progress:
         progress(0, 1, "the per-op cost of irq and irqsave, uncontended")
-    suite, _ = locks.run_suite(cpu, [lock_algo], ["irq", "irqsave"], rounds=10)
-    op = locks.seed_003_verdict(suite, lock_algo)
+    suite, _ = lockbench.run_suite(cpu, [lock_algo], ["irq", "irqsave"], rounds=10)
+    op = lockbench.seed_003_verdict(suite, lock_algo)
     a = [r["flush_lock_cycles"] for r in runs["irqsave"] if r["flush_lock_cycles"] is not None]
     b = [r["flush_lock_cycles"] for r in runs["irq"] if r["flush_lock_cycles"] is not None]
     if op is not None:
@@ -276,3 +247,146 @@ def _verdicts(runs, cpu, lock_algo, progress):
                     interval=[ci[0] / base * 100, ci[1] / base * 100], verdict=label,
                     agrees_with_seed=label == "no measurable difference"))
     return out
+
+
+# ------------------------------------------------------------------ the command
+
+def add_options(p):
+    p.add_argument("--strategy", default="all", metavar="LIST",
+                   help=f"defer list strategies: {','.join(STRATEGIES)} or all (default)")
+    p.add_argument("--rx-cpus", type=bounded("--rx-cpus"), metavar="N",
+                   help="how many emulated CPUs receive; the rest consume (default: half)")
+    add_amount(p, "--skbs", "skbs to receive per run (default: run for --duration)", DURATION)
+    p.add_argument("--defer-max", type=bounded("--defer-max"), default=DEFER_MAX, metavar="N",
+                   help=f"net.core.skb_defer_max (default: {DEFER_MAX})")
+    p.add_argument("--batch", type=bounded("--batch"), default=BATCH, metavar="N",
+                   help=f"skbs a consumer takes from a ring at a time (default: {BATCH})")
+    p.add_argument("--repeat", type=bounded("--repeat"), default=REPEAT, metavar="R",
+                   help=f"runs per strategy, interleaved (default: {REPEAT})")
+    p.add_argument("--lock", default="qspinlock", metavar="ALGO",
+                   help="algorithm of defer_lock and the pool lock (default: qspinlock)")
+    p.add_argument("--check", action="store_true",
+                   help="run the lock/IRQ checker over every lock and flush")
+
+
+def params(args, cpus):
+    strategies = parse_list(args.strategy, STRATEGIES, "defer strategy")
+    if args.lock not in lockbench.ALGOS:
+        raise BadInput(f"--lock takes one lock algorithm: {', '.join(lockbench.ALGOS)}")
+    n = args.ncpus or len(cpus)
+    return {"cpus": format_cpus(cpus), "ncpus": n, "rx_cpus": args.rx_cpus,
+            "strategy": strategies, "skbs": args.skbs,
+            "duration_s": None if args.skbs else (args.duration or DURATION),
+            "defer_max": args.defer_max, "batch": args.batch, "repeat": args.repeat,
+            "lock": args.lock, "check": args.check, "oversubscribe": args.oversubscribe}
+
+
+def seconds(p, cpus):
+    return estimate_seconds(len(p["strategy"]), p["repeat"], p["skbs"], p["duration_s"],
+                            p["ncpus"], len(cpus))
+
+
+def _run(cpus, p, progress=None):
+    rows, verdicts, why_not = run(
+        cpus, p["strategy"], rx=p["rx_cpus"], skbs=p["skbs"], duration=p["duration_s"],
+        defer_max=p["defer_max"], batch=p["batch"], repeat=p["repeat"], check=p["check"],
+        ncpus=p["ncpus"], oversubscribe=p["oversubscribe"], lock_algo=p["lock"],
+        progress=progress)
+    return Outcome(dict(p, rx_cpus=rows[0]["rx_cpus"]), rows, verdicts,
+                   [f"no verdict: {why_not}"] if why_not else [])
+
+
+def plan(cpus, quick):
+    return {"cpus": format_cpus(cpus), "ncpus": len(cpus), "rx_cpus": None,
+            "strategy": list(STRATEGIES), "skbs": None, "duration_s": 0.1 if quick else 0.3,
+            "defer_max": DEFER_MAX, "batch": BATCH, "repeat": 3 if quick else 5,
+            "lock": "qspinlock", "check": False, "oversubscribe": False}
+
+
+def text(env, extra):
+    p, rows, verdicts = env["params"], env["results"], env["verdicts"]
+    r0 = rows[0]
+    amount = f"{p['skbs']} skbs" if p["skbs"] else f"{p['duration_s']} s"
+    lines = [f"# defer: {r0['rx_cpus']} RX CPU(s), {len(r0['cpus']) - r0['rx_cpus']} "
+             f"consumer(s) on real CPUs {format_cpus(sorted(set(r0['cpus'])))}, "
+             f"defer_max {p['defer_max']}, batch {p['batch']}, "
+             f"{p['repeat']} runs of {amount} per strategy, lock {p['lock']}"]
+    cells = []
+    for r in rows:
+        per_m = 1e6 / r["received"] if r["received"] else 0.0
+        cells.append((r["strategy"], r["skbs_per_s"] / 1e6, r["skbs_per_s_min"] / 1e6,
+                      r["skbs_per_s_max"] / 1e6, r["defer_cycles"], r["flush_cycles"],
+                      r["flush_lock_cycles"], r["skbs_per_flush"], r["ipis"] * per_m,
+                      r["fallback_frees"] * per_m, r["lock_spins"] * per_m,
+                      "yes" if r["conserved"] else "NO"))
+    lines.append(table(cells, [
+        "strategy", "M skbs/s", "min", "max", "cyc/defer", "cyc/flush", "cyc/flush lock",
+        "skbs/flush", "IPIs/M", "fallback/M", "spins/M", "conserved"]))
+    lines.append(f"M skbs/s: median of the runs, end to end; cyc/defer: cycles per "
+                 f"skb_attempt_defer_free (1 call in 8 timed); cyc/flush: per "
+                 f"skb_defer_free_flush, and of its locked take of the list; "
+                 f"{r0['timer_overhead_cycles']} cycles of timer overhead subtracted from each; "
+                 f"/M: per million skbs.")
+    lines.append("")
+    buckets = ["1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127", ">=128"]
+    lines.append("Flush sizes (skbs per flush: flushes):")
+    for r in rows:
+        lines.append(f"  {r['strategy']:<8} " + "  ".join(
+            f"{b}: {n}" for b, n in zip(buckets, r["flush_hist"]) if n))
+    fastest = max(rows, key=lambda r: r["skbs_per_s"])
+    flush_share = (f"{fastest['flush_cycles'] / max(fastest['skbs_per_flush'], 1):.1f}"
+                   if fastest["flush_cycles"] is not None else "nothing (no flush ran)")
+    defer_cost = (f"{fastest['defer_cycles']:.0f}" if fastest["defer_cycles"] is not None
+                  else "an untimed share")
+    lines.append(
+        f"Where the cycles go ({fastest['strategy']}, the fastest): each skb costs the RX "
+        f"CPU(s) {fastest['rx_cycles_per_skb']:.0f} cycles (NAPI receive, allocation, and "
+        f"{flush_share} for its share of a flush) and the consumer(s) "
+        f"{fastest['consumer_cycles_per_skb']:.0f} cycles (ring, read, and {defer_cost} in "
+        f"skb_attempt_defer_free).")
+    lines.append("")
+    for v in verdicts:
+        lo, hi = v["interval"]
+        lines.append(f"seed {v['seed']}: {v['claim']}; reference: {v['reference']}")
+        lines.append(f"  here: {v['measured']:+.2f} {v['unit']} [95 % interval {lo:+.2f} .. "
+                     f"{hi:+.2f}] -> {v['verdict']}"
+                     + (" (as the seed predicts)" if v.get("agrees_with_seed") else ""))
+        if "in_flush" in v:
+            f = v["in_flush"]
+            lines.append(f"  in the flush itself (contended line): irqsave - irq = "
+                         f"{f['measured']:+.2f} {f['unit']} [95 % interval "
+                         f"{f['interval'][0]:+.2f} .. {f['interval'][1]:+.2f}]")
+    if not verdicts:
+        lines.append("seed 003: no verdict (see the warnings)")
+    if p["check"]:
+        for r in rows:
+            rep = r["checker_reports"]
+            lines.append(f"checker ({r['strategy']}): " + (
+                ", ".join(f"{k} x{n}" for k, n in rep.items()) if rep else "no reports"))
+    bad = [r["strategy"] for r in rows if not r["conserved"]]
+    if bad:
+        lines.append(f"CONSERVATION FAILED for {', '.join(bad)}: skbs lost or freed twice")
+    return "\n".join(lines)
+
+
+def plot(ax, rows):
+    med = [r["skbs_per_s"] / 1e6 for r in rows]
+    err = [[m - r["skbs_per_s_min"] / 1e6 for m, r in zip(med, rows)],
+           [r["skbs_per_s_max"] / 1e6 - m for m, r in zip(med, rows)]]
+    ax.bar([r["strategy"] for r in rows], med, yerr=err, capsize=6)
+    ax.set_ylabel("million skbs per second, end to end (median, min-max)")
+    ax.set_title("skb defer-free list strategies")
+
+
+EXPERIMENT = Experiment(
+    name="defer",
+    help="the skb defer-free list end to end (seed 003 in its setting)",
+    description="RX CPUs receive skbs in NAPI polls and hand them to consumer CPUs, which "
+                "free them with skb_attempt_defer_free(); the RX CPUs flush their defer "
+                "lists in net_rx_action(). Each lock strategy runs --repeat times, "
+                "interleaved; ends with seed 003's two verdicts.",
+    add_options=add_options, params=params, seconds=seconds, run=_run, text=text,
+    metric=Metric(("strategy",), "skbs_per_s", "skbs_per_s_samples", "skbs_per_s_min",
+                  "skbs_per_s_max"),
+    plan=plan, min_cpus=2, invariant_failures=invariant_failures, plot=plot,
+)

@@ -7,19 +7,20 @@ direct path not at all. Each mode runs `repeat` times, interleaved.
 """
 import statistics
 
-
-from .. import _core, layout, stats
+from .. import _core, layout, machine, net, stats
+from ..bounds import MAX_PACKETS, MAX_REPEAT
+from ..cpus import format_cpus
 from ..errors import BadInput
-from .. import machine
+from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
 from ..machine import Machine
-from . import defer
+from ..report import table
+from ..seeds import SEED_002, SEED_002_STORM
 
 MODES = tuple(sorted(_core.LOOPBACK_MODES, key=_core.LOOPBACK_MODES.get))
 STACKS = {"8k": 8192, "16k": 16384}
 SIZE = 100
 DURATION = 0.2
 REPEAT = 5
-MAX_PACKETS = 1 << 40
 # For run-time estimates with --packets: a typical rate (15-19 M packets/s
 # per CPU on 2 vCPUs). A slower run keeps the watchdog waiting by its
 # progress count.
@@ -30,18 +31,6 @@ POOL = 16384  # skb heads, at least: see pool_size()
 def pool_size(ncpus):
     """Every CPU's backlog full (1001) and its cache full (64), and slack."""
     return max(POOL, ncpus * (_core.NETDEV_MAX_BACKLOG + 1 + 64) + 1024)
-
-SEED_002 = {
-    "seed": "002",
-    "claim": "direct delivery is faster than netif_rx (tbench, direct / netif_rx > 1)",
-    "reference": "tbench +5 % (2008)",
-}
-SEED_002_STORM = {
-    "seed": "002",
-    "claim": "with ACKs of ACKs, the depth guard survives by queueing; unguarded recursion "
-             "overflows the kernel stack",
-    "reference": "the reviewer's objection (David Miller, 2008)",
-}
 
 
 def validate(ncpus, packets, duration, size, repeat, ack_in_rx, ack_storm):
@@ -55,8 +44,8 @@ def validate(ncpus, packets, duration, size, repeat, ack_in_rx, ack_storm):
         raise BadInput(f"--packets {packets}: give {ncpus} (one per CPU) to {MAX_PACKETS}")
     if not 1 <= size <= 65535:
         raise BadInput(f"--size {size}: give 1 to 65535 bytes")
-    if not 1 <= repeat <= defer.MAX_REPEAT:
-        raise BadInput(f"--repeat {repeat}: give 1 to {defer.MAX_REPEAT}")
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise BadInput(f"--repeat {repeat}: give 1 to {MAX_REPEAT}")
 
 
 def estimate_seconds(ncpus, n_modes, repeat, packets=None, duration=None, scaling=False,
@@ -131,7 +120,7 @@ def _open(cpus, k, oversubscribe):
 
 def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size):
     names = m.segment.region_names
-    idx = tuple(names.index(r) for r in defer.NET_REGIONS)
+    idx = tuple(names.index(r) for r in net.NET_REGIONS)
     dev, lo = names.index("net_device"), names.index("lo_stats")
     _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
     m.region("lo_stats")[:] = 0
@@ -240,3 +229,139 @@ def _verdicts(rows, runs, n, modes, repeat, ack_storm):
     out.append(dict(SEED_002, measured=ratio, unit="direct / netif_rx, transactions/s",
                     interval=list(ci), verdict=stats.verdict((ci[0] - 1, ci[1] - 1))))
     return out, why
+
+
+# ------------------------------------------------------------------ the command
+
+def add_options(p):
+    p.add_argument("--mode", default="all", metavar="LIST",
+                   help=f"loopback modes: {','.join(MODES)} or all (default)")
+    add_amount(p, "--packets", "packets per run, all CPUs together (default: --duration)",
+               DURATION)
+    p.add_argument("--size", type=bounded("--size"), default=SIZE, metavar="BYTES",
+                   help=f"request and reply size (default: {SIZE})")
+    ack = p.add_mutually_exclusive_group()
+    ack.add_argument("--ack-in-rx", dest="ack_in_rx", action="store_true", default=True,
+                     help="the receive path ACKs requests and replies (default)")
+    ack.add_argument("--no-ack-in-rx", dest="ack_in_rx", action="store_false",
+                     help="no ACK from the receive path: no recursion")
+    p.add_argument("--ack-storm", action="store_true",
+                   help="inject the ACK-of-ACK bug: a transmit in every receive")
+    p.add_argument("--stack", choices=tuple(STACKS), default="16k",
+                   help="emulated THREAD_SIZE (default: 16k)")
+    p.add_argument("--repeat", type=bounded("--repeat"), default=REPEAT, metavar="R",
+                   help=f"runs per mode, interleaved (default: {REPEAT})")
+    p.add_argument("--scaling", action="store_true",
+                   help="run on 1, 2, ... N CPUs: the shared refcnt line's cost as CPUs are added")
+
+
+def params(args, cpus):
+    return {"cpus": format_cpus(cpus), "ncpus": args.ncpus or len(cpus),
+            "mode": parse_list(args.mode, MODES, "loopback mode"), "packets": args.packets,
+            "duration_s": None if args.packets else (args.duration or DURATION),
+            "size": args.size, "ack_in_rx": args.ack_in_rx, "ack_storm": args.ack_storm,
+            "stack": args.stack, "repeat": args.repeat, "scaling": args.scaling,
+            "oversubscribe": args.oversubscribe}
+
+
+def seconds(p, cpus):
+    return estimate_seconds(p["ncpus"], len(p["mode"]), p["repeat"], p["packets"],
+                            p["duration_s"], p["scaling"], len(cpus))
+
+
+def _run(cpus, p, progress=None):
+    rows, verdicts, why_not = run(
+        cpus, p["mode"], packets=p["packets"], duration=p["duration_s"], size=p["size"],
+        ack_in_rx=p["ack_in_rx"], ack_storm=p["ack_storm"], stack=p["stack"],
+        repeat=p["repeat"], ncpus=p["ncpus"], oversubscribe=p["oversubscribe"],
+        scaling=p["scaling"], progress=progress)
+    return Outcome(p, rows, verdicts, [f"no verdict: {why_not}"] if why_not else [])
+
+
+def plan(cpus, quick):
+    return {"cpus": format_cpus(cpus), "ncpus": len(cpus), "mode": list(MODES),
+            "packets": None, "duration_s": 0.1 if quick else 0.2, "size": SIZE,
+            "ack_in_rx": True, "ack_storm": False, "stack": "16k", "repeat": 5,
+            "scaling": True, "oversubscribe": False}
+
+
+def text(env, extra):
+    p, rows, verdicts = env["params"], env["results"], env["verdicts"]
+    amount = f"{p['packets']} packets" if p["packets"] else f"{p['duration_s']} s"
+    lines = [f"# loopback: {p['repeat']} runs of {amount} per mode, size "
+             f"{p['size']} bytes, ACK in rx {'on' if p['ack_in_rx'] else 'off'}"
+             + (", ACK STORM" if p["ack_storm"] else "") + f", stack {p['stack']}"]
+    cells = []
+    for r in rows:
+        oops = r["overflow"]  # the CPU stopped at the oops: its rates mean nothing
+        cells.append((r["mode"], r["cpus"], None if oops else r["pps"] / 1e6,
+                      None if oops else r["tps"] / 1e6,
+                      None if oops else r["cycles_per_packet"], r["refcnt_atomics"],
+                      r["softirqs"], r["max_depth"], r["drops"], r["lstats_packets"],
+                      f"yes, depth {r['overflow_depth']}" if oops else "no"))
+    lines.append(table(cells, ["mode", "CPUs", "M pkt/s", "M trans/s", "cycles/pkt",
+                               "refcnt atomics/pkt", "softirqs", "max depth", "drops",
+                               "lstats packets", "overflow"]))
+    lines.append("M pkt/s: every packet through loopback_xmit (requests, replies, ACKs), all "
+                 "CPUs, median of the runs; cycles/pkt: per CPU, its run time over its "
+                 "packets; softirqs: NET_RX runs; lstats packets equal the packets sent; "
+                 "--packets is met in whole transactions per CPU.")
+    for r in rows:
+        if r["overflow"]:
+            frames = " <- ".join(["loopback_xmit", "tcp_send_ack", "tcp_v4_rcv",
+                                  "netif_receive_skb"] * 2)
+            lines.append(f"oops ({r['mode']}, {r['cpus']} CPU(s)): emulated kernel stack "
+                         f"overflow at loopback_xmit depth {r['overflow_depth']} "
+                         f"({r['stack_max']} of {p['stack']} bytes): {frames} <- ... "
+                         f"({r['overflow_depth']} times)")
+    by_mode = {}
+    for r in rows:
+        by_mode.setdefault(r["mode"], []).append(r)
+    if any(len(v) > 1 for v in by_mode.values()):
+        lines.append("")
+        lines.append("Scaling (cycles per packet per CPU, by CPU count):")
+        for mode, rs in by_mode.items():
+            lines.append(f"  {mode:<17} " + "  ".join(
+                f"{r['cpus']}: {r['cycles_per_packet']:.1f}" for r in rs
+                if r["cycles_per_packet"] is not None))
+    lines.append("")
+    for v in verdicts:
+        lines.append(f"seed {v['seed']}: {v['claim']}; reference: {v['reference']}")
+        if v["interval"] is not None:
+            lo, hi = v["interval"]
+            lines.append(f"  here: {v['measured']:.3f} {v['unit']} [95 % interval {lo:.3f} .. "
+                         f"{hi:.3f}] -> {v['verdict']}")
+        else:
+            guard = ("overflowed too" if v["guarded_overflow"] else
+                     f"survived by queueing ({v['guarded_drops']} backlog drops)")
+            unguarded = (f"overflowed at depth {v['measured']}" if v["measured"]
+                         else "did not overflow")
+            lines.append(f"  here: direct {guard}; direct-unguarded {unguarded} "
+                         f"-> {v['verdict']}")
+    if not verdicts:
+        lines.append("seed 002: no verdict (see the warnings)")
+    return "\n".join(lines)
+
+
+def plot(ax, rows):
+    for mode in dict.fromkeys(r["mode"] for r in rows):
+        pts = sorted((r["cpus"], r["pps"] / 1e6) for r in rows if r["mode"] == mode)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=mode)
+    ax.set_xticks(sorted({r["cpus"] for r in rows}))
+    ax.set_xlabel("CPUs")
+    ax.set_ylabel("million packets per second (all CPUs)")
+    ax.set_title("Loopback modes by CPU count")
+    ax.legend()
+
+
+EXPERIMENT = Experiment(
+    name="loopback",
+    help="the loopback fast path (seed 002: +5 %% and the stack overflow)",
+    description="Every emulated CPU runs a tbench-like client and server over the one "
+                "loopback device, per mode: netif_rx (2008), direct (the patch, with its "
+                "depth guard), direct-unguarded (the reviewer's case). Ends with seed "
+                "002's verdict; with --ack-storm, the overflow verdict.",
+    add_options=add_options, params=params, seconds=seconds, run=_run, text=text,
+    metric=Metric(("mode", "cpus"), "pps", "pps_samples", None, None),
+    plan=plan, seeds=("002",), invariant_failures=invariant_failures, plot=plot,
+)

@@ -1,0 +1,105 @@
+"""What an experiment is: the one record each experiment module fills in.
+
+An experiment module (smpnet/experiments/X.py) owns everything about its
+experiment: its options, its validated parameters, its run, its rows and
+verdicts, its text, its picture, the keys that identify its rows for
+`compare`, its parameters inside `all`, its run-time estimate and its exit
+rule. It says so by defining one `EXPERIMENT = Experiment(...)`; the
+registry (smpnet/experiments/__init__.py) lists them, and the generic
+commands (cli, run_all, compare, plot) use nothing else.
+
+The lifecycle, as the command line drives it:
+  params(args, cpus)       validate the options: a dict, as the JSON records it
+  seconds(params, cpus)    the estimate behind the one-hour rule and `all`'s ETA
+  run(cpus, params, progress) -> Outcome
+  text(env, extra)         the table a person reads (env: the JSON envelope)
+  invariant_failures(rows) the model's invariants a finished run broke: exit 1
+"""
+from collections import namedtuple
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from .errors import BadInput
+
+# What `compare` matches and compares in a row: the fields that identify it,
+# the value compared (a field, or a (field, key) path into a dict field), its
+# per-run samples, and its low and high ends (None where a row has none).
+Metric = namedtuple("Metric", "keys value samples lo hi")
+
+
+@dataclass
+class Outcome:
+    """What a run gives back."""
+    params: dict                     # as the JSON records them (may add what the run decided)
+    rows: list
+    verdicts: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)   # e.g. why there is no verdict
+    extra: dict = field(default_factory=dict)      # for the text, and kept in an `all` stage
+
+
+def _nothing(*args):
+    return []
+
+
+@dataclass
+class Experiment:
+    name: str                         # its subcommand, its stage in `all`, its docs page
+    help: str                         # one line, for `smpnet-bench --help`
+    description: str                  # the subcommand's --help
+    add_options: Callable             # (argparse parser) -> None, its own options
+    params: Callable                  # (args, cpus) -> dict; BadInput on bad input
+    seconds: Callable                 # (params, cpus) -> estimated seconds
+    run: Callable                     # (cpus, params, progress) -> Outcome
+    text: Callable                    # (env, extra) -> str
+    metric: Optional[Metric] = None   # what compare matches and compares
+    # an experiment whose results hold rows of more than one kind (locks, with
+    # --contended rows): (field, {its value: the experiment whose metric applies})
+    kinds: Optional[tuple] = None
+    machine_options: bool = True      # --ncpus, --oversubscribe, --long
+    plan: Optional[Callable] = None   # (cpus, quick) -> params inside `all`; None: not in `all`
+    min_cpus: int = 1                 # `all` skips it on fewer real CPUs
+    seeds: tuple = ()                 # the seeds whose primary verdict it gives in `all`
+    invariant_failures: Callable = _nothing   # (rows) -> what broke; the run exits 1
+    plot: Optional[Callable] = None   # (matplotlib axes, rows) -> None
+    # another experiment runs instead for these options (locks --contended)
+    delegate: Optional[Callable] = None
+    own_warnings: bool = False        # its text shows the warnings itself (info)
+
+
+def parse_list(text, known, what):
+    """'a,b' -> ['a', 'b'] checked against `known`; 'all' -> all of them."""
+    if text is None or text.strip() == "all":
+        return list(known)
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise BadInput(f"empty {what} list (choose from {', '.join(known)}, or all)")
+    for t in items:
+        if t not in known:
+            raise BadInput(f"unknown {what} {t!r} (choose from {', '.join(known)}, or all)")
+    if len(set(items)) != len(items):
+        raise BadInput(f"a {what} is listed twice in {text!r}")
+    return items
+
+
+def bounded(option):
+    """The argparse type of a numeric option: its bound from bounds.BOUNDS."""
+    import argparse
+
+    from . import bounds
+
+    def check(text):
+        try:
+            return bounds.parse(option, text)
+        except BadInput as e:  # argparse puts "argument --x: " before it
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return check
+
+
+
+def add_amount(p, count, help, duration):
+    """How much work a run does: `count` (--skbs, --packets) or --duration
+    seconds, not both; by default `duration` seconds."""
+    amount = p.add_mutually_exclusive_group()
+    amount.add_argument(count, type=bounded(count), metavar="N", help=help)
+    amount.add_argument("--duration", type=bounded("--duration"), metavar="S",
+                        help=f"seconds per run (default: {duration})")

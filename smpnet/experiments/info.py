@@ -1,0 +1,82 @@
+"""info: the machine's facts, what makes timings unreliable here (like
+pyperf system show), and what a timestamp and an empty loop iteration cost,
+measured now: every later figure carries them."""
+from ..cpus import format_cpus
+from ..experiment import Experiment, Metric, Outcome
+from ..time_bench import time_bench
+
+TIMERS = ("for_loop", "tsc_read")
+
+
+def params(args, cpus):
+    return {"cpus": format_cpus(cpus)}
+
+
+def run(cpus, p, progress=None):
+    rows = []
+    for r in (time_bench(t) for t in TIMERS):
+        rows.append({"test": r.test, "cycles": r.cycles, "cycles_min": r.cycles_min,
+                     "cycles_max": r.cycles_max, "ns": r.ns, "loops": r.loops,
+                     "rounds": r.rounds})
+    return Outcome(p, rows)
+
+
+def text(env, extra):
+    f, warnings = env["machine"], env["warnings"]
+
+    def cpulist(c):
+        return format_cpus(c) if c else "none"
+
+    siblings = "; ".join(format_cpus(g) for g in f["smt_siblings"]) or "none among the selected CPUs"
+    nodes = ", ".join(f"node{n}: {format_cpus(c)}"
+                      for n, c in sorted(f["numa_nodes"].items())) or "unknown"
+    govs = sorted(set(f["governor"].values()))
+    turbo = {True: "on", False: "off", None: "unknown"}[f["turbo"]]
+    facts = [
+        ("CPU model", f["cpu_model"]),
+        ("Architecture", f["arch"]),
+        ("Allowed CPUs", cpulist(f["allowed_cpus"])),
+        ("Selected CPUs", cpulist(f["selected_cpus"])),
+        ("SMT siblings", siblings),
+        ("NUMA nodes", nodes),
+        ("TSC", f"{f['tsc_hz'] / 1e6:.3f} MHz ({f['tsc_source']})"),
+        ("CPU flags", " ".join(f["cpu_flags"]) or "none of interest"),
+        ("Hypervisor", f["hypervisor"] or "none"),
+        ("Governor", ", ".join(govs) if govs else "no cpufreq"),
+        ("Turbo", turbo),
+        ("isolcpus", cpulist(f["isolcpus"])),
+        ("nohz_full", cpulist(f["nohz_full"])),
+        ("Kernel", f["kernel"]),
+        ("Python", f["python"]),
+        ("Cython", f"{f['cython']} (built with)"),
+        ("numpy", f["numpy"]),
+        ("psutil", f["psutil"] or "not installed"),
+        ("smpnet", f["smpnet"]),
+    ]
+    width = max(len(k) for k, _ in facts)
+    lines = [f"{k.ljust(width)}  {v}" for k, v in facts]
+    lines.append("")
+    lines.append("Timer costs, measured now (median of rounds, per iteration):")
+    for r in env["results"]:
+        lines.append(f"  {r['test']:<9} {r['cycles']:8.2f} cycles  {r['ns']:8.3f} ns  "
+                     f"(min {r['cycles_min']:.2f}, max {r['cycles_max']:.2f} cycles; "
+                     f"{r['rounds']} rounds of {r['loops']} loops)")
+    lines.append("")
+    if warnings:
+        lines.append("Warnings (timings on this machine are less reliable):")
+        lines.extend(f"  - {w}" for w in warnings)
+    else:
+        lines.append("No warnings: this machine is set up for stable timings.")
+    return "\n".join(lines)
+
+
+EXPERIMENT = Experiment(
+    name="info",
+    help="machine facts and what makes timings unreliable here",
+    description="CPU, topology, TSC, hypervisor, governor, isolation, versions, and "
+                "warnings (like pyperf system show).",
+    add_options=lambda p: None, params=params, seconds=lambda p, cpus: 0.5, run=run,
+    text=text, metric=Metric(("test",), "cycles", None, "cycles_min", "cycles_max"),
+    machine_options=False, plan=lambda cpus, quick: {"cpus": format_cpus(cpus)},
+    own_warnings=True,
+)

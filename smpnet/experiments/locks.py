@@ -1,0 +1,128 @@
+"""locks: the time_bench_sample suite, uncontended, on one pinned CPU;
+seed 003's irqsave - irq cost, as the seed measured it.
+
+`locks --contended` runs the `contended` experiment instead (its options
+stay here so that the command line people know keeps working).
+"""
+from .. import lockbench, stats
+from ..cpus import format_cpus
+from ..errors import BadInput
+from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
+from ..lockbench import ALGOS, VARIANTS
+from ..report import table
+
+
+def add_options(p):
+    lockbench.add_lock_options(p)
+    p.add_argument("--loops", type=bounded("--loops"), metavar="N",
+                   help="ops per round (default: calibrated to 10 ms per round)")
+    p.add_argument("--rounds", type=bounded("--rounds"), default=10, metavar="R",
+                   help="measured rounds per test, after one warm-up round (default: 10)")
+    p.add_argument("--contended", action="store_true",
+                   help="every selected CPU hammers one shared lock (the contended experiment)")
+    lockbench.add_contended_options(p, bounded, "with --contended: ")
+
+
+def params(args, cpus):
+    algos = parse_list(args.algo, ALGOS, "lock algorithm")
+    variants = parse_list(args.variant, VARIANTS, "lock variant")
+    if args.ncpus or args.oversubscribe:
+        raise BadInput("--ncpus and --oversubscribe apply to --contended runs only")
+    return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants,
+            "restore": args.restore, "check": args.check, "contended": False,
+            "loops": args.loops, "rounds": args.rounds, "cpu": cpus[0]}
+
+
+def seconds(p, cpus):
+    return lockbench.suite_seconds(len(lockbench.suite_plan(p["algo"], p["variant"])),
+                                   p["loops"], p["rounds"])
+
+
+def run(cpus, p, progress=None):
+    rows, reports = lockbench.run_suite(
+        p["cpu"], p["algo"], p["variant"], loops=p["loops"], rounds=p["rounds"],
+        restore=p["restore"], check=p["check"], progress=progress)
+    # seed 003 on qspinlock, the kernel's lock, when it ran
+    algo = "qspinlock" if "qspinlock" in p["algo"] else p["algo"][0]
+    v = lockbench.seed_003_verdict(rows, algo)
+    if p["check"]:
+        p = dict(p, checker_reports=reports)
+    return Outcome(p, rows, [v] if v else [])
+
+
+def plan(cpus, quick):
+    if quick:
+        algos, variants, rounds = ["qspinlock", "ticket", "tas"], ["plain", "irq", "irqsave"], 7
+    else:
+        algos, variants, rounds = list(ALGOS), list(VARIANTS), 10
+    return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants, "restore": "sti",
+            "check": False, "contended": False, "loops": None, "rounds": rounds,
+            "cpu": cpus[0]}
+
+
+def time_bench_row_line(r):
+    """A result row in time_bench's line format, algorithm appended."""
+    period = r["wall_s"] / r["rounds"] if r["rounds"] else 0.0
+    line = (f"Type:{r['test']} Per elem: {round(r['cycles'])} cycles(tsc) {r['ns']:.3f} ns "
+            f"(step:0) - (measurement period time:{period:.9f} sec "
+            f"time_interval:{round(period * 1e9)}) - "
+            f"(invoke count:{r['loops']} tsc_interval:{round(r['cycles'] * r['loops'])})")
+    return line + (f" [{r['algo']}]" if r.get("algo") else "")
+
+
+def text(env, extra):
+    p, rows, verdicts = env["params"], env["results"], env["verdicts"]
+    lines = [f"# time_bench suite on CPU {p['cpu']}: {p['rounds']} rounds after a warm-up, "
+             f"restore={p['restore']}" + (", checker on" if p["check"] else "")]
+    lines += [time_bench_row_line(r) for r in rows]
+    lines.append("")
+    cells = [(r["test"], r["algo"] or "-", r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"])
+             for r in rows]
+    lines.append("Summary, per op (median of rounds, with min and max):")
+    lines.append(table(cells, ["test", "algo", "cycles", "min", "max", "ns"]))
+    overhead = next((r["cycles"] for r in rows if r["test"] == "for_loop"), None)
+    if overhead is not None:
+        lines.append(f"Loop overhead: for_loop = {overhead:.2f} cycles per iteration, "
+                     "included in every figure above.")
+    lines.append("")
+    for v in verdicts:
+        lo, hi = v["interval"]
+        lines.append(f"seed {v['seed']}: {v['reference']}; here ({v['algo']}, "
+                     f"restore={p['restore']}): irqsave - irq = {v['measured']:.2f} cycles "
+                     f"[95 % interval {lo:.2f} .. {hi:.2f}] -> {v['verdict']}")
+    if not verdicts:
+        lines.append(f"seed 003: no verdict (it needs the irq and irqsave variants and "
+                     f"--rounds {stats.MIN_SAMPLES} or more)")
+    lines.append(lockbench.checker_text(p.get("checker_reports", {}), p["check"]))
+    return "\n".join(lines)
+
+
+def plot(ax, rows):
+    lock_rows = [r for r in rows if r["algo"]]
+    tests = list(dict.fromkeys(r["test"] for r in lock_rows))
+    algos = list(dict.fromkeys(r["algo"] for r in lock_rows))
+    width = 0.8 / max(len(algos), 1)
+    for i, algo in enumerate(algos):
+        ys = [next((r["cycles"] for r in lock_rows if r["test"] == t and r["algo"] == algo), 0)
+              for t in tests]
+        ax.bar([x + i * width for x in range(len(tests))], ys, width, label=algo)
+    ax.set_xticks([x + width * (len(algos) - 1) / 2 for x in range(len(tests))])
+    ax.set_xticklabels(tests, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("TSC cycles per lock + unlock (median)")
+    ax.set_title("Uncontended lock costs by algorithm and variant")
+    ax.legend()
+
+
+EXPERIMENT = Experiment(
+    name="locks",
+    help="spinlock and IRQ-flag costs (seed 003: irqsave vs irq)",
+    description="The time_bench_sample suite, uncontended, on the first selected CPU, "
+                "in time_bench's line format, then a summary and seed 003's verdict. "
+                "With --contended, every selected CPU hammers one shared lock instead "
+                "(the contended experiment).",
+    add_options=add_options, params=params, seconds=seconds, run=run, text=text,
+    metric=Metric(("test", "algo", "variant", "restore", "contended"), "cycles", "samples",
+                  "cycles_min", "cycles_max"),
+    kinds=("contended", {True: "contended", False: "locks"}), plan=plan, seeds=("003",), plot=plot,
+    delegate=lambda args: "contended" if args.contended else None,
+)

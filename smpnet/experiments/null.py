@@ -1,0 +1,120 @@
+"""null: the A/A control. One time_bench op in two identical configurations,
+A and B (same test, same lock algorithm, same CPU, each on its own lock
+slot), timed through the same harness as `locks`, round by round in ABBA
+order so that drift hits both sides alike. B - A is the harness's own noise
+and bias on this machine: a sound harness says "no measurable difference".
+"""
+import statistics
+
+from .. import _core, lockbench, stats
+from ..cpus import format_cpus
+from ..experiment import Experiment, Metric, Outcome, bounded
+from ..errors import BadInput
+from ..machine import Machine
+from ..report import table
+from ..time_bench import SUITE, calibrate_loops
+from ..tsc import tsc_hz
+
+TESTS = tuple(t for t, _ in SUITE)
+SIDES = ("A", "B")
+NULL_CLAIM = {
+    "seed": None,
+    "claim": "two identical configurations cost the same (B - A = 0 cycles)",
+    "reference": "0 cycles: the A/A control",
+}
+
+
+def add_options(p):
+    p.add_argument("--test", default="spin_lock_unlock", metavar="NAME",
+                   help=f"the time_bench test both sides run: {', '.join(TESTS)} "
+                        "(default: spin_lock_unlock)")
+    p.add_argument("--algo", default="qspinlock", metavar="ALGO",
+                   help=f"lock algorithm: {', '.join(lockbench.ALGOS)} (default: qspinlock)")
+    p.add_argument("--loops", type=bounded("--loops"), metavar="N",
+                   help="ops per round (default: calibrated to 10 ms per round)")
+    p.add_argument("--rounds", type=bounded("--rounds"), default=10, metavar="R",
+                   help="measured rounds per side, after one warm-up round (default: 10)")
+
+
+def params(args, cpus):
+    if args.test not in TESTS:
+        raise BadInput(f"unknown time_bench test {args.test!r} (choose from {', '.join(TESTS)})")
+    if args.algo not in lockbench.ALGOS:
+        raise BadInput(f"--algo takes one lock algorithm: {', '.join(lockbench.ALGOS)}")
+    return {"cpus": format_cpus(cpus), "cpu": cpus[0], "test": args.test, "algo": args.algo,
+            "loops": args.loops, "rounds": args.rounds}
+
+
+def seconds(p, cpus):
+    return 2 * lockbench.suite_seconds(1, p["loops"], p["rounds"])
+
+
+def order(rounds):
+    """ABBA: A,B then B,A, and so on: a linear drift adds the same to both sides."""
+    return [SIDES if r % 2 == 0 else SIDES[::-1] for r in range(rounds)]
+
+
+def run(cpus, p, progress=None):
+    test, rounds = p["test"], p["rounds"]
+    lock = dict(SUITE)[test] is not None
+
+    def bench(ctx):
+        region = ctx.machine.segment.region_names.index("locks")
+        where = {s: dict(seg=ctx.seg, cpu=0, lock_region=region, lock_index=i)
+                 for i, s in enumerate(SIDES)}
+        loops = p["loops"] or calibrate_loops(test, **where["A"])
+        samples = {s: [] for s in SIDES}
+        for side in SIDES:   # warm-up, thrown away
+            _core.time_bench_round(test, loops, **where[side])
+        for r, sides in enumerate(order(rounds)):
+            if progress:
+                progress(r, rounds, f"{test} round {r + 1} ({', '.join(sides)})")
+            for side in sides:
+                cycles, _ = _core.time_bench_round(test, loops, **where[side])
+                samples[side].append(cycles / loops)
+        return loops, samples
+
+    with Machine(cpus=[p["cpu"]], regions=lockbench.locks_region(2)) as m:
+        lockbench.init_locks(m, [p["algo"]] * 2)
+        loops, samples = m.run(bench, expected=2 * lockbench.suite_seconds(
+            1, p["loops"], rounds, lockbench.SLOWEST_OP_S))[0]
+    hz = tsc_hz()
+    rows = [{"side": s, "test": test, "algo": p["algo"] if lock else None,
+             "cycles": statistics.median(samples[s]), "cycles_min": min(samples[s]),
+             "cycles_max": max(samples[s]), "ns": statistics.median(samples[s]) * 1e9 / hz,
+             "loops": loops, "rounds": rounds, "samples": samples[s]} for s in SIDES]
+    if rounds < stats.MIN_SAMPLES:
+        return Outcome(p, rows, [], [f"no verdict: it needs --rounds {stats.MIN_SAMPLES} "
+                                     "or more"])
+    # paired: round r's B - A, both measured back to back
+    delta, ci = stats.median_ci([b - a for a, b in zip(samples["A"], samples["B"])])
+    return Outcome(p, rows, [dict(NULL_CLAIM, measured=delta, interval=list(ci),
+                                  unit="cycles", verdict=stats.verdict(ci, claim="none"))])
+
+
+def text(env, extra):
+    p, rows = env["params"], env["results"]
+    lines = [f"# null: {p['test']}" + (f" [{p['algo']}]" if rows[0]["algo"] else "")
+             + f" twice on CPU {p['cpu']}, {p['rounds']} rounds of {rows[0]['loops']} ops "
+             "per side, ABBA order"]
+    lines.append(table([(r["side"], r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"])
+                        for r in rows], ["side", "cycles", "min", "max", "ns"]))
+    for v in env["verdicts"]:
+        lo, hi = v["interval"]
+        lines.append(f"B - A = {v['measured']:+.3f} cycles per op (median of paired rounds) "
+                     f"[95 % interval {lo:+.3f} .. {hi:+.3f}] -> {v['verdict']}")
+    if not env["verdicts"]:
+        lines.append("no verdict (see the warnings)")
+    return "\n".join(lines)
+
+
+EXPERIMENT = Experiment(
+    name="null",
+    help="the A/A control: one op in two identical configurations, B - A",
+    description="Times one time_bench op in two identical configurations, A and B, through "
+                "the same harness as locks, rounds interleaved ABBA, and reports B - A with "
+                "its 95 % interval. A sound harness says: no measurable difference.",
+    add_options=add_options, params=params, seconds=seconds, run=run, text=text,
+    metric=Metric(("side", "test", "algo"), "cycles", "samples", "cycles_min", "cycles_max"),
+    machine_options=False,
+)

@@ -1,0 +1,150 @@
+"""smpnet-bench all: every experiment in the registry that has a plan for
+`all`, then one verdict per seed.
+
+Experiments run in the registry's order with a progress line and an ETA on
+stderr; each one's params, rows and verdicts go into the result as they
+would from its own command, as one stage named after it. The verdict table
+takes one verdict per seed: the first verdict of the experiment that names
+the seed in its `seeds` (the per-op cost, for 003, as the seed measured it);
+the seed's verdicts from other experiments are its details.
+"""
+import sys
+import time
+
+from . import report, sysinfo
+from .cpus import format_cpus
+from .errors import Interrupted, SmpnetError
+from .experiments import EXPERIMENTS
+from .seeds import ORIGINAL, SEEDS
+
+RULE = ("The rule: reproduced when the 95 % interval lies on the side of zero the seed "
+        "claims (for 002, a ratio above 1); no measurable difference when it contains zero; "
+        "not reproduced when it lies on the other side.")
+
+
+def stages():
+    """The experiments `all` runs, in order."""
+    return [e for e in EXPERIMENTS if e.plan is not None]
+
+
+def estimate(e, cpus, quick):
+    """Seconds an experiment should take inside `all`, for the ETA."""
+    if len(cpus) < e.min_cpus:
+        return 0.0
+    return e.seconds(e.plan(cpus, quick), cpus)
+
+
+def run(cpus, quick=True, progress=True):
+    """Returns (stage results by name, verdict table entries, warnings)."""
+    todo = stages()
+    left = sum(estimate(e, cpus, quick) for e in todo)
+    started = time.monotonic()
+    done, warnings = {}, []
+    for k, e in enumerate(todo):
+        if progress:
+            sys.stderr.write(f"smpnet-bench all: [{k + 1}/{len(todo)}] {e.name} "
+                             f"(about {left:.0f} s left, {time.monotonic() - started:.0f} s "
+                             f"so far)\n")
+            sys.stderr.flush()
+        try:
+            done[e.name] = _stage(e, cpus, quick, warnings)
+        except SmpnetError as err:
+            raise StageFailed(e.name, err, done, warnings) from None
+        except KeyboardInterrupt:  # between two runs of a stage
+            raise StageFailed(e.name, Interrupted("interrupted"), done, warnings) from None
+        left -= estimate(e, cpus, quick)
+    return done, verdict_table(done), warnings
+
+
+class StageFailed(SmpnetError):
+    """A stage of `all` failed (a worker died, Ctrl-C...): the stages that
+    finished before it are kept, to be saved rather than lost."""
+
+    def __init__(self, stage, error, finished, warnings):
+        self.stage, self.error, self.finished, self.warnings = stage, error, finished, warnings
+        self.exit_code = error.exit_code
+        self.kept = None  # where the finished stages were saved
+        super().__init__(stage, error)
+
+    def __str__(self):
+        n = len(self.finished)
+        kept = (f"; the {n} finished stage{'s' if n != 1 else ''} went to {self.kept}"
+                if self.kept and n else "")
+        return f"stage {self.stage} failed: {self.error}{kept}"
+
+
+def _stage(e, cpus, quick, warnings):
+    p = e.plan(cpus, quick)
+    if len(cpus) < e.min_cpus:
+        why = f"needs {e.min_cpus} CPUs"
+        warnings.append(f"{e.name} skipped: it {why}")
+        return {"params": p, "results": [], "verdicts": [], "skipped": why}
+    out = e.run(cpus, p, None)
+    warnings += [f"{e.name}: {w}" for w in out.warnings]
+    return {"params": out.params, "results": out.rows, "verdicts": out.verdicts, **out.extra}
+
+
+def invariant_failures(done):
+    """Every invariant a stage broke, named by stage: `all` exits 1 on any,
+    as the experiment's own command would."""
+    return [f"{e.name}: {f}" for e in stages()
+            for f in e.invariant_failures(done.get(e.name, {}).get("results", []))]
+
+
+def verdict_table(done):
+    """One entry per seed, in seed order: the primary verdict, the others as details."""
+    primary = {seed: [] for seed in SEEDS}
+    details = {seed: [] for seed in SEEDS}
+    for e in stages():
+        for v in done.get(e.name, {}).get("verdicts", []):
+            if v.get("seed") in SEEDS:
+                (primary if v["seed"] in e.seeds else details)[v["seed"]].append(
+                    dict(v, stage=e.name))
+    out = []
+    for seed in SEEDS:
+        machine, number = ORIGINAL[seed]
+        found = primary[seed] + details[seed]
+        if not found:
+            out.append({"seed": seed, "claim": None, "reference": number,
+                        "original_machine": machine, "measured": None, "interval": None,
+                        "verdict": "not measured", "details": []})
+            continue
+        out.append(dict(found[0], original_machine=machine, details=found[1:]))
+    return out
+
+
+def envelope(cpus, done, verdicts, warnings, quick):
+    facts = report.machine(cpus)
+    warnings = sysinfo.timing_warnings(facts) + warnings
+    results = [dict(stage=name, **data) for name, data in done.items()]
+    return report.envelope("all", cpus, {"cpus": format_cpus(cpus), "quick": quick},
+                           results, verdicts, warnings, facts=facts)
+
+
+def verdict_text(verdicts):
+    cells = []
+    for v in verdicts:
+        if v["measured"] is None:
+            here = "-"
+        elif v.get("interval"):
+            lo, hi = v["interval"]
+            here = f"{v['measured']:.3g} [{lo:.3g} .. {hi:.3g}] {v.get('unit', '')}".strip()
+        else:
+            here = f"{v['measured']} ({v.get('unit', '')})"
+        cells.append((v["seed"], v["original_machine"], ORIGINAL[v["seed"]][1], here,
+                      v["verdict"]))
+    return report.table(cells, ["seed", "original machine", "original number",
+                                "here (95 % interval)", "verdict"])
+
+
+def text(env, pictures):
+    """The table a person reads at the end of `all`."""
+    quick = env["params"]["quick"]
+    lines = [f"smpnet-bench all{' --quick' if quick else ''} on CPUs {env['params']['cpus']}: "
+             f"{len(env['results'])} stages", "", verdict_text(env["verdicts"]), "", RULE]
+    for v in env["verdicts"]:
+        for d in v.get("details", []):
+            lines.append(f"  seed {d['seed']} ({d['stage']}): {d['claim']} -> {d['verdict']}")
+    if pictures:
+        lines += ["", "Pictures: " + ", ".join(pictures)]
+    return "\n".join(lines) + report.warnings_text(env["warnings"])

@@ -1,1 +1,0 @@
-"""One module per experiment: validated parameters -> run on a Machine -> result rows."""
