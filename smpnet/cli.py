@@ -8,7 +8,7 @@ import errno
 import signal
 import sys
 
-from . import __version__, entry, output, report
+from . import __version__, output, process, report
 from .cpus import parse_cpus
 from .errors import BadInput, OutputFailed, SmpnetError
 from .experiment import bounded
@@ -208,7 +208,7 @@ def _show(args, env, text, failed=None):
     BrokenPipeError main() answers; a stdout that cannot take it (closed,
     /dev/full) saves the result and says where, as a failed --output does."""
     try:
-        if entry.stdout_closed:
+        if process.stdout_closed:
             if failed is None and getattr(args, "output", None):
                 return  # nowhere to print, but --output holds the result
             raise OSError(errno.EBADF, "stdout is closed")
@@ -238,7 +238,7 @@ def main(argv=None):
             interrupted.append(signum)
             raise KeyboardInterrupt
 
-    old = {sig: signal.signal(sig, interrupt) for sig in entry.INTERRUPTS}
+    old = {sig: signal.signal(sig, interrupt) for sig in process.INTERRUPTS}
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

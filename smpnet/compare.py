@@ -1,9 +1,9 @@
 """smpnet-bench compare A.json B.json: row by row, is the difference real?
 
-Rows are matched by what identifies them in their command (a lock test by
-test, algorithm, variant...; a contended lock row also by its CPUs; a defer
-row by strategy; a loopback row by mode and CPU count; an arp row by probe
-and HZ); an `all` result is compared stage by stage, matched by stage name.
+Rows are matched by what identifies them in their experiment (its metric's
+keys: a lock test by test, algorithm, variant...; a defer row by strategy;
+an arp row by probe and HZ); an `all` result is compared stage by stage,
+matched by stage name.
 For each matched row: both values, the ratio B/A, and whether the
 difference exceeds the noise of both runs: with at least stats.MIN_SAMPLES
 per-run samples on both sides, when the 95 % bootstrap interval of the
@@ -11,266 +11,18 @@ difference of medians excludes zero (as pyperf's compare_to judges
 significance from both runs' spread); without, when the two runs' [min, max]
 ranges do not overlap; with neither (or one run a side), unknown.
 
-Every file is read with a bounded read (MAX_BYTES) and checked whole before
-anything is compared: anything that is not an smpnet-bench result, or a
-result with a broken row, is a BadInput naming the file and what is wrong.
-docs/compare.md says the same for users.
+Every file is read and checked whole first (results.py).
 """
-import json
 import math
-import os
-import select
-import stat
-from collections import namedtuple
 
 import numpy as np
 
 from . import stats
 from .errors import BadInput
-from .report import READABLE, SCHEMA
+from .results import MAX_BYTES, commands, load, metric  # noqa: F401 (the command's API)
+from .results import _key_text, _shown
 
-MAX_BYTES = 64 * 1024 * 1024      # the most compare reads of one file
 MAX_BOOTSTRAP = 200               # samples per side the bootstrap uses (evenly thinned above)
-READ_TIMEOUT_S = 10.0             # a FIFO or pipe that gives nothing for this long is refused
-
-# What identifies a row and what is compared: each experiment's own Metric
-# (smpnet/experiment.py); a result of `all` holds one table per experiment.
-def _experiments():
-    from . import experiments
-    return experiments.BY_NAME
-
-
-def commands():
-    return tuple(_experiments()) + ("all",)
-
-
-# One checked row: its kind (an experiment name), its key (a dict, lists as
-# tuples), its position for messages, and the numbers compared (None where
-# the result has none).
-Row = namedtuple("Row", "kind key where value samples lo hi")
-# One checked file: its path, its command, and {table name: {match key: Row}}.
-Result = namedtuple("Result", "path command tables")
-
-
-# ------------------------------------------------------------------ reading
-
-def load(path):
-    """Read and check one result file; a Result, or a BadInput naming the file."""
-    shown = _shown(path)
-    env = _parse(shown, _read(path, shown))
-    return _check(shown, env)
-
-
-def _read(path, shown):
-    try:
-        # O_NONBLOCK: a FIFO with no writer must not block the open for ever
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode):
-                data = _read_pipe(fd, shown)
-            else:
-                os.set_blocking(fd, True)
-                with os.fdopen(fd, "rb", closefd=False) as f:
-                    data = f.read(MAX_BYTES + 1)   # bounded: /dev/zero cannot run away
-        finally:
-            os.close(fd)
-    except OSError as e:
-        raise BadInput(f"{shown}: cannot read it: {e.strerror or e}") from None
-    if len(data) > MAX_BYTES:
-        raise BadInput(f"{shown}: larger than {MAX_BYTES // (1024 * 1024)} MiB, "
-                       "the most compare reads")
-    return data
-
-
-def _read_pipe(fd, shown):
-    """A FIFO or a pipe (`<(ssh host cat a.json)`): read to its end, at most
-    MAX_BYTES + 1, giving up after READ_TIMEOUT_S without data."""
-    chunks, size = [], 0
-    while size <= MAX_BYTES:
-        ready, _, _ = select.select([fd], [], [], READ_TIMEOUT_S)
-        if not ready:
-            raise BadInput(f"{shown}: nothing came through it for {READ_TIMEOUT_S:g} s")
-        try:
-            chunk = os.read(fd, 1 << 20)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
-
-
-def _parse(shown, data):
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadInput(f"{shown}: not JSON (not UTF-8 text: byte {e.start})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{shown}: not JSON ({e.msg}, line {e.lineno})") from None
-    except RecursionError:
-        raise BadInput(f"{shown}: not JSON compare can read (nested too deeply)") from None
-    except ValueError as e:   # int digits limit ("Exceeds the limit ... integer string")
-        why = ("a number with too many digits" if "digits" in str(e)
-               else _oneline(str(e)))
-        raise BadInput(f"{shown}: not JSON compare can read ({why})") from None
-
-
-def _check(shown, env):
-    if not isinstance(env, dict) or "schema" not in env or "command" not in env:
-        raise BadInput(f"{shown}: not an smpnet-bench result (no schema or command)")
-    schema = env["schema"]
-    if type(schema) is not int or schema not in READABLE:
-        shown_schema = _short(schema) if type(schema) is int else _type(schema)
-        raise BadInput(f"{shown}: schema {shown_schema}, this smpnet reads schemas "
-                       f"{', '.join(map(str, READABLE))} (it writes {SCHEMA})")
-    command = env["command"]
-    if not isinstance(command, str):
-        raise BadInput(f"{shown}: command is {_type(command)}, not a string")
-    if command not in commands():
-        raise BadInput(f"{shown}: command {_short(command)}: compare reads results of "
-                       f"{', '.join(commands())}")
-    if "results" not in env:
-        raise BadInput(f"{shown}: not an smpnet-bench result (no results)")
-    results = env["results"]
-    if not isinstance(results, list):
-        raise BadInput(f"{shown}: results is {_type(results)}, not a list")
-    if command != "all":
-        return Result(shown, command, {command: _check_rows(shown, command, results, "results")})
-    tables, seen = {}, set()
-    for i, stage in enumerate(results):
-        where = f"results[{i}]"
-        if not isinstance(stage, dict):
-            raise BadInput(f"{shown}: {where} is {_type(stage)}, not a stage object")
-        name = stage.get("stage")
-        if not isinstance(name, str):
-            raise BadInput(f"{shown}: {where} has no stage name (a string)")
-        if "results" not in stage:
-            raise BadInput(f"{shown}: stage {_short(name)} has no results")
-        rows = stage["results"]
-        if not isinstance(rows, list):
-            raise BadInput(f"{shown}: stage {_short(name)}: results is {_type(rows)}, not a list")
-        if name in seen:
-            raise BadInput(f"{shown}: stage {_short(name)} appears twice")
-        seen.add(name)
-        if name in _experiments():   # a stage compare does not know has nothing to compare
-            tables[name] = _check_rows(shown, name, rows, f"stage {_short(name)} results")
-    return Result(shown, command, tables)
-
-
-def _check_rows(shown, table, rows, where):
-    out = {}
-    for i, row in enumerate(rows):
-        r = _check_row(shown, table, row, f"{where}[{i}]")
-        match = (r.kind,) + tuple(r.key.values())
-        if match in out:
-            raise BadInput(f"{shown}: {r.where}: same key as {out[match].where} "
-                           f"({_key_text(r.key)[:80]})")
-        out[match] = r
-    return out
-
-
-def _check_row(shown, table, row, where):
-    if not isinstance(row, dict):
-        raise BadInput(f"{shown}: {where} is {_type(row)}, not a row object")
-    kind = _kind(shown, where, _experiments()[table], row)
-    m = _experiments()[kind].metric
-    key = {}
-    for field in m.keys:
-        if field not in row:
-            raise BadInput(f"{shown}: {where}: no {field!r} field")
-        key[field] = _key_value(shown, where, field, row[field])
-    value = _field(shown, where, row, m.value, required=True)
-    samples = None
-    if m.samples is not None and row.get(m.samples) is not None:
-        samples = row[m.samples]
-        if not isinstance(samples, list) or not all(_is_number(x) for x in samples):
-            raise BadInput(f"{shown}: {where}: {m.samples} is not a list of finite numbers")
-    lo = _field(shown, where, row, m.lo)
-    hi = _field(shown, where, row, m.hi)
-    return Row(kind, key, where, value, samples, lo, hi)
-
-
-def _kind(shown, where, experiment, row):
-    """The experiment whose metric applies to `row`: its own, or for a result
-    holding rows of several kinds (locks, with --contended rows) the one its
-    kind field names."""
-    if experiment.kinds is None:
-        return experiment.name
-    field, by_value = experiment.kinds
-    if field not in row:
-        raise BadInput(f"{shown}: {where}: no {field!r} field")
-    v = row[field]
-    for value, kind in by_value.items():
-        if type(v) is type(value) and v == value:
-            return kind
-    allowed = " or ".join(json.dumps(k) for k in by_value)
-    raise BadInput(f"{shown}: {where}: {field} is {_type(v)}, not {allowed}")
-
-
-def _key_value(shown, where, field, v):
-    """A key field's value, hashable: a scalar, or a list of scalars as a tuple."""
-    if isinstance(v, list):
-        if all(_is_scalar(x) for x in v):
-            return tuple(v)
-    elif _is_scalar(v):
-        return v
-    what = "a string that is not text (a lone surrogate)" if isinstance(v, str) else _type(v)
-    raise BadInput(f"{shown}: {where}: {field} is {what}, "
-                   "not a string, number, true/false, null or a list of them")
-
-
-def _is_scalar(v):
-    if v is None or isinstance(v, (bool, int)):
-        return True
-    if isinstance(v, float):
-        return math.isfinite(v)
-    if isinstance(v, str):
-        try:
-            v.encode("utf-8")   # a lone surrogate ("\ud800") is not text
-        except UnicodeEncodeError:
-            return False
-        return True
-    return False
-
-
-def _is_number(v):
-    """A finite number (not a bool) that a float can hold."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return False
-    try:
-        return math.isfinite(float(v))
-    except OverflowError:   # an int beyond a float's range
-        return False
-
-
-def _field(shown, where, row, field, required=False):
-    """A compared number: None where the result has none; a BadInput when
-    the field is missing (if required) or holds anything but a number."""
-    if field is None:
-        return None
-    name = field if isinstance(field, str) else ".".join(field)
-    if isinstance(field, tuple):   # (object field, its member), as arp's first_ms.median
-        outer = row.get(field[0])
-        if field[0] not in row and required:
-            raise BadInput(f"{shown}: {where}: no {field[0]!r} field")
-        if outer is None:
-            return None
-        if not isinstance(outer, dict):
-            raise BadInput(f"{shown}: {where}: {field[0]} is {_type(outer)}, not an object")
-        row, field = outer, field[1]
-    if field not in row:
-        if required:
-            raise BadInput(f"{shown}: {where}: no {name!r} field")
-        return None
-    v = row[field]
-    if v is None:
-        return None
-    if not _is_number(v):
-        raise BadInput(f"{shown}: {where}: {name} is {_type(v)}, not a finite number")
-    return v
 
 
 # ------------------------------------------------------------------ comparing
@@ -291,7 +43,7 @@ def compare(a, b):
             null_in |= {f.path for f, r in ((a, ra), (b, rb)) if r.value is None}
             if ra.value is None or rb.value is None:
                 continue
-            m = _experiments()[ra.kind].metric
+            m = metric(ra.kind)
             significant, how = _significant(ra, rb)
             rows.append({
                 "table": name, "key": ra.key,
@@ -389,46 +141,3 @@ def text(rows, a_path, b_path, warnings=()):
     if warnings:
         out += "\n\nNot compared:\n" + "\n".join(f"  - {w}" for w in warnings)
     return out
-
-
-def _key_text(key):
-    parts = []
-    for field, v in key.items():
-        if v is None or v is False:
-            continue
-        if v is True:
-            parts.append(field)
-        elif isinstance(v, str):
-            parts.append(_oneline(v))
-        elif isinstance(v, tuple):
-            parts.append(f"{field}={','.join(_oneline(str(x)) for x in v)}")
-        else:
-            parts.append(f"{field}={v}")
-    return " ".join(parts)
-
-
-def _shown(path):
-    """A path as one printable line (undecodable bytes and controls escaped)."""
-    s = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return s if s.isprintable() else repr(s)
-
-
-def _oneline(s):
-    return s if s.isprintable() else repr(s)[1:-1]
-
-
-def _short(v, width=40):
-    """A value from the file, for a message: short, and only a scalar's repr."""
-    if not (v is None or isinstance(v, (str, int, float))):
-        return _type(v)
-    s = repr(v) if not isinstance(v, int) or abs(v) < 10 ** 30 else "a number that long"
-    return s if len(s) <= width else s[:width - 3] + "..."
-
-
-def _type(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return "NaN or infinite"
-    if isinstance(v, int) and not isinstance(v, bool) and not _is_number(v):
-        return "a number too large for a float"
-    return {dict: "an object", list: "a list", str: "a string", bool: "true/false",
-            int: "a number", float: "a number", type(None): "null"}.get(type(v), type(v).__name__)

@@ -13,29 +13,7 @@ import os
 import signal
 import sys
 
-# SIGHUP: the terminal closed; SIGQUIT: Ctrl-\.
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-
-stdout_closed = False  # smpnet-bench was started with fd 1 closed: the result must be saved
-
-
-def _open_std_fds():
-    """Give a closed stdin, stdout or stderr /dev/null, so that no file smpnet
-    opens lands on fd 1 or 2, and Python's sys.stdout/stderr exist."""
-    global stdout_closed
-    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
-        try:
-            os.fstat(fd)
-            continue
-        except OSError:
-            pass
-        null = os.open(os.devnull, os.O_RDWR)
-        if null != fd:
-            os.dup2(null, fd)
-            os.close(null)
-        setattr(sys, name, open(fd, mode, closefd=False))
-        stdout_closed |= fd == 1
-
+from .process import INTERRUPTS, open_std_fds
 
 def _exit_now(signum, frame):
     os.write(2, b"smpnet-bench: interrupted\n")
@@ -45,7 +23,7 @@ def _exit_now(signum, frame):
 def main():
     for sig in INTERRUPTS:
         signal.signal(sig, _exit_now)
-    _open_std_fds()
+    open_std_fds()
     try:
         from .cli import main as run
     except (ImportError, MemoryError) as e:  # numpy under a tight ulimit -v, say

@@ -55,7 +55,7 @@ def median_ratio_ci(a, b, confidence=0.95, resamples=RESAMPLES, seed=0):
 
 
 def verdict(interval, claim="positive"):
-    """The rule every smpnet verdict uses (README, "Verdicts").
+    """The rule every smpnet verdict uses (docs/design.md, "Statistics").
 
     claim="positive" (the seed claims a difference > 0): "reproduced" when
     the whole interval lies above zero, "not reproduced" when it lies below,

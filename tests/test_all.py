@@ -4,9 +4,10 @@ import os
 
 import pytest
 
+from smpnet import run_all
 from smpnet.cli import main
 
-STAGES = ["info", "locks", "contended", "defer", "loopback", "arp"]
+STAGES = [e.name for e in run_all.stages()]   # the registry's, in its order
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,6 @@ def _canned(quick_run, broken):
 
 
 def test_all_exits_1_naming_a_broken_invariant(capsys, monkeypatch, tmp_path, quick_run):
-    from smpnet import run_all
 
     def unconserved(stages):
         stages["defer"]["results"] = [dict(r, conserved=False)
@@ -153,7 +153,6 @@ def test_all_exits_1_naming_a_broken_invariant(capsys, monkeypatch, tmp_path, qu
 
 
 def test_all_exits_0_when_every_invariant_holds(capsys, monkeypatch, quick_run):
-    from smpnet import run_all
 
     monkeypatch.setattr(run_all, "run", _canned(quick_run, lambda stages: None))
     assert main(["all", "--quick"]) == 0
@@ -162,7 +161,7 @@ def test_all_exits_0_when_every_invariant_holds(capsys, monkeypatch, quick_run):
 
 def test_pictures_that_cannot_be_drawn_do_not_lose_the_json(capsys, monkeypatch, tmp_path,
                                                              quick_run):
-    from smpnet import plot, run_all
+    from smpnet import plot
 
     def full_disk(env, directory):
         raise OSError(28, "No space left on device")
@@ -178,7 +177,6 @@ def test_pictures_that_cannot_be_drawn_do_not_lose_the_json(capsys, monkeypatch,
 
 
 def test_an_unwritable_plot_directory_is_refused_before_the_run(capsys, monkeypatch, tmp_path):
-    from smpnet import run_all
 
     def never(*a, **k):
         raise AssertionError("ran")
@@ -198,7 +196,6 @@ def test_an_unwritable_plot_directory_is_refused_before_the_run(capsys, monkeypa
 def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
     """A worker killed in the last stage: exit 1, the stage named, and the
     stages before it in --output."""
-    from smpnet import run_all
     from smpnet.errors import WorkerDied
 
     real = run_all._stage
@@ -230,7 +227,6 @@ def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
 
 def test_interrupted_before_any_stage_finished_leaves_output_as_it_was(capsys, monkeypatch,
                                                                       tmp_path):
-    from smpnet import run_all
     from smpnet.errors import Interrupted
 
     def interrupted(*a, **k):

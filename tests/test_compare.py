@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smpnet import compare, experiments
+from smpnet import results as result_files
 from smpnet.cli import main
 
 PY = [sys.executable, "-m", "smpnet"]
@@ -424,9 +425,9 @@ def test_dev_zero_is_refused_after_a_bounded_read(tmp_path):
 
 def test_a_file_over_the_bound_is_refused(capsys, tmp_path, monkeypatch):
     good = _write(tmp_path / "good.json", _good_info())
-    monkeypatch.setattr(compare, "MAX_BYTES", good.stat().st_size - 1)
+    monkeypatch.setattr(result_files, "MAX_BYTES", good.stat().st_size - 1)
     _one_line_exit_2(capsys, ["compare", str(good), str(good)], "good.json", "larger than")
-    monkeypatch.setattr(compare, "MAX_BYTES", good.stat().st_size)
+    monkeypatch.setattr(result_files, "MAX_BYTES", good.stat().st_size)
     assert main(["compare", str(good), str(good)]) == 0
 
 
@@ -535,5 +536,10 @@ def test_a_fifo_is_read_to_its_end_and_one_with_no_writer_is_refused(capsys, tmp
     assert main(["compare", str(fifo), str(good), "--json"]) == 0
     writer.join()
     assert json.loads(capsys.readouterr().out)["results"]
-    monkeypatch.setattr(compare, "READ_TIMEOUT_S", 0.2)  # the open used to block for ever
+    monkeypatch.setattr(result_files, "READ_TIMEOUT_S", 0.2)  # the open used to block for ever
     _one_line_exit_2(capsys, ["compare", str(fifo), str(good)], "fifo", "nothing came through")
+
+
+def test_every_experiment_has_a_compare_run_above():
+    """compare is tried on a result of every experiment in the registry."""
+    assert {argv[0] for argv, _, _ in RUNS.values()} == set(experiments.BY_NAME)

@@ -1,0 +1,30 @@
+"""The process's own set-up, shared by the entry point and the command line:
+the signals that interrupt a run, and whether smpnet-bench started with its
+stdout closed. Kept light on purpose: entry imports it before anything else.
+"""
+import os
+import signal
+import sys
+
+# SIGHUP: the terminal closed; SIGQUIT: Ctrl-\.
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+stdout_closed = False  # smpnet-bench was started with fd 1 closed: the result must be saved
+
+
+def open_std_fds():
+    """Give a closed stdin, stdout or stderr /dev/null, so that no file smpnet
+    opens lands on fd 1 or 2, and Python's sys.stdout/stderr exist."""
+    global stdout_closed
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        setattr(sys, name, open(fd, mode, closefd=False))
+        stdout_closed |= fd == 1
