@@ -1,4 +1,5 @@
-"""The --cpus syntax shared by every subcommand: `0,1`, `0-3`, `all`."""
+"""The kernel's cpulist syntax (`0-3,8`): --cpus, which every subcommand
+takes (`0,1`, `0-3`, `all`), and the /sys files that list CPUs."""
 import os
 
 from .errors import BadInput
@@ -29,7 +30,7 @@ def parse_cpus(spec, allowed=None):
             raise BadInput("empty CPU list: give e.g. 0,1 or 0-3 or all")
         items = []
         for part in text.split(","):
-            items.extend(_parse_part(part.strip(), spec, allowed))
+            items.extend(_parse_part(part, spec, allowed))
     if not items:
         raise BadInput("empty CPU list: give e.g. 0,1 or 0-3 or all")
     seen = set()
@@ -46,18 +47,40 @@ def parse_cpus(spec, allowed=None):
     return sorted(items)
 
 
-def _parse_part(part, spec, allowed):
-    """One comma-separated part: N or LO-HI, ASCII digits only (int() would
-    also take '0_1', '+1' and full-width digits)."""
+def _split(part):
+    """One comma-separated part, N or LO-HI: (LO, HI) as text, HI = LO for N;
+    ValueError unless both are ASCII digits (int() would also take '0_1',
+    '+1' and full-width digits)."""
+    part = part.strip()
     lo, sep, hi = part.partition("-")
     if not _is_number(lo) or (sep and not _is_number(hi)):
+        raise ValueError(f"{part!r} is not a CPU number or range")
+    return lo, hi if sep else lo
+
+
+def parse_cpulist(text):
+    """A cpulist as the kernel writes it (/sys/devices/system/cpu/isolated...):
+    a sorted list, duplicates merged; '' and whitespace give []. Malformed
+    text raises ValueError."""
+    cpus = set()
+    for part in text.split(",") if text.strip() else ():
+        lo, hi = (int(x) for x in _split(part))
+        if hi < lo:
+            raise ValueError(f"bad cpulist range {part.strip()!r}")
+        cpus.update(range(lo, hi + 1))
+    return sorted(cpus)
+
+
+def _parse_part(part, spec, allowed):
+    try:
+        lo, hi = _split(part)
+    except ValueError:
         raise BadInput(
-            f"bad CPU list {spec!r}: {part!r} is not a CPU number or range "
-            "(use e.g. 0,1 or 0-3 or all)")
-    lo, hi = _cpu_number(lo, allowed), (_cpu_number(hi, allowed) if sep else None)
-    hi = lo if hi is None else hi
+            f"bad CPU list {spec!r}: {part.strip()!r} is not a CPU number or range "
+            "(use e.g. 0,1 or 0-3 or all)") from None
+    lo, hi = _cpu_number(lo, allowed), _cpu_number(hi, allowed)
     if hi < lo:
-        raise BadInput(f"bad CPU list {spec!r}: the range {part!r} runs backwards")
+        raise BadInput(f"bad CPU list {spec!r}: the range {part.strip()!r} runs backwards")
     if allowed and hi > allowed[-1]:  # before expanding 0-4000000000
         raise BadInput(f"CPU {hi} is not in this process's affinity set "
                        f"({format_cpus(allowed)})")

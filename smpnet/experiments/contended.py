@@ -73,10 +73,10 @@ def run_contended(cpus, algos, variants, duration=0.5, hold_cycles=0, restore="s
     with Machine(cpus=cpus, ncpus=ncpus, oversubscribe=oversubscribe,
                  regions=lockbench.locks_region(len(algos))) as m:
         region = lockbench.init_locks(m, algos)
-        hz = float(m.header["tsc_hz"])
-        if hold_cycles > duration * hz:
+        tsc_hz = float(m.header["tsc_hz"])
+        if hold_cycles > duration * tsc_hz:
             raise BadInput(f"--hold-cycles {hold_cycles} is longer than the whole "
-                           f"{duration} s run ({duration * hz:.0f} cycles)")
+                           f"{duration} s run ({duration * tsc_hz:.0f} cycles)")
         for n, (algo, variant) in enumerate(combos):
             if progress:
                 progress(n, len(combos), f"{algo} {variant}")
@@ -88,7 +88,7 @@ def run_contended(cpus, algos, variants, duration=0.5, hold_cycles=0, restore="s
                             expected=duration,
                             progress=lambda m: int(m.region("locks")["counter"].sum()))
             counter = int(m.region("locks")[index]["counter"])
-            row = _row(m, algo, variant, restore, per_cpu, counter, hz, duration, hold_cycles)
+            row = _row(m, algo, variant, restore, per_cpu, counter, tsc_hz, duration, hold_cycles)
             if check:
                 row["checker_reports"] = lockbench.new_reports(before,
                                                                lockbench.checker_reports(m))
@@ -110,18 +110,18 @@ def _hammer(ctx, region, index, variant, duration, hold_cycles, check, popf):
                              hold_cycles, check, popf)
 
 
-def _row(m, algo, variant, restore, per_cpu, counter, hz, duration, hold):
+def _row(m, algo, variant, restore, per_cpu, counter, tsc_hz, duration, hold):
     acq = [r[0] for r in per_cpu]
     total = sum(acq)
     # a CPU's cycles per acquisition: its run time over its own acquisitions
     cyc = [r[1] / r[0] if r[0] else float("inf") for r in per_cpu]
     elapsed = max(r[1] for r in per_cpu)
-    seconds = elapsed / hz
+    seconds = elapsed / tsc_hz
     return {
         "test": TEST_OF_VARIANT[variant], "algo": algo, "variant": variant,
         "restore": restore, "cpus": [int(c) for c in m.cpu_map], "contended": True,
         "cycles": statistics.median(cyc), "cycles_min": min(cyc), "cycles_max": max(cyc),
-        "ns": statistics.median(cyc) * 1e9 / hz, "loops": total, "rounds": 1,
+        "ns": statistics.median(cyc) * 1e9 / tsc_hz, "loops": total, "rounds": 1,
         "acq_per_s": total / seconds if seconds else 0.0,
         # the machine's: run time over all acquisitions (one lock hand-over)
         "system_cycles_per_acq": elapsed / total if total else float("inf"),

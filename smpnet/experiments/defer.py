@@ -141,9 +141,9 @@ def _cpu_body(ctx, idx, ring, ctl, strategy, defer_max, rx, n_cons, skbs, durati
 
 def _measure(m, cycles, rx, overhead, spins0, bugs0):
     st = m.region("skb_stats")
-    hz = float(m.header["tsc_hz"])
+    tsc_hz = float(m.header["tsc_hz"])
     tot = {name: int(st[name].sum()) for name in layout.SKB_STATS.names if name != "flush_hist"}
-    seconds = max(cycles) / hz
+    seconds = max(cycles) / tsc_hz
     flushes = max(tot["flushes"], 1)
     softnet = m.region("softnet")
     # the latest flushes' lock sections, of every CPU, as a trimmed mean: one

@@ -132,12 +132,12 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
                    expected=machine.work_seconds(packets, duration, TYPICAL_PPS),
                    progress=_progress)
     st = m.region("lo_stats")
-    hz = float(m.header["tsc_hz"])
+    tsc_hz = float(m.header["tsc_hz"])
     xmits = [int(x) for x in st["xmits"]]
     skb = m.region("skb_stats")
     return {
         "cycles": [int(c) for c in cycles],
-        "seconds": max(cycles) / hz,
+        "seconds": max(cycles) / tsc_hz,
         "packets": sum(xmits),
         "transactions": int(st["transactions"].sum()),
         "requests": int(st["requests"].sum()), "replies": int(st["replies"].sum()),

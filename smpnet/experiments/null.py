@@ -13,7 +13,7 @@ from ..errors import BadInput
 from ..machine import Machine
 from ..report import table
 from ..time_bench import SUITE, calibrate_loops
-from ..tsc import tsc_hz
+from .. import tsc
 
 TESTS = tuple(t for t, _ in SUITE)
 SIDES = ("A", "B")
@@ -78,10 +78,10 @@ def run(cpus, p, progress=None):
         lockbench.init_locks(m, [p["algo"]] * 2)
         loops, samples = m.run(bench, expected=2 * lockbench.suite_seconds(
             1, p["loops"], rounds, lockbench.SLOWEST_OP_S))[0]
-    hz = tsc_hz()
+    tsc_hz = tsc.tsc_hz()
     rows = [{"side": s, "test": test, "algo": p["algo"] if lock else None,
              "cycles": statistics.median(samples[s]), "cycles_min": min(samples[s]),
-             "cycles_max": max(samples[s]), "ns": statistics.median(samples[s]) * 1e9 / hz,
+             "cycles_max": max(samples[s]), "ns": statistics.median(samples[s]) * 1e9 / tsc_hz,
              "loops": loops, "rounds": rounds, "samples": samples[s]} for s in SIDES]
     if rounds < stats.MIN_SAMPLES:
         return Outcome(p, rows, [], [f"no verdict: it needs --rounds {stats.MIN_SAMPLES} "
