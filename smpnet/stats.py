@@ -1,14 +1,18 @@
-"""Statistics for reported figures: medians, spreads, and intervals on deltas."""
+"""Statistics for reported figures: medians, spreads, and intervals on deltas.
+
+Every bootstrap's generator starts from a fixed RNG seed (`rng_seed`; in
+smpnet a plain "seed" is one of the kernel patches), so the same samples
+always give the same interval."""
 import numpy as np
 
 RESAMPLES = 4000
 
 
-def _bootstrap_medians(a, b, resamples, seed):
+def _bootstrap_medians(a, b, resamples, rng_seed):
     """The medians of `resamples` resamplings of each side, each side on its
     own (the rounds are not paired). The generator is seeded, so the same
     samples always give the same interval."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng_seed)
     ma = np.median(a[rng.integers(0, len(a), (resamples, len(a)))], axis=1)
     mb = np.median(b[rng.integers(0, len(b), (resamples, len(b)))], axis=1)
     return ma, mb
@@ -20,37 +24,37 @@ def _interval(values, confidence):
     return float(lo), float(hi)
 
 
-def median_diff_ci(a, b, confidence=0.95, resamples=RESAMPLES, seed=0):
+def median_diff_ci(a, b, confidence=0.95, resamples=RESAMPLES, rng_seed=0):
     """median(a) - median(b), with a percentile-bootstrap interval.
     Returns (delta, (low, high))."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) == 0 or len(b) == 0:
         raise ValueError("both samples need values")
-    ma, mb = _bootstrap_medians(a, b, resamples, seed)
+    ma, mb = _bootstrap_medians(a, b, resamples, rng_seed)
     return float(np.median(a) - np.median(b)), _interval(ma - mb, confidence)
 
 
 MIN_SAMPLES = 3  # per side, for any verdict
 
 
-def median_ci(values, confidence=0.95, resamples=RESAMPLES, seed=0):
+def median_ci(values, confidence=0.95, resamples=RESAMPLES, rng_seed=0):
     """median(values), with a percentile-bootstrap interval: for paired
     differences, one value per pair. Returns (median, (low, high))."""
     x = np.asarray(values, dtype=float)
     if len(x) == 0:
         raise ValueError("no values")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng_seed)
     medians = np.median(x[rng.integers(0, len(x), (resamples, len(x)))], axis=1)
     return float(np.median(x)), _interval(medians, confidence)
 
 
-def median_ratio_ci(a, b, confidence=0.95, resamples=RESAMPLES, seed=0):
+def median_ratio_ci(a, b, confidence=0.95, resamples=RESAMPLES, rng_seed=0):
     """median(a) / median(b), with a percentile-bootstrap interval.
     Returns (ratio, (low, high))."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) == 0 or len(b) == 0 or np.median(b) == 0:
         raise ValueError("both samples need values, and b a non-zero median")
-    ma, mb = _bootstrap_medians(a, b, resamples, seed)
+    ma, mb = _bootstrap_medians(a, b, resamples, rng_seed)
     return float(np.median(a) / np.median(b)), _interval(ma / mb, confidence)
 
 
