@@ -14,37 +14,40 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
 from posix.time cimport timespec, nanosleep
 
-from smpnet.kernel.compiler cimport barrier, cpu_relax
+# The model, smpnet/kernel/*.pxd: one per header, cimported whole where a
+# file uses its structs (percpu.smp_header, skbuff.sk_buff, ...), by name
+# for the primitives every file uses.
+from smpnet.kernel cimport dev, fake_nic, layout, link, loopback, neighbour, percpu, skbuff
+from smpnet.kernel cimport spinlock_types
+from smpnet.kernel.compiler cimport SMP_CACHE_BYTES, barrier, cpu_relax
 from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp, tsc_read_unordered,
                                 mono_raw_ns, mono_ns, smp_cpuid)
 from smpnet.kernel.atomic cimport (atomic_set, atomic_read, atomic_cmpxchg, this_cpu_cmpxchg,
                                    atomic_inc)
-from smpnet.kernel cimport skbuff as N
-from smpnet.kernel.skbuff cimport net_ctx, sk_buff, softnet_data
-from smpnet.kernel cimport loopback as L
-from smpnet.kernel cimport neighbour as A
-from smpnet.kernel.compiler cimport SMP_CACHE_BYTES
-from smpnet.kernel.percpu cimport (smp_header, cpu_state, irq_cpustat, smp_structs,
-                                   smp_struct, smp_field, per_cpu_ptr, REGION_CPU, REGION_IRQ)
-from smpnet.kernel cimport percpu as P
-from smpnet.kernel.smp cimport (cpu_ctx, cpu_ctx_init, smp_barrier_wait, cpu_idle_poll, spinlock,
+from smpnet.kernel.percpu cimport (smp_header, cpu_state, softnet_data, per_cpu_ptr,
+                                   REGION_CPU, REGION_IRQ)
+from smpnet.kernel.skbuff cimport net_ctx, sk_buff
+from smpnet.kernel.smp cimport (cpu_ctx, cpu_ctx_init, smp_barrier_wait, cpu_idle_poll,
                                 smp_should_stop, smp_spin_wait)
+from smpnet.kernel.preempt cimport preempt_disable, preempt_enable, irqs_disabled
 from smpnet.kernel.irqflags cimport (IRQ_TEST, IPI_NET_RX, HI_SOFTIRQ, NET_RX_SOFTIRQ,
                                      NR_SOFTIRQS, NR_IRQ_VECTORS, do_softirq,
                                      irq_handlers, softirq_vec,
-                                     preempt_disable, preempt_enable,
                                      local_irq_disable, local_irq_enable, local_irq_save,
                                      local_irq_restore, local_bh_disable, local_bh_enable,
-                                     raise_softirq, irq_poll, send_ipi, irqs_disabled)
-from smpnet.kernel.spinlock cimport (spinlock_t, spin_lock, spin_unlock, spin_lock_bh,
+                                     raise_softirq, irq_poll, send_ipi)
+from smpnet.kernel.lockdep cimport lockdep_end
+from smpnet.kernel.spinlock_types cimport (spinlock_t, lock_slot, SPIN_TAS, SPIN_TTAS,
+                                           SPIN_TICKET, SPIN_QSPINLOCK, SPIN_PTHREAD)
+from smpnet.kernel.spinlock cimport (spin_lock, spin_unlock, spin_lock_bh,
                                      spin_unlock_bh, spin_lock_irq, spin_unlock_irq,
                                      spin_lock_irqsave, spin_unlock_irqrestore,
                                      spin_lock_variant, spin_unlock_variant, spin_lock_init,
-                                     lockdep_end, SPIN_TAS, SPIN_TTAS, SPIN_TICKET,
-                                     SPIN_QSPINLOCK, SPIN_PTHREAD, VARIANT_PLAIN, VARIANT_BH,
+                                     VARIANT_PLAIN, VARIANT_BH,
                                      VARIANT_IRQ, VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK,
                                      VARIANT_IRQ_DISABLE_BEFORE_LOCK)
-
+from smpnet.kernel.reference cimport ref_spin_lock_unlock
+from smpnet.kernel.time_bench cimport tb_empty_function, tb_function_ptr
 
 include "core/clock.pyx"
 include "core/segment.pyx"

@@ -7,8 +7,8 @@
 
 cdef void irq_test_handler(cpu_ctx *c, unsigned int vector) noexcept nogil:
     if c.irq_test_lock != NULL:
-        if spin_lock(c, <spinlock_t *>c.irq_test_lock) == 0:
-            spin_unlock(c, <spinlock_t *>c.irq_test_lock)
+        if spin_lock(c, c.irq_test_lock) == 0:
+            spin_unlock(c, c.irq_test_lock)
 
 
 cdef void softirq_test_action(cpu_ctx *c) noexcept nogil:
@@ -75,7 +75,7 @@ cdef class Cpu:
 
     def set_irq_test_lock(self, index):
         """Have the test IRQ handler take lock `index` (None: no lock)."""
-        self.c.irq_test_lock = NULL if index is None else <spinlock *>self._lock(index)
+        self.c.irq_test_lock = NULL if index is None else self._lock(index)
 
     # locks
     def spin_lock(self, int index, int variant=0, double timeout=5.0):
@@ -142,33 +142,33 @@ cdef class Cpu:
         """Allocate an skb on this CPU; its handle (index + 1), 0 if the pool is dry."""
         cdef net_ctx *n = self._net()
         self._begin()
-        cdef sk_buff *skb = N.napi_alloc_skb(&self.c, n, 1500)
+        cdef sk_buff *skb = skbuff.napi_alloc_skb(&self.c, n, 1500)
         self._end()
-        return 0 if skb == NULL else N.skb_handle(n, skb)
+        return 0 if skb == NULL else skbuff.skb_handle(n, skb)
 
     cdef sk_buff *_skb(self, uint32_t handle) except NULL:
         cdef net_ctx *n = self._net()
         if handle == 0 or handle > n.nr_skbs:
             raise ValueError(f"no skb {handle}")
-        return N.skb_of(n, handle)
+        return skbuff.skb_of(n, handle)
 
     def skb_attempt_defer_free(self, uint32_t handle):
         cdef sk_buff *skb = self._skb(handle)
         self._begin()
-        N.skb_attempt_defer_free(&self.c, &self.n, skb)
+        skbuff.skb_attempt_defer_free(&self.c, &self.n, skb)
         self._end()
 
     def kfree_skb(self, uint32_t handle):
         cdef sk_buff *skb = self._skb(handle)
         self._begin()
-        N.kfree_skb_local(&self.c, &self.n, skb)
+        skbuff.kfree_skb_local(&self.c, &self.n, skb)
         self._end()
 
     def skb_defer_free_flush(self):
         """Called from wherever the caller stands (IRQs off: a wrong call site)."""
         self._net()
         self._begin()
-        N.skb_defer_free_flush(&self.c, &self.n)
+        skbuff.skb_defer_free_flush(&self.c, &self.n)
         self._end()
 
     def attach_rings(self, int ring_region, int n_rx, int n_consumers):
@@ -181,7 +181,7 @@ cdef class Cpu:
         if self._net().rings == NULL:
             raise ValueError("attach_rings() first")
         self.n.to_send = packets
-        N.napi_schedule(&self.c)
+        fake_nic.fake_nic_irq(&self.c)
 
     def attach_loopback(self, int dev_region, int lo_region, str mode, bint ack_in_rx=True,
                         bint ack_storm=False, uint32_t thread_size=16384):
@@ -205,14 +205,14 @@ cdef class Cpu:
         if bh:
             rc = xmit_bh(&self.c, n, PACKET_TYPES[type], size)
         else:
-            rc = L.loopback_send(&self.c, n, PACKET_TYPES[type], size)
+            rc = loopback.loopback_send(&self.c, n, PACKET_TYPES[type], size)
         self._end()
         return rc == 0
 
     def loopback_purge(self):
         if self._net().lo == NULL:
             raise ValueError("attach_loopback() first")
-        L.loopback_purge(&self.c, &self.n)
+        loopback.loopback_purge(&self.c, &self.n)
 
     def net_rx_action(self):
         """One run of net_rx_action() in softirq context, as __do_softirq
@@ -220,6 +220,6 @@ cdef class Cpu:
         self._net()
         self._begin()
         self.c.irq.preempt_count += 0x100      # SOFTIRQ_OFFSET
-        N.net_rx_action(&self.c)
+        dev.net_rx_action(&self.c)
         self.c.irq.preempt_count -= 0x100
         self._end()

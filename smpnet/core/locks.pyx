@@ -2,12 +2,6 @@
 # readies a lock_slot for an algorithm, lock_hammer() takes it over and over
 # on one CPU (the timed loop of contended runs and the mutual-exclusion tests).
 
-cdef extern from "spinlock_types.h" nogil:
-    struct lock_slot:
-        spinlock_t lock
-        uint64_t counter
-
-
 cdef inline lock_slot *slot_ptr(smp_header *hdr, int region, int index) noexcept nogil:
     return <lock_slot *>per_cpu_ptr(hdr, region, index)
 
@@ -67,7 +61,7 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
     cdef uint64_t n = 0, t0, t1, deadline, spins0, hold_end, now = 0
     cdef bint aborted = False
     # how often the deadline is read: see above
-    cdef uint64_t every = 0 if hold_cycles or hdr.flags & P.SMP_F_OVERSUBSCRIBED else 15
+    cdef uint64_t every = 0 if hold_cycles or hdr.flags & percpu.SMP_F_OVERSUBSCRIBED else 15
     if max_acquisitions == 0 and duration_s <= 0:
         raise ValueError("give max_acquisitions or duration_s")
     if variant < 0 or variant > VARIANT_IRQ_DISABLE_BEFORE_LOCK:
@@ -76,7 +70,7 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
         raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     cpu_ctx_init(&c, hdr, cpu, check, popf)
     if irq_lock >= 0:
-        c.irq_test_lock = <spinlock *>&checked_slot(hdr, region, irq_lock).lock
+        c.irq_test_lock = &checked_slot(hdr, region, irq_lock).lock
     with nogil:
         spins0 = c.irq.spins
         t0 = tsc_start()

@@ -1,30 +1,32 @@
 # loopback.pyx - the loopback experiment's loop (seed 002): a tbench-like
 # client and server on one CPU, every packet through loopback_xmit().
 
-LOOPBACK_MODES = {"netif_rx": L.LO_NETIF_RX, "direct": L.LO_DIRECT,
-                  "direct-unguarded": L.LO_DIRECT_UNGUARDED}
-PACKET_TYPES = {"request": L.PKT_REQUEST, "reply": L.PKT_REPLY, "ack": L.PKT_ACK}
-NETDEV_MAX_BACKLOG = L.NETDEV_MAX_BACKLOG
+LOOPBACK_MODES = {"netif_rx": loopback.LO_NETIF_RX, "direct": loopback.LO_DIRECT,
+                  "direct-unguarded": loopback.LO_DIRECT_UNGUARDED}
+PACKET_TYPES = {"request": loopback.PKT_REQUEST, "reply": loopback.PKT_REPLY, "ack": loopback.PKT_ACK}
+NETDEV_MAX_BACKLOG = dev.NETDEV_MAX_BACKLOG
+
+loopback.loopback_init()   # the protocol's receive, in ptype_base
 
 
 cdef int loopback_setup(net_ctx *n, cpu_ctx *c, int dev_region, int lo_region, int mode,
                         bint ack_in_rx, bint ack_storm, uint32_t thread_size) except -1:
     """Add the loopback device and protocol to a net_ctx."""
     cdef smp_header *hdr = c.hdr
-    check_region(hdr, dev_region, sizeof(L.net_device), 1)
-    check_region(hdr, lo_region, sizeof(L.lo_stats), hdr.nr_cpus)
-    if mode < L.LO_NETIF_RX or mode > L.LO_DIRECT_UNGUARDED:
+    check_region(hdr, dev_region, sizeof(dev.net_device), 1)
+    check_region(hdr, lo_region, sizeof(dev.lo_stats), hdr.nr_cpus)
+    if mode < loopback.LO_NETIF_RX or mode > loopback.LO_DIRECT_UNGUARDED:
         raise ValueError(f"no loopback mode {mode}")
-    if not L.STACK_BASE < thread_size <= 65536:
+    if not dev.STACK_BASE < thread_size <= 65536:
         # the emulated recursion is real C recursion: keep it far from the real stack's end
-        raise ValueError(f"thread_size must be {L.STACK_BASE + 1} to 65536 bytes, got {thread_size}")
+        raise ValueError(f"thread_size must be {dev.STACK_BASE + 1} to 65536 bytes, got {thread_size}")
     n.dev = per_cpu_ptr(hdr, dev_region, 0)
     n.lo = per_cpu_ptr(hdr, lo_region, c.cpu)
     n.lo_mode = mode
     n.ack_in_rx = ack_in_rx
     n.ack_storm = ack_storm
     n.thread_size = thread_size
-    n.stack_used = L.STACK_BASE
+    n.stack_used = dev.STACK_BASE
     return 0
 
 
@@ -39,7 +41,7 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
     cdef smp_header *hdr = segment_header(seg)
     cdef cpu_ctx c
     cdef net_ctx n
-    cdef L.lo_stats *lo
+    cdef dev.lo_stats *lo
     cdef uint64_t t0, t1, deadline
     cdef int rounds
     check_cpu(hdr, cpu)
@@ -50,9 +52,9 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
     if size < 1 or size > 65535:
         raise ValueError(f"size must be 1 to 65535 bytes, got {size}")
     cpu_ctx_init(&c, hdr, cpu, check, False)
-    net_ctx_setup(&n, &c, regions, N.DEFER_IRQ, 64)
+    net_ctx_setup(&n, &c, regions, skbuff.DEFER_IRQ, 64)
     loopback_setup(&n, &c, dev_region, lo_region, mode, ack_in_rx, ack_storm, thread_size)
-    lo = <L.lo_stats *>n.lo
+    lo = <dev.lo_stats *>n.lo
     c.net = &n
     with nogil:
         t0 = tsc_start()
@@ -64,10 +66,10 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
                 break
             if n.stats.alloc_failed:        # the pool is dry: nothing more can be sent
                 break
-            xmit_bh(&c, &n, L.PKT_REQUEST, size)          # the client
+            xmit_bh(&c, &n, loopback.PKT_REQUEST, size)          # the client
             while lo.server_pending and not lo.overflow:  # the server application
                 lo.server_pending -= 1
-                xmit_bh(&c, &n, L.PKT_REPLY, size)
+                xmit_bh(&c, &n, loopback.PKT_REPLY, size)
             while lo.client_pending:                      # the client reads replies
                 lo.client_pending -= 1
                 lo.transactions += 1
@@ -78,7 +80,7 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
             local_bh_disable(&c)
             local_bh_enable(&c)
             rounds += 1
-        L.loopback_purge(&c, &n)
+        loopback.loopback_purge(&c, &n)
         t1 = tsc_stop()
         lockdep_end(&c)
     return t1 - t0
@@ -89,6 +91,6 @@ cdef inline int xmit_bh(cpu_ctx *c, net_ctx *n, int type, uint32_t size) noexcep
     # runs the NET_RX softirq that netif_rx() raised
     cdef int rc
     local_bh_disable(c)
-    rc = L.loopback_send(c, n, type, size)
+    rc = loopback.loopback_send(c, n, type, size)
     local_bh_enable(c)
     return rc

@@ -23,8 +23,8 @@ CYTHON_VERSION = SMPNET_CYTHON_VERSION.decode()
 
 def c_layout():
     """{struct: (sizeof, {field: (offset, size)})} as the C compiler laid them out."""
-    cdef const smp_struct *s = smp_structs
-    cdef const smp_field *f
+    cdef const layout.smp_struct *s = layout.smp_structs
+    cdef const layout.smp_field *f
     out = {}
     while s.name != NULL:
         fields = {}
@@ -40,18 +40,18 @@ def c_layout():
 def c_constants():
     """The headers' constants that smpnet/layout.py repeats, for verify()."""
     return {
-        "SMPNET_MAGIC": P.SMPNET_MAGIC, "SMPNET_LAYOUT_VERSION": P.SMPNET_LAYOUT_VERSION,
-        "SMPNET_MAX_REGIONS": P.SMPNET_MAX_REGIONS, "SMPNET_REGION_NAME": P.SMPNET_REGION_NAME,
-        "SMP_F_OVERSUBSCRIBED": P.SMP_F_OVERSUBSCRIBED, "SMP_CACHE_BYTES": SMP_CACHE_BYTES,
-        "CPU_OFFLINE": P.CPU_OFFLINE, "CPU_ONLINE": P.CPU_ONLINE,
-        "CPU_RUNNING": P.CPU_RUNNING, "CPU_DONE": P.CPU_DONE,
-        "LOCKDEP_NR_BUGS": P.LOCKDEP_NR_BUGS, "MAX_NODES": P.MAX_NODES,
-        "REGION_CPU": P.REGION_CPU, "REGION_SOFTNET": P.REGION_SOFTNET,
-        "REGION_LSTATS": P.REGION_LSTATS, "REGION_IRQ": P.REGION_IRQ,
-        "REGION_QNODES": P.REGION_QNODES, "REGION_NR_BUILTIN": P.REGION_NR_BUILTIN,
-        "NAPI_SKB_CACHE_SIZE": N.NAPI_SKB_CACHE_SIZE, "FLUSH_HIST_BUCKETS": N.FLUSH_HIST_BUCKETS,
-        "SKB_RING_SIZE": N.SKB_RING_SIZE, "SKB_FREE": N.SKB_FREE, "SKB_LIVE": N.SKB_LIVE,
-        "SKB_DEFERRED": N.SKB_DEFERRED, "FLUSH_SAMPLES": N.FLUSH_SAMPLES,
+        "SMPNET_MAGIC": percpu.SMPNET_MAGIC, "SMPNET_LAYOUT_VERSION": percpu.SMPNET_LAYOUT_VERSION,
+        "SMPNET_MAX_REGIONS": percpu.SMPNET_MAX_REGIONS, "SMPNET_REGION_NAME": percpu.SMPNET_REGION_NAME,
+        "SMP_F_OVERSUBSCRIBED": percpu.SMP_F_OVERSUBSCRIBED, "SMP_CACHE_BYTES": SMP_CACHE_BYTES,
+        "CPU_OFFLINE": percpu.CPU_OFFLINE, "CPU_ONLINE": percpu.CPU_ONLINE,
+        "CPU_RUNNING": percpu.CPU_RUNNING, "CPU_DONE": percpu.CPU_DONE,
+        "LOCKDEP_NR_BUGS": percpu.LOCKDEP_NR_BUGS, "MAX_NODES": spinlock_types.MAX_NODES,
+        "REGION_CPU": percpu.REGION_CPU, "REGION_SOFTNET": percpu.REGION_SOFTNET,
+        "REGION_LSTATS": percpu.REGION_LSTATS, "REGION_IRQ": percpu.REGION_IRQ,
+        "REGION_QNODES": percpu.REGION_QNODES, "REGION_NR_BUILTIN": percpu.REGION_NR_BUILTIN,
+        "NAPI_SKB_CACHE_SIZE": skbuff.NAPI_SKB_CACHE_SIZE, "FLUSH_HIST_BUCKETS": skbuff.FLUSH_HIST_BUCKETS,
+        "SKB_RING_SIZE": fake_nic.SKB_RING_SIZE, "SKB_FREE": skbuff.SKB_FREE, "SKB_LIVE": skbuff.SKB_LIVE,
+        "SKB_DEFERRED": skbuff.SKB_DEFERRED, "FLUSH_SAMPLES": skbuff.FLUSH_SAMPLES,
     }
 
 

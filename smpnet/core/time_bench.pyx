@@ -7,13 +7,6 @@
 # the timing (the lock algorithm is a switch on lock->algo, as a one-line
 # inline: see reference.h for the baseline without it).
 
-cdef extern from "time_bench.h" nogil:
-    void tb_empty_function()
-    void (*tb_function_ptr)()
-
-cdef extern from "reference.h" nogil:
-    uint64_t ref_spin_lock_unlock(uint32_t *preempt_count, uint32_t *lock, uint64_t loops)
-
 cdef struct tb_ctx:
     cpu_ctx c
     spinlock_t *lock

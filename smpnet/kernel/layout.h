@@ -4,8 +4,9 @@
 #define SMPNET_LAYOUT_H
 
 #include "percpu.h"
-#include "loopback.h"
+#include "fake_nic.h"
 #include "link.h"
+#include "loopback.h"
 
 /* Field tables, for the layout-agreement check. */
 struct smp_field {

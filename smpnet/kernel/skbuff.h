@@ -100,7 +100,7 @@ struct net_ctx {
 	uint32_t defer_calls;		/* for sampling */
 	struct skb_stats *stats;	/* this CPU's */
 	struct napi_alloc_cache *cache;	/* this CPU's */
-	/* the defer experiment's device: see dev.h */
+	/* the defer experiment's device: see fake_nic.h */
 	struct skb_ring *rings;
 	uint32_t ring_stride;
 	int n_rx;

@@ -20,7 +20,9 @@
 #define SMPNET_SPINLOCK_H
 
 #include <errno.h>
+#include "irqflags.h"
 #include "lockdep.h"
+#include "spinlock_types.h"
 
 /* One wait step; -1 when the run is being stopped (or the caller's
  * deadline passed: Python-driven CPUs set one, they have no stop flag
