@@ -21,38 +21,54 @@ CYTHON_VERSION = SMPNET_CYTHON_VERSION.decode()
 
 # ---------------------------------------------------------------- layout
 
-def c_layout():
-    """{struct: (sizeof, {field: (offset, size)})} as the C compiler laid them out."""
+cdef inline object c_str(const char *s):
+    return None if s == NULL else s.decode()
+
+
+def c_structs():
+    """{struct: (sizeof, [(field, offset, size, type, record, count), ...])}:
+    every shared record as this build's compiler laid it out (layout.h), its
+    fields in declaration order. type: numpy's code of a scalar or of an
+    array's elements, "S"/"V" for bytes, None for a nested record; record:
+    that record's struct name, or None; count: an array's length, 0 if the
+    field is not an array."""
     cdef const layout.smp_struct *s = layout.smp_structs
     cdef const layout.smp_field *f
     out = {}
     while s.name != NULL:
-        fields = {}
+        fields = []
         f = s.fields
         while f.name != NULL:
-            fields[f.name.decode()] = (f.offset, f.size)
+            fields.append((f.name.decode(), f.offset, f.size, c_str(f.type), c_str(f.record),
+                           f.count))
             f += 1
         out[s.name.decode()] = (s.size, fields)
         s += 1
     return out
 
 
+def c_layout():
+    """{struct: (sizeof, {field: (offset, size)})}: c_structs() without the types."""
+    return {name: (size, {f[0]: (f[1], f[2]) for f in fields})
+            for name, (size, fields) in c_structs().items()}
+
+
+def c_builtin_regions():
+    """((name, struct), ...): the regions every segment starts with, in
+    directory order (enum smp_region_id)."""
+    return tuple((c_str(layout.smp_builtin_regions[i].name),
+                  c_str(layout.smp_builtin_regions[i].record))
+                 for i in range(percpu.REGION_NR_BUILTIN))
+
+
 def c_constants():
-    """The headers' constants that smpnet/layout.py repeats, for verify()."""
-    return {
-        "SMPNET_MAGIC": percpu.SMPNET_MAGIC, "SMPNET_LAYOUT_VERSION": percpu.SMPNET_LAYOUT_VERSION,
-        "SMPNET_MAX_REGIONS": percpu.SMPNET_MAX_REGIONS, "SMPNET_REGION_NAME": percpu.SMPNET_REGION_NAME,
-        "SMP_F_OVERSUBSCRIBED": percpu.SMP_F_OVERSUBSCRIBED, "SMP_CACHE_BYTES": SMP_CACHE_BYTES,
-        "CPU_OFFLINE": percpu.CPU_OFFLINE, "CPU_ONLINE": percpu.CPU_ONLINE,
-        "CPU_RUNNING": percpu.CPU_RUNNING, "CPU_DONE": percpu.CPU_DONE,
-        "LOCKDEP_NR_BUGS": percpu.LOCKDEP_NR_BUGS, "MAX_NODES": spinlock_types.MAX_NODES,
-        "REGION_CPU": percpu.REGION_CPU, "REGION_SOFTNET": percpu.REGION_SOFTNET,
-        "REGION_LSTATS": percpu.REGION_LSTATS, "REGION_IRQ": percpu.REGION_IRQ,
-        "REGION_QNODES": percpu.REGION_QNODES, "REGION_NR_BUILTIN": percpu.REGION_NR_BUILTIN,
-        "NAPI_SKB_CACHE_SIZE": skbuff.NAPI_SKB_CACHE_SIZE, "FLUSH_HIST_BUCKETS": skbuff.FLUSH_HIST_BUCKETS,
-        "SKB_RING_SIZE": fake_nic.SKB_RING_SIZE, "SKB_FREE": skbuff.SKB_FREE, "SKB_LIVE": skbuff.SKB_LIVE,
-        "SKB_DEFERRED": skbuff.SKB_DEFERRED, "FLUSH_SAMPLES": skbuff.FLUSH_SAMPLES,
-    }
+    """{name: value} of the headers' constants that Python reads (layout.h)."""
+    cdef const layout.smp_const *k = layout.smp_consts
+    out = {}
+    while k.name != NULL:
+        out[k.name.decode()] = k.value
+        k += 1
+    return out
 
 
 # ---------------------------------------------------------------- machine

@@ -3,9 +3,8 @@
  * One shared-memory segment holds everything the emulated CPUs share. It
  * starts with struct smp_header; a directory of regions follows, each an
  * array of fixed-stride records (the per-CPU ones one record per emulated
- * CPU). smpnet/layout.py holds the numpy dtypes of the same records; the
- * field tables at the bottom of this file let a test (and Machine, at
- * start) prove that both agree offset by offset.
+ * CPU). layout.h lists every record's fields for smpnet/layout.py, which
+ * builds its numpy dtypes from what the compiler reports of them.
  *
  * Records carry no alignment attribute: the stride says where record N
  * starts. The default stride rounds each record up to SMP_CACHE_BYTES, as
@@ -19,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 6
+#define SMPNET_LAYOUT_VERSION 6	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
