@@ -164,37 +164,64 @@ cdef uint64_t tb_ref_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
     return ref_spin_lock_unlock(&t.c.irq.preempt_count, &t.lock.val, loops)
 
 
-# name -> (loop, needs: 0 nothing, 1 a CPU's IRQ state, 2 a lock too)
-cdef tb_loop_t TB_LOOPS[17]
-TB_LOOPS[0] = tb_for_loop
-TB_LOOPS[1] = tb_spin_lock_unlock
-TB_LOOPS[2] = tb_spin_lock_unlock_irqsave
-TB_LOOPS[3] = tb_irqsave_before_lock
-TB_LOOPS[4] = tb_spin_lock_unlock_irq
-TB_LOOPS[5] = tb_simple_irq_disable_before_lock
-TB_LOOPS[6] = tb_local_BH_disable_enable
-TB_LOOPS[7] = tb_local_IRQ_disable_enable
-TB_LOOPS[8] = tb_local_irq_save_restore
-TB_LOOPS[9] = tb_preempt_disable_enable
-TB_LOOPS[10] = tb_cmpxchg
-TB_LOOPS[11] = tb_this_cpu_cmpxchg
-TB_LOOPS[12] = tb_function_call_cost
-TB_LOOPS[13] = tb_func_ptr_call_cost
-TB_LOOPS[14] = tb_spin_lock_unlock_bh
-TB_LOOPS[15] = tb_tsc_read
-TB_LOOPS[16] = tb_ref_spin_lock_unlock
+# ---------------------------------------------------------------- the table
+#
+# The time_bench tests, one row each: the one list that TB_LOOPS,
+# TIME_BENCH_NAMES/NEEDS/TESTS and TIME_BENCH_SUITE (and so
+# smpnet.time_bench.SUITE) derive from. In time_bench_sample.c's order,
+# smpnet's additions after the kernel's. Columns: the name, the loop, what it
+# runs on, the lock variant it measures (-1: none), and whether it is in the
+# kernel's suite (not: smpnet's instruments, the timestamp and the
+# hand-written C baseline).
 
-TIME_BENCH_TESTS = (
-    ("for_loop", 0), ("spin_lock_unlock", 2), ("spin_lock_unlock_irqsave", 2),
-    ("irqsave_before_lock", 2), ("spin_lock_unlock_irq", 2),
-    ("simple_irq_disable_before_lock", 2), ("local_BH_disable_enable", 1),
-    ("local_IRQ_disable_enable", 1), ("local_irq_save_restore", 1),
-    ("preempt_disable_enable", 1), ("cmpxchg", 0), ("this_cpu_cmpxchg", 0),
-    ("function_call_cost", 0), ("func_ptr_call_cost", 0),
-    ("spin_lock_unlock_bh", 2), ("tsc_read", 0), ("ref_spin_lock_unlock", 2),
-)
-TIME_BENCH_NAMES = tuple(n for n, _ in TIME_BENCH_TESTS)
+cdef enum tb_needs:
+    TB_NEEDS_NOTHING = 0    # a plain C loop
+    TB_NEEDS_CPU = 1        # an emulated CPU's IRQ state: seg, cpu
+    TB_NEEDS_LOCK = 2       # ... and a lock_slot: lock_region, lock_index
+
+cdef enum:
+    TB_MAX_TESTS = 32
+
+cdef tb_loop_t TB_LOOPS[TB_MAX_TESTS]
+cdef list tb_rows = []
+
+
+cdef int tb_test(str name, tb_loop_t loop, tb_needs needs, int variant, bint suite) except -1:
+    if len(tb_rows) == TB_MAX_TESTS:
+        raise RuntimeError("more time_bench tests than TB_MAX_TESTS")
+    TB_LOOPS[len(tb_rows)] = loop
+    tb_rows.append((name, needs, variant, suite))
+    return 0
+
+
+tb_test("for_loop", tb_for_loop, TB_NEEDS_NOTHING, -1, True)
+tb_test("spin_lock_unlock", tb_spin_lock_unlock, TB_NEEDS_LOCK, VARIANT_PLAIN, True)
+tb_test("spin_lock_unlock_irqsave", tb_spin_lock_unlock_irqsave, TB_NEEDS_LOCK,
+        VARIANT_IRQSAVE, True)
+tb_test("irqsave_before_lock", tb_irqsave_before_lock, TB_NEEDS_LOCK,
+        VARIANT_IRQSAVE_BEFORE_LOCK, True)
+tb_test("spin_lock_unlock_irq", tb_spin_lock_unlock_irq, TB_NEEDS_LOCK, VARIANT_IRQ, True)
+tb_test("simple_irq_disable_before_lock", tb_simple_irq_disable_before_lock, TB_NEEDS_LOCK,
+        VARIANT_IRQ_DISABLE_BEFORE_LOCK, True)
+tb_test("local_BH_disable_enable", tb_local_BH_disable_enable, TB_NEEDS_CPU, -1, True)
+tb_test("local_IRQ_disable_enable", tb_local_IRQ_disable_enable, TB_NEEDS_CPU, -1, True)
+tb_test("local_irq_save_restore", tb_local_irq_save_restore, TB_NEEDS_CPU, -1, True)
+tb_test("preempt_disable_enable", tb_preempt_disable_enable, TB_NEEDS_CPU, -1, True)
+tb_test("cmpxchg", tb_cmpxchg, TB_NEEDS_NOTHING, -1, True)
+tb_test("this_cpu_cmpxchg", tb_this_cpu_cmpxchg, TB_NEEDS_NOTHING, -1, True)
+tb_test("function_call_cost", tb_function_call_cost, TB_NEEDS_NOTHING, -1, True)
+tb_test("func_ptr_call_cost", tb_func_ptr_call_cost, TB_NEEDS_NOTHING, -1, True)
+tb_test("spin_lock_unlock_bh", tb_spin_lock_unlock_bh, TB_NEEDS_LOCK, VARIANT_BH, True)
+tb_test("tsc_read", tb_tsc_read, TB_NEEDS_NOTHING, -1, False)
+tb_test("ref_spin_lock_unlock", tb_ref_spin_lock_unlock, TB_NEEDS_LOCK, -1, False)
+
+# (name, needs: 0 nothing, 1 a CPU's IRQ state, 2 a lock too), in table order
+TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _ in tb_rows)
+TIME_BENCH_NAMES = tuple(name for name, _ in TIME_BENCH_TESTS)
 TIME_BENCH_NEEDS = dict(TIME_BENCH_TESTS)
+# the kernel suite, in order: (name, the lock variant it measures or None)
+TIME_BENCH_SUITE = tuple((name, {v: k for k, v in LOCK_VARIANTS.items()}.get(variant))
+                         for name, _, variant, suite in tb_rows if suite)
 
 
 def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_region=-1,
@@ -223,7 +250,7 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
         hdr = segment_header(view)
         check_cpu(hdr, cpu)
         cpu_ctx_init(&t.c, hdr, cpu, check, popf)
-        if needs == 2:
+        if needs == TB_NEEDS_LOCK:
             t.lock = &checked_slot(hdr, lock_region, lock_index).lock
     cdef tb_loop_t fn = TB_LOOPS[idx]
     cdef uint64_t cycles, w0, w1
