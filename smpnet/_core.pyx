@@ -37,13 +37,12 @@ from smpnet.kernel.irqflags cimport (IRQ_TEST, IPI_NET_RX, HI_SOFTIRQ, NET_RX_SO
                                      local_irq_restore, local_bh_disable, local_bh_enable,
                                      raise_softirq, irq_poll, send_ipi)
 from smpnet.kernel.lockdep cimport lockdep_end
-from smpnet.kernel.spinlock_types cimport (spinlock_t, lock_slot, SPIN_TAS, SPIN_TTAS,
-                                           SPIN_TICKET, SPIN_QSPINLOCK, SPIN_PTHREAD)
+from smpnet.kernel.spinlock_types cimport spinlock_t, lock_slot, SPIN_NR_ALGOS, spin_algo_names
 from smpnet.kernel.spinlock cimport (spin_lock, spin_unlock, spin_lock_bh,
                                      spin_unlock_bh, spin_lock_irq, spin_unlock_irq,
                                      spin_lock_irqsave, spin_unlock_irqrestore,
                                      spin_lock_variant, spin_unlock_variant, spin_lock_init,
-                                     VARIANT_PLAIN, VARIANT_BH,
+                                     SPIN_NR_VARIANTS, spin_variant_names, VARIANT_PLAIN, VARIANT_BH,
                                      VARIANT_IRQ, VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK,
                                      VARIANT_IRQ_DISABLE_BEFORE_LOCK)
 from smpnet.kernel.reference cimport ref_spin_lock_unlock

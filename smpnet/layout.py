@@ -91,9 +91,8 @@ LINK_RING = STRUCTS["link_ring"]
 PING_RESULT = STRUCTS["ping_result"]
 ARP_CTL = STRUCTS["arp_ctl"]
 
-# checker report kinds (irq_cpustat.bugs[]), in LOCKDEP_* order
-LOCKDEP_BUGS = ("lock_irq_with_irqs_off", "hardirq_inversion", "softirq_inversion",
-                "unbalanced_irq_restore", "recursion", "bh_enable_with_irqs_off")
+# checker report kinds (irq_cpustat.bugs[]), in LOCKDEP_* order (percpu.h's LOCKDEP_BUG_TABLE)
+LOCKDEP_BUGS = _core.LOCKDEP_BUGS
 
 MAX_NODES = _C["MAX_NODES"]
 

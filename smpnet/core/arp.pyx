@@ -1,7 +1,8 @@
 # arp.pyx - ARP resolution (seed 000): Neigh, one neighbour entry on an
 # injected clock for tests, and the experiment's two hosts on a shared link.
 
-PROBE_MODES = {"timer": neighbour.PROBE_TIMER, "immediate": neighbour.PROBE_IMMEDIATE}
+# name -> enum value, from neighbour.h's PROBE_MODE_TABLE
+PROBE_MODES = c_enum(neighbour.probe_mode_names, neighbour.NR_PROBE_MODES)
 UNRES_QLEN_BYTES = 212992   # net.ipv4.neigh.default.unres_qlen_bytes (SK_WMEM_MAX)
 
 
@@ -9,8 +10,7 @@ cdef int parms_init(neighbour.neigh_parms *p, uint32_t hz, int probe, uint32_t q
     """The kernel's neighbour defaults (net.ipv4.neigh.default.*), in jiffies at `hz`."""
     if hz not in (100, 250, 300, 1000):
         raise ValueError(f"HZ must be 100, 250, 300 or 1000, got {hz}")
-    if probe not in (neighbour.PROBE_TIMER, neighbour.PROBE_IMMEDIATE):
-        raise ValueError(f"no probe mode {probe}")
+    check_enum(probe, neighbour.NR_PROBE_MODES, "probe mode")
     p.hz = hz
     p.probe_mode = probe
     p.ucast_probes = 3

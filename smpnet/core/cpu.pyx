@@ -19,6 +19,8 @@ softirq_vec[HI_SOFTIRQ] = softirq_test_action
 
 IRQ_VECTORS = {"test": IRQ_TEST, "net_rx": IPI_NET_RX}
 SOFTIRQS = {"hi": HI_SOFTIRQ, "net_rx": NET_RX_SOFTIRQ}
+# the checker's report kinds, in irq_cpustat.bugs[] order (LOCKDEP_BUG_TABLE)
+LOCKDEP_BUGS = tuple(c_enum(percpu.lockdep_bug_names, percpu.LOCKDEP_NR_BUGS))
 
 
 cdef class Cpu:
@@ -88,8 +90,7 @@ cdef class Cpu:
         cdef unsigned long flags = 0
         cdef spinlock_t *l = self._lock(index)
         cdef int rc
-        if variant < 0 or variant > VARIANT_IRQ_DISABLE_BEFORE_LOCK:
-            raise ValueError(f"no lock variant {variant}")
+        check_enum(variant, SPIN_NR_VARIANTS, "lock variant")
         if not 0 < timeout <= 3600:
             raise ValueError(f"timeout must be in (0, 3600] s, got {timeout}")
         self.c.spin_deadline = tsc_read_unordered() + <uint64_t>(timeout * self.c.hdr.tsc_hz)
@@ -102,8 +103,7 @@ cdef class Cpu:
         return flags
 
     def spin_unlock(self, int index, int variant=0, unsigned long flags=0):
-        if variant < 0 or variant > VARIANT_IRQ_DISABLE_BEFORE_LOCK:
-            raise ValueError(f"no lock variant {variant}")
+        check_enum(variant, SPIN_NR_VARIANTS, "lock variant")
         spin_unlock_variant(&self.c, self._lock(index), variant, flags)
 
     @property

@@ -1,8 +1,8 @@
 # loopback.pyx - the loopback experiment's loop (seed 002): a tbench-like
 # client and server on one CPU, every packet through loopback_xmit().
 
-LOOPBACK_MODES = {"netif_rx": loopback.LO_NETIF_RX, "direct": loopback.LO_DIRECT,
-                  "direct-unguarded": loopback.LO_DIRECT_UNGUARDED}
+# name -> enum value, from loopback.h's LO_MODE_TABLE
+LOOPBACK_MODES = c_enum(loopback.lo_mode_names, loopback.LO_NR_MODES)
 PACKET_TYPES = {"request": loopback.PKT_REQUEST, "reply": loopback.PKT_REPLY, "ack": loopback.PKT_ACK}
 NETDEV_MAX_BACKLOG = dev.NETDEV_MAX_BACKLOG
 
@@ -15,8 +15,7 @@ cdef int loopback_setup(net_ctx *n, cpu_ctx *c, int dev_region, int lo_region, i
     cdef smp_header *hdr = c.hdr
     check_region(hdr, dev_region, sizeof(dev.net_device), 1)
     check_region(hdr, lo_region, sizeof(dev.lo_stats), hdr.nr_cpus)
-    if mode < loopback.LO_NETIF_RX or mode > loopback.LO_DIRECT_UNGUARDED:
-        raise ValueError(f"no loopback mode {mode}")
+    check_enum(mode, loopback.LO_NR_MODES, "loopback mode")
     if not dev.STACK_BASE < thread_size <= 65536:
         # the emulated recursion is real C recursion: keep it far from the real stack's end
         raise ValueError(f"thread_size must be {dev.STACK_BASE + 1} to 65536 bytes, got {thread_size}")

@@ -5,8 +5,8 @@
 dev.net_dev_init()         # the NET_RX softirq, the defer kick's IPI, the backlog's poll
 fake_nic.fake_nic_init()   # the fake NIC's NAPI poll
 
-DEFER_STRATEGIES = {"irqsave": skbuff.DEFER_IRQSAVE, "irq": skbuff.DEFER_IRQ, "bh": skbuff.DEFER_BH,
-                    "llist": skbuff.DEFER_LLIST}
+# name -> enum value, from skbuff.h's DEFER_STRATEGY_TABLE
+DEFER_STRATEGIES = c_enum(skbuff.defer_strategy_names, skbuff.DEFER_NR_STRATEGIES)
 
 
 cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
@@ -18,8 +18,7 @@ cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
     check_region(hdr, pool_r, sizeof(skbuff.skb_pool), 1)
     check_region(hdr, cache_r, sizeof(skbuff.napi_alloc_cache), hdr.nr_cpus)
     check_region(hdr, stats_r, sizeof(skbuff.skb_stats), hdr.nr_cpus)
-    if strategy < skbuff.DEFER_IRQSAVE or strategy > skbuff.DEFER_LLIST:
-        raise ValueError(f"no defer strategy {strategy}")
+    check_enum(strategy, skbuff.DEFER_NR_STRATEGIES, "defer strategy")
     if defer_max < 1:
         raise ValueError("defer_max must be at least 1")
     memset(n, 0, sizeof(net_ctx))
@@ -45,14 +44,14 @@ def net_init(unsigned char[::1] seg, regions, int lock_algo):
     cdef uint32_t i
     cdef int cpu
     cdef softnet_data *sd
+    check_enum(lock_algo, SPIN_NR_ALGOS, "lock algorithm")
     cpu_ctx_init(&c, hdr, 0, 0, 0)
     net_ctx_setup(&n, &c, regions, 0, 1)
     skb_r, pool_r, cache_r, stats_r = regions
     for i in range(n.nr_skbs):
         n.skbs[i].next = i + 2 if i + 1 < n.nr_skbs else 0
         n.skbs[i].state = skbuff.SKB_FREE
-    if spin_lock_init(&n.pool.lock, lock_algo, 0xfffffffe) != 0:
-        raise OSError("pthread_mutex_init failed")
+    lock_init_checked(&n.pool.lock, lock_algo, 0xfffffffe)
     n.pool.head = 1 if n.nr_skbs else 0
     n.pool.count = n.nr_skbs
     n.pool.total = n.nr_skbs
@@ -65,8 +64,7 @@ def net_init(unsigned char[::1] seg, regions, int lock_algo):
         sd.defer_count = 0
         sd.defer_ipi_scheduled = 0
         sd.poll_list = 0
-        if spin_lock_init(&sd.defer_lock, lock_algo, 0x80000000u + cpu) != 0:
-            raise OSError("pthread_mutex_init failed")
+        lock_init_checked(&sd.defer_lock, lock_algo, 0x80000000u + cpu)
 
 
 cdef fake_nic.defer_ctl *defer_setup(cpu_ctx *c, net_ctx *n, smp_header *hdr, int cpu, regions,

@@ -61,6 +61,23 @@ def c_builtin_regions():
                  for i in range(percpu.REGION_NR_BUILTIN))
 
 
+cdef dict c_enum(const char *const *names, int nr):
+    """{name: value} of a C enum, from the names its table gives it (the
+    *_TABLE X-macros of the headers): the one place Python learns them."""
+    out = {}
+    for i in range(nr):
+        out[names[i].decode()] = i
+    return out
+
+
+cdef int check_enum(int value, int nr, str what) except -1:
+    """`value` is one of a C enum's nr values, or ValueError: no C switch
+    over the enum has a default to fall into (they BUG())."""
+    if value < 0 or value >= nr:
+        raise ValueError(f"no {what} {value}")
+    return 0
+
+
 def c_constants():
     """{name: value} of the headers' constants that Python reads (layout.h)."""
     cdef const layout.smp_const *k = layout.smp_consts

@@ -438,6 +438,12 @@ static const struct smp_const smp_consts[] = {
 	SMP_CONST(PING_OK),
 	SMP_CONST(PING_ERROR),
 	SMP_CONST(PING_TIMEOUT),
+	/* the sizes of the enums Python offers as choices (their *_TABLEs) */
+	SMP_CONST(SPIN_NR_ALGOS),
+	SMP_CONST(SPIN_NR_VARIANTS),
+	SMP_CONST(DEFER_NR_STRATEGIES),
+	SMP_CONST(LO_NR_MODES),
+	SMP_CONST(NR_PROBE_MODES),
 	{ 0 }
 };
 

@@ -17,7 +17,13 @@
 
 #include "dev.h"
 
-enum lo_mode { LO_NETIF_RX = 0, LO_DIRECT = 1, LO_DIRECT_UNGUARDED = 2 };
+/* The modes above: enumerator, and its name as Python offers it. */
+#define LO_MODE_TABLE(X)				\
+	X(LO_NETIF_RX,		"netif_rx")		\
+	X(LO_DIRECT,		"direct")		\
+	X(LO_DIRECT_UNGUARDED,	"direct-unguarded")
+
+SMP_ENUM(lo_mode, LO_MODE_TABLE, LO_NR_MODES);
 enum { PKT_REQUEST = 1, PKT_REPLY = 2, PKT_ACK = 3 };
 #define ACK_LEN 52
 
@@ -62,7 +68,8 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 			n->lo->max_depth = (uint32_t)lb_stats->depth;
 		lb_stats->depth--;
 		break;
-	default:
+	default:	/* the last, tested on its path only: loopback_setup() takes no other mode */
+		BUG_UNLESS(n->lo_mode == LO_DIRECT_UNGUARDED);
 		lb_stats->depth++;
 		if ((uint32_t)lb_stats->depth > n->lo->max_depth)
 			n->lo->max_depth = (uint32_t)lb_stats->depth;

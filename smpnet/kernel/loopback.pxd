@@ -6,6 +6,8 @@ cdef extern from "loopback.h" nogil:
     enum: LO_NETIF_RX
     enum: LO_DIRECT
     enum: LO_DIRECT_UNGUARDED
+    enum: LO_NR_MODES
+    const char *const lo_mode_names[]
     enum: PKT_REQUEST
     enum: PKT_REPLY
     enum: PKT_ACK

@@ -4,6 +4,8 @@ cdef extern from "neighbour.h" nogil:
     enum: NUD_NONE
     enum: PROBE_TIMER
     enum: PROBE_IMMEDIATE
+    enum: NR_PROBE_MODES
+    const char *const probe_mode_names[]
 
     struct neigh_parms:
         uint32_t hz

@@ -8,6 +8,7 @@ cdef extern from "percpu.h" nogil:
     enum: SMPNET_REGION_NAME
     enum: REGION_NR_BUILTIN
     enum: LOCKDEP_NR_BUGS
+    const char *const lockdep_bug_names[]
     enum: SMP_F_OVERSUBSCRIBED
     enum: REGION_CPU
     enum: REGION_SOFTNET

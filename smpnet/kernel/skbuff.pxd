@@ -8,6 +8,8 @@ cdef extern from "skbuff.h" nogil:
     enum: DEFER_IRQ
     enum: DEFER_BH
     enum: DEFER_LLIST
+    enum: DEFER_NR_STRATEGIES
+    const char *const defer_strategy_names[]
     enum: SKB_FREE
     enum: SKB_LIVE
     enum: SKB_DEFERRED

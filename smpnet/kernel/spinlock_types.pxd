@@ -7,6 +7,7 @@ cdef extern from "spinlock_types.h" nogil:
     enum: SPIN_QSPINLOCK
     enum: SPIN_PTHREAD
     enum: SPIN_NR_ALGOS
+    const char *const spin_algo_names[]
     enum: MAX_NODES
 
     ctypedef struct spinlock_t:
