@@ -18,14 +18,12 @@ from posix.time cimport timespec, nanosleep
 # file uses its structs (percpu.smp_header, skbuff.sk_buff, ...), by name
 # for the primitives every file uses.
 from smpnet.kernel cimport dev, fake_nic, layout, link, loopback, neighbour, percpu, skbuff
-from smpnet.kernel cimport spinlock_types
-from smpnet.kernel.compiler cimport SMP_CACHE_BYTES, barrier, cpu_relax
+from smpnet.kernel.compiler cimport barrier, cpu_relax
 from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp, tsc_read_unordered,
                                 mono_raw_ns, mono_ns, smp_cpuid)
 from smpnet.kernel.atomic cimport (atomic_set, atomic_read, atomic_cmpxchg, this_cpu_cmpxchg,
                                    atomic_inc)
-from smpnet.kernel.percpu cimport (smp_header, cpu_state, softnet_data, per_cpu_ptr,
-                                   REGION_CPU, REGION_IRQ)
+from smpnet.kernel.percpu cimport smp_header, cpu_state, softnet_data, per_cpu_ptr, REGION_CPU
 from smpnet.kernel.skbuff cimport net_ctx, sk_buff
 from smpnet.kernel.smp cimport (cpu_ctx, cpu_ctx_init, smp_barrier_wait, cpu_idle_poll,
                                 smp_should_stop, smp_spin_wait)

@@ -54,7 +54,8 @@ static inline void napi_schedule(struct cpu_ctx *c, uint32_t napi)
 /* The protocols netif_receive_skb() delivers to, registered at init
  * (dev_add_pack). Every packet on the emulated wire is IPv4 (the loopback
  * experiment's tbench-like TCP), so the table has one row; a packet whose
- * protocol has no handler is dropped, as the kernel's are. */
+ * protocol has no handler is dropped, as the kernel's are, and counted in
+ * softnet_data.dropped. */
 enum { PTYPE_IP = 0, NR_PTYPES = 1 };
 typedef void (*packet_rcv_t)(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb);
 static packet_rcv_t ptype_base[NR_PTYPES];
