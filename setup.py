@@ -10,11 +10,19 @@ from setuptools import Extension, setup
 # NDEBUG, for gdb.
 debug = os.environ.get("SMPNET_DEBUG") == "1"
 
+
+def _files(folder, *endings):
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(endings))
+
+
 core = Extension(
     "smpnet._core",
+    # _core.pyx includes smpnet/core/*.pyx (found next to it, as
+    # `include "core/X.pyx"`) and cimports smpnet/kernel/*.pxd; the one
+    # C file it compiles to includes smpnet/kernel/*.h
     sources=["smpnet/_core.pyx"],
     include_dirs=["smpnet/kernel"],
-    depends=[os.path.join("smpnet/kernel", f) for f in os.listdir("smpnet/kernel")],
+    depends=_files("smpnet/kernel", ".h", ".pxd") + _files("smpnet/core", ".pyx", ".pxi"),
     define_macros=[("SMPNET_CYTHON_VERSION", '"%s"' % Cython.__version__)]
     + ([] if debug else [("NDEBUG", "1")]),
     # -mno-red-zone, as the kernel is built: the `pushf; pop` of

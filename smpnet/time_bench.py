@@ -16,26 +16,13 @@ from .tsc import tsc_hz as _tsc_hz
 
 MIN_ROUND_S = 0.01  # loops are calibrated so that one round lasts at least this
 
-# The time_bench_sample suite, same names, same order; the variant each
-# lock test exercises (None: not a lock test). spin_lock_unlock_bh is
-# smpnet's addition, last, so the kernel's order stays intact.
-SUITE = (
-    ("for_loop", None),
-    ("spin_lock_unlock", "plain"),
-    ("spin_lock_unlock_irqsave", "irqsave"),
-    ("irqsave_before_lock", "irqsave_before_lock"),
-    ("spin_lock_unlock_irq", "irq"),
-    ("simple_irq_disable_before_lock", "irq_disable_before_lock"),
-    ("local_BH_disable_enable", None),
-    ("local_IRQ_disable_enable", None),
-    ("local_irq_save_restore", None),
-    ("preempt_disable_enable", None),
-    ("cmpxchg", None),
-    ("this_cpu_cmpxchg", None),
-    ("function_call_cost", None),
-    ("func_ptr_call_cost", None),
-    ("spin_lock_unlock_bh", "bh"),
-)
+# The time_bench_sample suite, same names, same order, with the variant each
+# lock test exercises (None: not a lock test): the rows of the core's one
+# table of time_bench tests (smpnet/core/time_bench.pyx) that are in the
+# kernel's suite. spin_lock_unlock_bh is smpnet's addition, last, so the
+# kernel's order stays intact; tsc_read and ref_spin_lock_unlock are
+# smpnet's instruments, not in it.
+SUITE = _core.TIME_BENCH_SUITE
 TEST_OF_VARIANT = {v: t for t, v in SUITE if v}
 
 

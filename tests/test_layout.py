@@ -1,8 +1,23 @@
-"""The numpy dtypes (layout.py) and the C structs (percpu.h) agree."""
+"""The numpy dtypes (layout.py) are the C structs as the compiler laid them
+out (layout.h, reported by the core), and what depends on them follows."""
+import hashlib
+import sys
+
 import numpy as np
 import pytest
 
 from smpnet import _core, layout
+
+# Every record's layout, pinned per layout version. A change to any shared
+# record changes the digest: bump SMPNET_LAYOUT_VERSION in percpu.h (the
+# version's one home) and pin the new digest here, so that a segment built
+# by another smpnet is refused by its version, not only by its hash.
+LAYOUT_PINS = {6: "28814baf10709e9c"}
+
+
+def records_digest(structs):
+    text = "|".join(f"{name}={layout.describe(d)}" for name, d in sorted(structs.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @pytest.mark.parametrize("cname", sorted(layout.STRUCTS))
@@ -16,15 +31,84 @@ def test_dtype_matches_c_struct_field_by_field(cname):
         assert (offset, fdtype.itemsize) == cfields[name], f"{cname}.{name}"
 
 
+def test_every_record_in_layout_h_has_a_dtype_and_a_name():
+    assert list(layout.STRUCTS) == list(_core.c_structs())
+    for cname, dtype in layout.STRUCTS.items():
+        assert getattr(layout, cname.upper()) is dtype
+
+
+def test_dtypes_follow_the_compiler_report():
+    # a field the compiler put elsewhere, or gave another type, is read there
+    size, fields = _core.c_structs()["pcpu_lstats"]
+    moved = [(n, off + 4, sz, "i4" if n == "depth" else t, r, c) if n == "depth"
+             else (n, off, sz, t, r, c) for n, off, sz, t, r, c in fields]
+    d = layout.build_dtypes({"pcpu_lstats": (size, moved)})["pcpu_lstats"]
+    assert d.fields["depth"][1] == layout.PCPU_LSTATS.fields["depth"][1] + 4
+    assert d.itemsize == layout.PCPU_LSTATS.itemsize
+
+
+def test_nested_records_and_arrays():
+    regions = layout.SMP_HEADER.fields["regions"][0]
+    assert regions.shape == (layout.MAX_REGIONS,) and regions.base == layout.SMP_REGION
+    assert layout.SMP_REGION.fields["name"][0] == np.dtype(f"S{layout.REGION_NAME}")
+    assert layout.IRQ_CPUSTAT.fields["bugs"][0].shape == (len(layout.LOCKDEP_BUGS),)
+    assert layout.SKB_STATS.fields["flush_hist"][0].shape == (_core.c_constants()["FLUSH_HIST_BUCKETS"],)
+    assert layout.SKB_STATS.fields["flush_lock_sample"][0].shape == (layout.FLUSH_SAMPLES,)
+    assert layout.NAPI_ALLOC_CACHE.fields["skb_cache"][0].shape == (layout.NAPI_SKB_CACHE_SIZE,)
+    assert layout.SKB_RING.fields["slot"][0].shape == (layout.SKB_RING_SIZE,)
+    assert layout.QNODES.fields["n"][0].base == layout.QNODE
+    assert layout.LOCK_SLOT.fields["lock"][0] == layout.SPINLOCK
+    assert layout.NEIGH_TABLE.fields["tbl"][0].shape == (layout.NEIGH_HASH,)
+    assert layout.NEIGH_TABLE.fields["parms"][0] == layout.NEIGH_PARMS
+    assert layout.LINK_RING.fields["f"][0].base == layout.FRAME
+    assert layout.SK_BUFF.fields["cb"][0] == np.dtype("V32")
+    assert layout.SMP_HEADER.fields["tsc_hz"][0] == np.dtype("f8")
+    assert layout.CPU_STATE.fields["pid"][0] == np.dtype("i4")
+
+
+def test_a_record_array_reads_what_c_wrote():
+    buf = np.zeros(1, layout.SKB_STATS)
+    raw = buf.view(np.uint8)
+    off = layout.SKB_STATS.fields["flush_hist"][1]
+    raw[off + 4 * 3] = 7                        # flush_hist[3], little-endian u4
+    assert buf["flush_hist"][0][3] == 7
+
+
+@pytest.mark.skipif(sys.byteorder != "little", reason="pinned on a little-endian machine")
+def test_layout_changes_bump_the_version():
+    assert layout.VERSION in LAYOUT_PINS, (
+        f"layout version {layout.VERSION} has no pin: add {layout.VERSION}: "
+        f"{records_digest(layout.STRUCTS)!r} to LAYOUT_PINS")
+    assert records_digest(layout.STRUCTS) == LAYOUT_PINS[layout.VERSION], (
+        "a shared record changed: bump SMPNET_LAYOUT_VERSION in smpnet/kernel/percpu.h "
+        f"and pin {records_digest(layout.STRUCTS)!r} for it")
+
+
+def test_constants_are_the_headers():
+    c = _core.c_constants()
+    assert layout.VERSION == c["SMPNET_LAYOUT_VERSION"]
+    assert layout.MAGIC == c["SMPNET_MAGIC"] == int.from_bytes(b"SMPNET", "little")  # in memory, as the magic reads
+    assert layout.CACHELINE == c["SMP_CACHE_BYTES"]
+    assert (layout.PING_PENDING, layout.PING_OK) == (c["PING_PENDING"], c["PING_OK"])
+
+
+def test_builtin_regions_are_the_headers():
+    c = _core.c_constants()
+    assert len(layout.BUILTIN_REGIONS) == c["REGION_NR_BUILTIN"]
+    names = [n for n, _ in layout.BUILTIN_REGIONS]
+    assert names.index("irq") == c["REGION_IRQ"] and names.index("cpu") == c["REGION_CPU"]
+    assert dict(layout.BUILTIN_REGIONS)["irq"] is layout.IRQ_CPUSTAT
+
+
 def test_verify_reports_no_disagreement():
     assert layout.verify(_core.c_layout(), _core.c_constants()) == []
 
 
-def test_constants_agree_with_the_headers():
+def test_verify_checks_the_names_python_keeps():
     c = _core.c_constants()
-    assert set(layout.CONSTANTS) == set(c)
-    problems = layout.verify(_core.c_layout(), dict(c, SMPNET_LAYOUT_VERSION=c["SMPNET_LAYOUT_VERSION"] + 1))
-    assert len(problems) == 1 and "SMPNET_LAYOUT_VERSION" in problems[0]
+    assert set(layout.CONSTANTS) <= set(c)
+    problems = layout.verify(_core.c_layout(), dict(c, LOCKDEP_NR_BUGS=c["LOCKDEP_NR_BUGS"] + 1))
+    assert len(problems) == 1 and "LOCKDEP_NR_BUGS" in problems[0]
 
 
 def test_layout_hash_sees_inside_nested_records():

@@ -76,3 +76,42 @@ def test_tests_listed():
 def test_bad_parameters(kwargs, message):
     with pytest.raises(BadInput, match=message):
         time_bench(**kwargs)
+
+
+# The kernel's time_bench_sample suite, as smpnet has always run it: same
+# names, same order, smpnet's spin_lock_unlock_bh last.
+KERNEL_SUITE = (
+    ("for_loop", None),
+    ("spin_lock_unlock", "plain"),
+    ("spin_lock_unlock_irqsave", "irqsave"),
+    ("irqsave_before_lock", "irqsave_before_lock"),
+    ("spin_lock_unlock_irq", "irq"),
+    ("simple_irq_disable_before_lock", "irq_disable_before_lock"),
+    ("local_BH_disable_enable", None),
+    ("local_IRQ_disable_enable", None),
+    ("local_irq_save_restore", None),
+    ("preempt_disable_enable", None),
+    ("cmpxchg", None),
+    ("this_cpu_cmpxchg", None),
+    ("function_call_cost", None),
+    ("func_ptr_call_cost", None),
+    ("spin_lock_unlock_bh", "bh"),
+)
+
+
+def test_the_suite_is_the_kernels_in_its_order():
+    assert tb.SUITE == KERNEL_SUITE
+
+
+def test_every_list_of_tests_comes_from_the_one_table():
+    names = _core.TIME_BENCH_NAMES
+    assert [t for t, _ in tb.SUITE] == [n for n in names if n not in ("tsc_read", "ref_spin_lock_unlock")]
+    assert names[-2:] == ("tsc_read", "ref_spin_lock_unlock")   # smpnet's instruments, last
+    assert dict(_core.TIME_BENCH_TESTS) == _core.TIME_BENCH_NEEDS and len(names) == len(set(names))
+    assert tb.tests() == list(names)
+    for test, variant in tb.SUITE:
+        # a lock test needs a lock, and measures a variant the core has
+        assert (variant is not None) == (_core.TIME_BENCH_NEEDS[test] == 2)
+        assert variant is None or variant in _core.LOCK_VARIANTS
+    assert tb.TEST_OF_VARIANT == {v: t for t, v in KERNEL_SUITE if v}
+    assert set(tb.TEST_OF_VARIANT) == set(_core.LOCK_VARIANTS)   # every variant has its test

@@ -18,6 +18,26 @@
  * stops GCC from hoisting or merging loads across it. Emits no instruction. */
 #define barrier() __asm__ __volatile__("" ::: "memory")
 
+/* BUG(): a state no caller can reach (every value that selects a path is
+ * checked where it enters from Python). Stop here, as the kernel's BUG()
+ * does, rather than carry on down a path chosen by default.
+ * BUG_UNLESS(x): the same as a test, for the last case of a hot switch
+ * written as its default: the other cases compile as they did without it,
+ * the test costs only the path it guards. */
+#define BUG() __builtin_trap()
+#define BUG_UNLESS(x) do { if (unlikely(!(x))) BUG(); } while (0)
+
+/* One table per list: a list written once as
+ *	#define FOO_TABLE(X) X(FOO_A, "a") X(FOO_B, "b")
+ * and declared with SMP_ENUM(foo, FOO_TABLE, NR_FOOS) gives enum foo
+ * (FOO_A = 0, FOO_B, then NR_FOOS, the count that range checks use) and
+ * foo_names[], the names Python offers as choices: in step by construction. */
+#define SMP_ENUM_ID(id, name)	id,
+#define SMP_ENUM_NAME(id, name)	name,
+#define SMP_ENUM(type, table, nr)				\
+	enum type { table(SMP_ENUM_ID) nr };			\
+	static const char *const type##_names[nr] = { table(SMP_ENUM_NAME) }
+
 /* Single-copy-atomic access to shared memory, as the kernel's are. */
 #define READ_ONCE(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)

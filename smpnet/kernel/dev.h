@@ -1,15 +1,18 @@
-/* dev.h - net_rx_action(), NAPI, and the defer experiment's device.
+/* dev.h - net_rx_action(), NAPI, the backlog and the receive path, as
+ * net/core/dev.c has them.
  *
  * net_rx_action() is net/core/dev.c's: a budget of netdev_budget (300)
  * packets and netdev_budget_usecs (2 ms), skb_defer_free_flush() first and
  * after every poll, NAPI polls of dev_rx_weight (64), time_squeeze counted
  * and NET_RX re-raised when the budget runs out with work left.
  *
- * The device of the defer experiment is a NAPI instance on each RX CPU
- * whose poll "receives" packets: it allocates skbs and hands them to the
- * consumer CPUs (the socket owners) through one single-producer,
- * single-consumer ring per (RX CPU, consumer) pair. A full ring ends the
- * poll early: backpressure, not drops.
+ * This file knows no device and no protocol. Each NAPI instance has a bit
+ * in softnet_data.poll_list and a poll function registered at init in
+ * napi_poll_vec (netif_napi_add's role); netif_receive_skb() hands packets
+ * to the handler registered in ptype_base (dev_add_pack's role). Both are
+ * tables of function pointers, as the kernel's napi->poll and ptype lists
+ * and softirq_vec are, so the headers of devices (fake_nic.h) and
+ * protocols (loopback.h) include this one and this one includes neither.
  */
 #ifndef SMPNET_DEV_H
 #define SMPNET_DEV_H
@@ -19,99 +22,47 @@
 #define NETDEV_BUDGET		300
 #define NETDEV_BUDGET_USECS	2000
 #define DEV_RX_WEIGHT		64
-#define SKB_RING_SIZE		256	/* a power of two */
-#define SKB_PAYLOAD		1500
 #define NETDEV_MAX_BACKLOG	1000
 #define NAPI_STATE_SCHED	0x1
-#define NAPI_DEFER_DEV		0x1	/* poll_list bits: the defer experiment's device */
-#define NAPI_BACKLOG		0x2	/* ... and the backlog */
 
-/* An SPSC ring of (generation << 32 | handle). Each side's index is on its
- * own line, with its cached copy of the other side's. */
-struct skb_ring {
-	uint32_t head;			/* producer: next slot to fill */
-	uint32_t tail_cache;		/* producer's last view of tail */
-	uint8_t  _pad0[SMP_CACHE_BYTES - 8];
-	uint32_t tail;			/* consumer: next slot to take */
-	uint32_t head_cache;		/* consumer's last view of head */
-	uint8_t  _pad1[SMP_CACHE_BYTES - 8];
-	uint64_t slot[SKB_RING_SIZE];
+/* The NAPI instances, by their bit in poll_list: fixed, so that they are
+ * polled in this order whatever order they were registered in. */
+enum napi_id {
+	NAPI_ID_FAKE_NIC = 0,	/* fake_nic.h: the defer experiment's device */
+	NAPI_ID_BACKLOG = 1,	/* the backlog, this file's */
+	NR_NAPI_IDS = 2,
 };
+#define NAPI_BACKLOG		(1U << NAPI_ID_BACKLOG)
 
-/* Control words of a defer run, shared by all its CPUs. */
-struct defer_ctl {
-	uint32_t rx_done;		/* RX CPUs that stopped receiving */
-	uint32_t consumers_done;	/* consumers that saw the last skb */
-	uint8_t  _pad[SMP_CACHE_BYTES - 8];
-};
+/* A NAPI poll: receive up to `weight` packets, return how many; one that
+ * returns fewer has completed (cleared its poll_list bit, napi_complete_done). */
+typedef int (*napi_poll_t)(struct cpu_ctx *c, struct net_ctx *n, int weight);
+static napi_poll_t napi_poll_vec[NR_NAPI_IDS];
 
-static inline struct skb_ring *ring_of(struct net_ctx *n, int rx, int consumer)
+static inline void netif_napi_add(enum napi_id id, napi_poll_t poll)
 {
-	return (struct skb_ring *)((char *)n->rings +
-				   (size_t)(rx * n->n_consumers + consumer) * n->ring_stride);
+	napi_poll_vec[id] = poll;
 }
 
-static inline int ring_push(struct skb_ring *r, uint64_t v)
+/* napi_schedule(): poll instance `napi` (its poll_list bit) in the next NET_RX. */
+static inline void napi_schedule(struct cpu_ctx *c, uint32_t napi)
 {
-	if (r->head - r->tail_cache == SKB_RING_SIZE) {
-		r->tail_cache = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-		if (r->head - r->tail_cache == SKB_RING_SIZE)
-			return 0;
-	}
-	r->slot[r->head & (SKB_RING_SIZE - 1)] = v;
-	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
-	return 1;
-}
-
-static inline int ring_pop(struct skb_ring *r, uint64_t *v)
-{
-	if (r->tail == r->head_cache) {
-		r->head_cache = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-		if (r->tail == r->head_cache)
-			return 0;
-	}
-	*v = r->slot[r->tail & (SKB_RING_SIZE - 1)];
-	__atomic_store_n(&r->tail, r->tail + 1, __ATOMIC_RELEASE);
-	return 1;
-}
-
-/* The RX device's NAPI poll: receive up to `weight` packets. */
-static inline int defer_napi_poll(struct cpu_ctx *c, struct net_ctx *n, int weight)
-{
-	int work = 0, tries;
-
-	while (work < weight && n->to_send) {
-		struct skb_ring *r = NULL;
-		struct sk_buff *skb;
-
-		for (tries = 0; tries < n->n_consumers; tries++) {
-			struct skb_ring *cand = ring_of(n, c->cpu, (int)(n->rr++ % (uint32_t)n->n_consumers));
-
-			if (cand->head - cand->tail_cache < SKB_RING_SIZE ||
-			    cand->head - __atomic_load_n(&cand->tail, __ATOMIC_ACQUIRE) < SKB_RING_SIZE) {
-				r = cand;
-				break;
-			}
-		}
-		if (!r) {
-			n->stats->ring_full++;
-			break;
-		}
-		skb = napi_alloc_skb(c, n, SKB_PAYLOAD);
-		if (!skb)
-			break;
-		ring_push(r, ((uint64_t)skb->gen << 32) | skb_handle(n, skb));
-		n->stats->rx_packets++;
-		n->to_send--;
-		work++;
-	}
-	return work;
-}
-
-static inline void napi_schedule(struct cpu_ctx *c)
-{
-	softnet(c, c->cpu)->poll_list |= NAPI_DEFER_DEV;
+	softnet(c, c->cpu)->poll_list |= napi;
 	raise_softirq(c, NET_RX_SOFTIRQ);
+}
+
+/* The protocols netif_receive_skb() delivers to, registered at init
+ * (dev_add_pack). Every packet on the emulated wire is IPv4 (the loopback
+ * experiment's tbench-like TCP), so the table has one row; a packet whose
+ * protocol has no handler is dropped, as the kernel's are, and counted in
+ * softnet_data.dropped. */
+enum { PTYPE_IP = 0, NR_PTYPES = 1 };
+typedef void (*packet_rcv_t)(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb);
+static packet_rcv_t ptype_base[NR_PTYPES];
+
+static inline void dev_add_pack(int type, packet_rcv_t func)
+{
+	ptype_base[type] = func;
 }
 
 /* ---------------------------------------------------------------- the backlog
@@ -200,18 +151,23 @@ static inline void dev_put(struct net_ctx *n)
 	n->lo->refcnt_atomics++;
 }
 
-static void proto_rcv(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb);
-
 /* netif_receive_skb(): deliver to the protocol, on this stack. */
 static void netif_receive_skb(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
 {
+	packet_rcv_t deliver = ptype_base[PTYPE_IP];
+
+	if (unlikely(!deliver)) {
+		softnet(c, c->cpu)->dropped++;
+		kfree_skb_local(c, n, skb);
+		return;
+	}
 	if (stack_enter(n, RCV_FRAME)) {
 		kfree_skb_local(c, n, skb);
 		return;
 	}
 	if (++n->rx_nest > n->lo->max_rx_nest)
 		n->lo->max_rx_nest = n->rx_nest;
-	proto_rcv(c, n, skb);
+	deliver(c, n, skb);
 	n->rx_nest--;
 	stack_leave(n, RCV_FRAME);
 }
@@ -275,6 +231,8 @@ static int process_backlog(struct cpu_ctx *c, struct net_ctx *n, int quota)
 	struct softnet_data *sd = softnet(c, c->cpu);
 	int work = 0;
 
+	if (!n->lo)		/* no loopback on this CPU: nothing can be queued */
+		return 0;
 	while (work < quota) {
 		struct sk_buff *skb;
 
@@ -306,20 +264,18 @@ static void net_rx_action(struct cpu_ctx *c)
 		return;
 	time_limit = tsc_read_unordered() + n->budget_tsc;
 	for (;;) {
-		int work = 0;
+		int work = 0, id;
 
 		skb_defer_free_flush(c, n);
 		if (!sd->poll_list)
 			break;
-		if (sd->poll_list & NAPI_DEFER_DEV) {
-			int w = n->rings ? defer_napi_poll(c, n, DEV_RX_WEIGHT) : 0;
-
-			if (w < DEV_RX_WEIGHT)
-				sd->poll_list &= ~NAPI_DEFER_DEV;	/* napi_complete_done() */
-			work += w;
+		for (id = 0; id < NR_NAPI_IDS; id++) {
+			if (!(sd->poll_list & (1U << id)))
+				continue;
+			if (unlikely(!napi_poll_vec[id]))
+				__builtin_trap();	/* scheduled, never added: the kernel would oops too */
+			work += napi_poll_vec[id](c, n, DEV_RX_WEIGHT);
 		}
-		if ((sd->poll_list & NAPI_BACKLOG) && n->lo)
-			work += process_backlog(c, n, DEV_RX_WEIGHT);
 		sd->processed += (uint32_t)work;
 		budget -= work;
 		if (budget <= 0 || tsc_read_unordered() > time_limit) {
@@ -341,10 +297,12 @@ static void trigger_rx_softirq(struct cpu_ctx *c, unsigned int vector)
 	__atomic_store_n(&sd->defer_ipi_scheduled, 0, __ATOMIC_RELEASE);
 }
 
+/* net_dev_init(): the NET_RX softirq, the defer kick's IPI and the backlog's poll. */
 static inline void net_dev_init(void)
 {
 	irq_handlers[IPI_NET_RX] = trigger_rx_softirq;
 	softirq_vec[NET_RX_SOFTIRQ] = net_rx_action;
+	netif_napi_add(NAPI_ID_BACKLOG, process_backlog);
 }
 
 #endif

@@ -1,4 +1,4 @@
-/* irqflags.h - the IRQ model: local_irq_*, preemption, bottom halves,
+/* irqflags.h - the IRQ model: local_irq_*, bottom halves,
  * softirqs, and emulated hard IRQs and IPIs.
  *
  * cli/sti fault at CPL3, so the IF bit is a per-CPU soft mask
@@ -10,23 +10,16 @@
  * A hard IRQ or IPI is a bit another CPU sets in our irq_pending word; it
  * runs when this CPU re-enables IRQs or polls with them on (irq_poll), in
  * hardirq context, followed by softirqs on irq_exit as the kernel does.
- * The preempt_count packs preemption, softirq and hardirq counts exactly
- * as include/linux/preempt.h does, so in_interrupt() and friends read the
- * same bits.
+ * The preempt_count and the context tests that read it are preempt.h's;
+ * the checker's reports (--check) are lockdep.h's.
  */
 #ifndef SMPNET_IRQFLAGS_H
 #define SMPNET_IRQFLAGS_H
 
 #include "atomic.h"
+#include "lockdep.h"
+#include "preempt.h"
 #include "smp.h"
-
-#define PREEMPT_OFFSET		(1U << 0)
-#define SOFTIRQ_OFFSET		(1U << 8)
-#define SOFTIRQ_DISABLE_OFFSET	(2 * SOFTIRQ_OFFSET)
-#define HARDIRQ_OFFSET		(1U << 16)
-#define PREEMPT_MASK		0x000000ffU
-#define SOFTIRQ_MASK		0x0000ff00U
-#define HARDIRQ_MASK		0x000f0000U
 
 #define X86_EFLAGS_IF		0x200UL
 /* What a restore may load with popf: IF, the arithmetic flags and the
@@ -47,40 +40,6 @@ typedef void (*softirq_action_t)(struct cpu_ctx *c);
 /* Handlers are per process (function pointers), set before a run. */
 static irq_handler_t irq_handlers[NR_IRQ_VECTORS];
 static softirq_action_t softirq_vec[NR_SOFTIRQS];
-
-static inline int in_hardirq(const struct cpu_ctx *c)
-{
-	return (c->irq->preempt_count & HARDIRQ_MASK) != 0;
-}
-
-static inline int in_serving_softirq(const struct cpu_ctx *c)
-{
-	return (c->irq->preempt_count & SOFTIRQ_OFFSET) != 0;
-}
-
-static inline int in_interrupt(const struct cpu_ctx *c)
-{
-	return (c->irq->preempt_count & (HARDIRQ_MASK | SOFTIRQ_MASK)) != 0;
-}
-
-static inline int irqs_disabled(const struct cpu_ctx *c)
-{
-	return c->irq->irqs_off != 0;
-}
-
-/* ---------------------------------------------------------------- preempt */
-
-static inline void preempt_disable(struct cpu_ctx *c)
-{
-	c->irq->preempt_count += PREEMPT_OFFSET;
-	barrier();
-}
-
-static inline void preempt_enable(struct cpu_ctx *c)
-{
-	barrier();
-	c->irq->preempt_count -= PREEMPT_OFFSET;
-}
 
 /* ---------------------------------------------------------------- the real flags register */
 
@@ -173,8 +132,6 @@ static inline void send_ipi(struct cpu_ctx *c, int target, unsigned int vector)
 }
 
 /* ---------------------------------------------------------------- save/restore */
-
-static void lockdep_bug(struct cpu_ctx *c, int kind, const struct spinlock *lock);
 
 static inline unsigned long local_irq_save(struct cpu_ctx *c)
 {

@@ -14,8 +14,6 @@ cdef extern from "irqflags.h" nogil:
     irq_handler_t irq_handlers[32]
     softirq_action_t softirq_vec[10]
 
-    void preempt_disable(cpu_ctx *c)
-    void preempt_enable(cpu_ctx *c)
     void local_irq_disable(cpu_ctx *c)
     void local_irq_enable(cpu_ctx *c)
     unsigned long local_irq_save(cpu_ctx *c)
@@ -25,6 +23,4 @@ cdef extern from "irqflags.h" nogil:
     void raise_softirq(cpu_ctx *c, unsigned int nr)
     void irq_poll(cpu_ctx *c)
     void send_ipi(cpu_ctx *c, int target, unsigned int vector)
-    int irqs_disabled(const cpu_ctx *c)
-    int in_hardirq(const cpu_ctx *c)
     void do_softirq(cpu_ctx *c)

@@ -1,21 +1,62 @@
-/* layout.h - offsetof/sizeof of every shared record, for the check that the
- * numpy dtypes in smpnet/layout.py agree with these structs. */
+/* layout.h - the shared records as the C compiler lays them out: the one
+ * source of truth for the segment's layout.
+ *
+ * For every field of every record in the segment, a row with its offset and
+ * size (offsetof, sizeof) and its type: a scalar's numpy type code, chosen by
+ * _Generic from the member's C type, so it cannot be written wrong; bytes
+ * ("S" a C string, "V" opaque); or the name of a nested record. Arrays give
+ * their length. smpnet/layout.py builds its numpy dtypes from these rows
+ * (smpnet._core.c_structs()), and the layout hash from the dtypes. A field
+ * not listed here is padding to Python, which never reads it.
+ *
+ * Each row's macro checks what it is told against the member: SMP_FIELD on
+ * an array, SMP_ARRAY on a scalar, SMP_BYTES on anything but uint8_t[], or
+ * SMP_RECORD naming the wrong struct do not compile.
+ *
+ * The constants Python needs (the magic, the version, sizes, states) and
+ * the built-in regions come from here too.
+ */
 #ifndef SMPNET_LAYOUT_H
 #define SMPNET_LAYOUT_H
 
 #include "percpu.h"
-#include "loopback.h"
+#include "fake_nic.h"
 #include "link.h"
+#include "loopback.h"
 
-/* Field tables, for the layout-agreement check. */
 struct smp_field {
 	const char *name;
 	size_t offset;
 	size_t size;
+	const char *type;	/* numpy type code of a scalar or of an array's elements,
+				 * "S" or "V" for bytes, NULL for a record */
+	const char *record;	/* a record's struct name, or NULL */
+	size_t count;		/* an array's length; 0: not an array */
 };
 
+#define SMP_MEMBER(type, member)	(((struct type *)0)->member)
+#define SMP_COUNT(type, member)	(sizeof(SMP_MEMBER(type, member)) / sizeof(SMP_MEMBER(type, member)[0]))
+#define SMP_PLACE(type, member)	#member, offsetof(struct type, member), sizeof(SMP_MEMBER(type, member))
+
+/* numpy's code for a C scalar type; no default: any other type is an error */
+#define SMP_TYPE_CODE(x) _Generic((x),						\
+	int8_t: "i1", uint8_t: "u1", int16_t: "i2", uint16_t: "u2",		\
+	int32_t: "i4", uint32_t: "u4", int64_t: "i8", uint64_t: "u8",		\
+	float: "f4", double: "f8", char: "S")
+
 #define SMP_FIELD(type, member) \
-	{ #member, offsetof(struct type, member), sizeof(((struct type *)0)->member) }
+	{ SMP_PLACE(type, member), SMP_TYPE_CODE(SMP_MEMBER(type, member)), NULL, 0 }
+#define SMP_ARRAY(type, member) \
+	{ SMP_PLACE(type, member), SMP_TYPE_CODE(SMP_MEMBER(type, member)[0]), NULL, \
+	  SMP_COUNT(type, member) }
+#define SMP_BYTES(type, member) \
+	{ SMP_PLACE(type, member), _Generic(SMP_MEMBER(type, member)[0], uint8_t: "V"), NULL, \
+	  SMP_COUNT(type, member) }
+#define SMP_RECORD(type, member, rec) \
+	{ SMP_PLACE(type, member), NULL, _Generic(SMP_MEMBER(type, member), struct rec: #rec), 0 }
+#define SMP_RECORDS(type, member, rec) \
+	{ SMP_PLACE(type, member), NULL, _Generic(SMP_MEMBER(type, member)[0], struct rec: #rec), \
+	  SMP_COUNT(type, member) }
 
 static const struct smp_field smp_header_fields[] = {
 	SMP_FIELD(smp_header, magic),
@@ -29,16 +70,16 @@ static const struct smp_field smp_header_fields[] = {
 	SMP_FIELD(smp_header, stop),
 	SMP_FIELD(smp_header, barrier_arrived),
 	SMP_FIELD(smp_header, barrier_go),
-	SMP_FIELD(smp_header, regions),
-	{ 0, 0, 0 }
+	SMP_RECORDS(smp_header, regions, smp_region),
+	{ 0 }
 };
 
 static const struct smp_field smp_region_fields[] = {
-	SMP_FIELD(smp_region, name),
+	SMP_ARRAY(smp_region, name),
 	SMP_FIELD(smp_region, offset),
 	SMP_FIELD(smp_region, count),
 	SMP_FIELD(smp_region, stride),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field cpu_state_fields[] = {
@@ -50,7 +91,7 @@ static const struct smp_field cpu_state_fields[] = {
 	SMP_FIELD(cpu_state, tsc_aux),
 	SMP_FIELD(cpu_state, tsc_arrive),
 	SMP_FIELD(cpu_state, tsc_release),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field softnet_data_fields[] = {
@@ -62,11 +103,18 @@ static const struct smp_field softnet_data_fields[] = {
 	SMP_FIELD(softnet_data, input_head),
 	SMP_FIELD(softnet_data, input_tail),
 	SMP_FIELD(softnet_data, input_qlen),
-	SMP_FIELD(softnet_data, defer_lock),
+	SMP_RECORD(softnet_data, defer_lock, spinlock),
 	SMP_FIELD(softnet_data, defer_count),
 	SMP_FIELD(softnet_data, defer_ipi_scheduled),
 	SMP_FIELD(softnet_data, defer_list),
-	{ 0, 0, 0 }
+	{ 0 }
+};
+
+static const struct smp_field pcpu_lstats_fields[] = {
+	SMP_FIELD(pcpu_lstats, packets),
+	SMP_FIELD(pcpu_lstats, bytes),
+	SMP_FIELD(pcpu_lstats, depth),
+	{ 0 }
 };
 
 static const struct smp_field irq_cpustat_fields[] = {
@@ -81,22 +129,22 @@ static const struct smp_field irq_cpustat_fields[] = {
 	SMP_FIELD(irq_cpustat, spins),
 	SMP_FIELD(irq_cpustat, lock_checks),
 	SMP_FIELD(irq_cpustat, irq_pending),
-	SMP_FIELD(irq_cpustat, bugs),
+	SMP_ARRAY(irq_cpustat, bugs),
 	SMP_FIELD(irq_cpustat, first_bug),
 	SMP_FIELD(irq_cpustat, first_bug_lock),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field qnodes_fields[] = {
-	SMP_FIELD(qnodes, n),
-	{ 0, 0, 0 }
+	SMP_RECORDS(qnodes, n, qnode),
+	{ 0 }
 };
 
 static const struct smp_field qnode_fields[] = {
 	SMP_FIELD(qnode, next),
 	SMP_FIELD(qnode, locked),
 	SMP_FIELD(qnode, count),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field spinlock_fields[] = {
@@ -105,14 +153,14 @@ static const struct smp_field spinlock_fields[] = {
 	SMP_FIELD(spinlock, owner),
 	SMP_FIELD(spinlock, usage),
 	SMP_FIELD(spinlock, id),
-	SMP_FIELD(spinlock, mutex_raw),
-	{ 0, 0, 0 }
+	SMP_BYTES(spinlock, mutex_raw),
+	{ 0 }
 };
 
 static const struct smp_field lock_slot_fields[] = {
-	SMP_FIELD(lock_slot, lock),
+	SMP_RECORD(lock_slot, lock, spinlock),
 	SMP_FIELD(lock_slot, counter),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field sk_buff_fields[] = {
@@ -123,22 +171,22 @@ static const struct smp_field sk_buff_fields[] = {
 	SMP_FIELD(sk_buff, len),
 	SMP_FIELD(sk_buff, hash),
 	SMP_FIELD(sk_buff, tstamp),
-	SMP_FIELD(sk_buff, cb),
-	{ 0, 0, 0 }
+	SMP_BYTES(sk_buff, cb),
+	{ 0 }
 };
 
 static const struct smp_field skb_pool_fields[] = {
-	SMP_FIELD(skb_pool, lock),
+	SMP_RECORD(skb_pool, lock, spinlock),
 	SMP_FIELD(skb_pool, head),
 	SMP_FIELD(skb_pool, count),
 	SMP_FIELD(skb_pool, total),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field napi_alloc_cache_fields[] = {
 	SMP_FIELD(napi_alloc_cache, count),
-	SMP_FIELD(napi_alloc_cache, skb_cache),
-	{ 0, 0, 0 }
+	SMP_ARRAY(napi_alloc_cache, skb_cache),
+	{ 0 }
 };
 
 static const struct smp_field skb_stats_fields[] = {
@@ -161,10 +209,10 @@ static const struct smp_field skb_stats_fields[] = {
 	SMP_FIELD(skb_stats, received),
 	SMP_FIELD(skb_stats, rx_packets),
 	SMP_FIELD(skb_stats, ring_full),
-	SMP_FIELD(skb_stats, flush_hist),
+	SMP_ARRAY(skb_stats, flush_hist),
 	SMP_FIELD(skb_stats, nr_flush_samples),
-	SMP_FIELD(skb_stats, flush_lock_sample),
-	{ 0, 0, 0 }
+	SMP_ARRAY(skb_stats, flush_lock_sample),
+	{ 0 }
 };
 
 static const struct smp_field skb_ring_fields[] = {
@@ -172,21 +220,21 @@ static const struct smp_field skb_ring_fields[] = {
 	SMP_FIELD(skb_ring, tail_cache),
 	SMP_FIELD(skb_ring, tail),
 	SMP_FIELD(skb_ring, head_cache),
-	SMP_FIELD(skb_ring, slot),
-	{ 0, 0, 0 }
+	SMP_ARRAY(skb_ring, slot),
+	{ 0 }
 };
 
 static const struct smp_field defer_ctl_fields[] = {
 	SMP_FIELD(defer_ctl, rx_done),
 	SMP_FIELD(defer_ctl, consumers_done),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field net_device_fields[] = {
 	SMP_FIELD(net_device, refcnt),
 	SMP_FIELD(net_device, state),
 	SMP_FIELD(net_device, last_rx),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field lo_stats_fields[] = {
@@ -209,13 +257,13 @@ static const struct smp_field lo_stats_fields[] = {
 	SMP_FIELD(lo_stats, overflow_depth),
 	SMP_FIELD(lo_stats, server_pending),
 	SMP_FIELD(lo_stats, client_pending),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field neighbour_fields[] = {
 	SMP_FIELD(neighbour, ip),
 	SMP_FIELD(neighbour, nud_state),
-	SMP_FIELD(neighbour, ha),
+	SMP_BYTES(neighbour, ha),
 	SMP_FIELD(neighbour, probes),
 	SMP_FIELD(neighbour, arpq_head),
 	SMP_FIELD(neighbour, arpq_len),
@@ -224,10 +272,10 @@ static const struct smp_field neighbour_fields[] = {
 	SMP_FIELD(neighbour, confirmed),
 	SMP_FIELD(neighbour, used),
 	SMP_FIELD(neighbour, timer),
-	SMP_FIELD(neighbour, arpq_seq),
-	SMP_FIELD(neighbour, arpq_size),
-	SMP_FIELD(neighbour, arpq_tstamp),
-	{ 0, 0, 0 }
+	SMP_ARRAY(neighbour, arpq_seq),
+	SMP_ARRAY(neighbour, arpq_size),
+	SMP_ARRAY(neighbour, arpq_tstamp),
+	{ 0 }
 };
 
 static const struct smp_field neigh_parms_fields[] = {
@@ -241,7 +289,7 @@ static const struct smp_field neigh_parms_fields[] = {
 	SMP_FIELD(neigh_parms, delay_first_probe_time),
 	SMP_FIELD(neigh_parms, gc_stale_time),
 	SMP_FIELD(neigh_parms, queue_len_bytes),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field neigh_stats_fields[] = {
@@ -252,28 +300,39 @@ static const struct smp_field neigh_stats_fields[] = {
 	SMP_FIELD(neigh_stats, sent),
 	SMP_FIELD(neigh_stats, last_solicit_jiffies),
 	SMP_FIELD(neigh_stats, first_solicit_jiffies),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field neigh_table_fields[] = {
-	SMP_FIELD(neigh_table, tbl),
-	SMP_FIELD(neigh_table, parms),
-	SMP_FIELD(neigh_table, stats),
-	{ 0, 0, 0 }
+	SMP_RECORDS(neigh_table, tbl, neighbour),
+	SMP_RECORD(neigh_table, parms, neigh_parms),
+	SMP_RECORD(neigh_table, stats, neigh_stats),
+	{ 0 }
+};
+
+static const struct smp_field frame_fields[] = {
+	SMP_FIELD(frame, type),
+	SMP_FIELD(frame, src_ip),
+	SMP_FIELD(frame, dst_ip),
+	SMP_FIELD(frame, seq),
+	SMP_BYTES(frame, src_mac),
+	SMP_BYTES(frame, dst_mac),
+	SMP_FIELD(frame, tstamp),
+	{ 0 }
 };
 
 static const struct smp_field link_ring_fields[] = {
 	SMP_FIELD(link_ring, head),
 	SMP_FIELD(link_ring, tail),
-	SMP_FIELD(link_ring, f),
-	{ 0, 0, 0 }
+	SMP_RECORDS(link_ring, f, frame),
+	{ 0 }
 };
 
 static const struct smp_field ping_result_fields[] = {
 	SMP_FIELD(ping_result, tstamp),
 	SMP_FIELD(ping_result, rtt),
 	SMP_FIELD(ping_result, status),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 static const struct smp_field arp_ctl_fields[] = {
@@ -282,14 +341,7 @@ static const struct smp_field arp_ctl_fields[] = {
 	SMP_FIELD(arp_ctl, b_arp_requests),
 	SMP_FIELD(arp_ctl, b_learned),
 	SMP_FIELD(arp_ctl, b_echoes),
-	{ 0, 0, 0 }
-};
-
-static const struct smp_field pcpu_lstats_fields[] = {
-	SMP_FIELD(pcpu_lstats, packets),
-	SMP_FIELD(pcpu_lstats, bytes),
-	SMP_FIELD(pcpu_lstats, depth),
-	{ 0, 0, 0 }
+	{ 0 }
 };
 
 struct smp_struct {
@@ -323,10 +375,76 @@ static const struct smp_struct smp_structs[] = {
 	SMP_STRUCT(neigh_parms),
 	SMP_STRUCT(neigh_stats),
 	SMP_STRUCT(neigh_table),
+	SMP_STRUCT(frame),
 	SMP_STRUCT(link_ring),
 	SMP_STRUCT(ping_result),
 	SMP_STRUCT(arp_ctl),
-	{ 0, 0, 0 }
+	{ 0 }
+};
+
+/* The regions every segment starts with, in directory order (enum
+ * smp_region_id): their names in the directory and their records. */
+struct smp_builtin_region {
+	const char *name;
+	const char *record;
+};
+
+static const struct smp_builtin_region smp_builtin_regions[REGION_NR_BUILTIN] = {
+	[REGION_CPU]	 = { "cpu", "cpu_state" },
+	[REGION_SOFTNET] = { "softnet", "softnet_data" },
+	[REGION_LSTATS]	 = { "lstats", "pcpu_lstats" },
+	[REGION_IRQ]	 = { "irq", "irq_cpustat" },
+	[REGION_QNODES]	 = { "qnodes", "qnodes" },
+};
+
+/* The constants Python reads instead of repeating them. */
+struct smp_const {
+	const char *name;
+	uint64_t value;
+};
+
+#define SMP_CONST(name) { #name, (uint64_t)(name) }
+
+static const struct smp_const smp_consts[] = {
+	SMP_CONST(SMPNET_MAGIC),
+	SMP_CONST(SMPNET_LAYOUT_VERSION),
+	SMP_CONST(SMPNET_MAX_REGIONS),
+	SMP_CONST(SMPNET_REGION_NAME),
+	SMP_CONST(SMP_F_OVERSUBSCRIBED),
+	SMP_CONST(SMP_CACHE_BYTES),
+	SMP_CONST(CPU_OFFLINE),
+	SMP_CONST(CPU_ONLINE),
+	SMP_CONST(CPU_RUNNING),
+	SMP_CONST(CPU_DONE),
+	SMP_CONST(LOCKDEP_NR_BUGS),
+	SMP_CONST(MAX_NODES),
+	SMP_CONST(REGION_CPU),
+	SMP_CONST(REGION_SOFTNET),
+	SMP_CONST(REGION_LSTATS),
+	SMP_CONST(REGION_IRQ),
+	SMP_CONST(REGION_QNODES),
+	SMP_CONST(REGION_NR_BUILTIN),
+	SMP_CONST(NAPI_SKB_CACHE_SIZE),
+	SMP_CONST(FLUSH_HIST_BUCKETS),
+	SMP_CONST(FLUSH_SAMPLES),
+	SMP_CONST(SKB_FREE),
+	SMP_CONST(SKB_LIVE),
+	SMP_CONST(SKB_DEFERRED),
+	SMP_CONST(SKB_RING_SIZE),
+	SMP_CONST(ARPQ_SLOTS),
+	SMP_CONST(NEIGH_HASH),
+	SMP_CONST(LINK_SLOTS),
+	SMP_CONST(PING_PENDING),
+	SMP_CONST(PING_OK),
+	SMP_CONST(PING_ERROR),
+	SMP_CONST(PING_TIMEOUT),
+	/* the sizes of the enums Python offers as choices (their *_TABLEs) */
+	SMP_CONST(SPIN_NR_ALGOS),
+	SMP_CONST(SPIN_NR_VARIANTS),
+	SMP_CONST(DEFER_NR_STRATEGIES),
+	SMP_CONST(LO_NR_MODES),
+	SMP_CONST(NR_PROBE_MODES),
+	{ 0 }
 };
 
 #endif

@@ -20,7 +20,9 @@
 #ifndef SMPNET_LOCKDEP_H
 #define SMPNET_LOCKDEP_H
 
-#include "irqflags.h"
+#include "atomic.h"
+#include "preempt.h"
+#include "spinlock_types.h"
 
 #define LOCK_USED_IN_HARDIRQ	0x1
 #define LOCK_USED_HARDIRQ_ON	0x2

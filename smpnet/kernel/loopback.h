@@ -17,11 +17,15 @@
 
 #include "dev.h"
 
-enum lo_mode { LO_NETIF_RX = 0, LO_DIRECT = 1, LO_DIRECT_UNGUARDED = 2 };
+/* The modes above: enumerator, and its name as Python offers it. */
+#define LO_MODE_TABLE(X)				\
+	X(LO_NETIF_RX,		"netif_rx")		\
+	X(LO_DIRECT,		"direct")		\
+	X(LO_DIRECT_UNGUARDED,	"direct-unguarded")
+
+SMP_ENUM(lo_mode, LO_MODE_TABLE, LO_NR_MODES);
 enum { PKT_REQUEST = 1, PKT_REPLY = 2, PKT_ACK = 3 };
 #define ACK_LEN 52
-
-static int loopback_send(struct cpu_ctx *c, struct net_ctx *n, int type, uint32_t len);
 
 static inline struct pcpu_lstats *this_lstats(struct cpu_ctx *c)
 {
@@ -64,7 +68,8 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 			n->lo->max_depth = (uint32_t)lb_stats->depth;
 		lb_stats->depth--;
 		break;
-	default:
+	default:	/* the last, tested on its path only: loopback_setup() takes no other mode */
+		BUG_UNLESS(n->lo_mode == LO_DIRECT_UNGUARDED);
 		lb_stats->depth++;
 		if ((uint32_t)lb_stats->depth > n->lo->max_depth)
 			n->lo->max_depth = (uint32_t)lb_stats->depth;
@@ -76,7 +81,20 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 	return rc;
 }
 
-/* The protocol's receive (tcp_v4_rcv's role). */
+/* Build a packet of `type` and transmit it; -1 if it went nowhere. */
+static int loopback_send(struct cpu_ctx *c, struct net_ctx *n, int type, uint32_t len)
+{
+	struct sk_buff *skb = napi_alloc_skb(c, n, len);
+
+	if (!skb)
+		return -1;
+	skb->cb[0] = (uint8_t)type;
+	return loopback_xmit(c, n, skb);
+}
+
+/* The protocol's receive (tcp_v4_rcv's role): netif_receive_skb() calls it
+ * through ptype_base, which is how a receive can transmit (an ACK) without
+ * dev.h knowing this file. */
 static void proto_rcv(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
 {
 	int type = skb->cb[0], ack;
@@ -99,17 +117,6 @@ static void proto_rcv(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
 		loopback_send(c, n, PKT_ACK, ACK_LEN);	/* tcp_send_ack() */
 }
 
-/* Build a packet of `type` and transmit it; -1 if it went nowhere. */
-static int loopback_send(struct cpu_ctx *c, struct net_ctx *n, int type, uint32_t len)
-{
-	struct sk_buff *skb = napi_alloc_skb(c, n, len);
-
-	if (!skb)
-		return -1;
-	skb->cb[0] = (uint8_t)type;
-	return loopback_xmit(c, n, skb);
-}
-
 /* Free what is left in this CPU's backlog (the device going down). */
 static inline void loopback_purge(struct cpu_ctx *c, struct net_ctx *n)
 {
@@ -125,6 +132,12 @@ static inline void loopback_purge(struct cpu_ctx *c, struct net_ctx *n)
 	sd->poll_list &= ~NAPI_BACKLOG;
 	__atomic_fetch_and(&sd->backlog_state, ~NAPI_STATE_SCHED, __ATOMIC_SEQ_CST);
 	local_irq_restore(c, flags);
+}
+
+/* The protocol's registration, at init. */
+static inline void loopback_init(void)
+{
+	dev_add_pack(PTYPE_IP, proto_rcv);
 }
 
 #endif

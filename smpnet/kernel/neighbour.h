@@ -29,7 +29,12 @@
 #define NUD_VALID	(NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | \
 			 NUD_STALE | NUD_DELAY)
 
-enum { PROBE_TIMER = 0, PROBE_IMMEDIATE = 1 };
+/* The probe modes above: enumerator, and its name as Python offers it. */
+#define PROBE_MODE_TABLE(X)			\
+	X(PROBE_TIMER,		"timer")	\
+	X(PROBE_IMMEDIATE,	"immediate")
+
+SMP_ENUM(probe_mode, PROBE_MODE_TABLE, NR_PROBE_MODES);
 
 #define ARPQ_SLOTS	64	/* packets an entry can hold while unresolved */
 #define NEIGH_HASH	16
@@ -203,11 +208,16 @@ static int neigh_event_send(struct neigh_table *t, struct neighbour *n, uint64_t
 			n->nud_state = NUD_INCOMPLETE;
 			n->updated = now;
 			t->stats.first_solicit_jiffies = 0;
-			if (t->parms.probe_mode == PROBE_IMMEDIATE) {
+			switch (t->parms.probe_mode) {
+			case PROBE_IMMEDIATE:
 				neigh_add_timer(n, now + t->parms.retrans_time);
 				immediate_probe = 1;
-			} else {
+				break;
+			case PROBE_TIMER:
 				neigh_add_timer(n, now + 1);
+				break;
+			default:
+				BUG();	/* parms_init() takes no other mode */
 			}
 		} else {
 			n->nud_state = NUD_FAILED;

@@ -3,9 +3,8 @@
  * One shared-memory segment holds everything the emulated CPUs share. It
  * starts with struct smp_header; a directory of regions follows, each an
  * array of fixed-stride records (the per-CPU ones one record per emulated
- * CPU). smpnet/layout.py holds the numpy dtypes of the same records; the
- * field tables at the bottom of this file let a test (and Machine, at
- * start) prove that both agree offset by offset.
+ * CPU). layout.h lists every record's fields for smpnet/layout.py, which
+ * builds its numpy dtypes from what the compiler reports of them.
  *
  * Records carry no alignment attribute: the stride says where record N
  * starts. The default stride rounds each record up to SMP_CACHE_BYTES, as
@@ -19,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 6
+#define SMPNET_LAYOUT_VERSION 6	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -120,15 +119,23 @@ struct pcpu_lstats {
  * Line 0 is written only by its own CPU; line 1 by the others (IPIs), so
  * that sending an IPI never steals the line the owner writes on every
  * local_irq_disable(). */
-enum {
-	LOCKDEP_LOCK_IRQ_IRQS_OFF = 0,	/* spin_lock_irq() entered with IRQs off */
-	LOCKDEP_HARDIRQ_INVERSION = 1,	/* lock used in hardirq and with IRQs on */
-	LOCKDEP_SOFTIRQ_INVERSION = 2,	/* lock used in softirq and with BHs on */
-	LOCKDEP_UNBALANCED_RESTORE = 3,	/* local_irq_restore() without save, or a save never restored */
-	LOCKDEP_RECURSION = 4,		/* a CPU took a lock it already holds */
-	LOCKDEP_BH_ENABLE_IRQS_OFF = 5,	/* local_bh_enable() with IRQs off */
-	LOCKDEP_NR_BUGS = 6,
-};
+/* The checker's report kinds (lockdep.h), one count each in bugs[]:
+ * enumerator, and its name in results.
+ *   LOCK_IRQ_IRQS_OFF    spin_lock_irq() entered with IRQs off
+ *   HARDIRQ_INVERSION    lock used in hardirq and with IRQs on
+ *   SOFTIRQ_INVERSION    lock used in softirq and with BHs on
+ *   UNBALANCED_RESTORE   local_irq_restore() without save, or a save never restored
+ *   RECURSION            a CPU took a lock it already holds
+ *   BH_ENABLE_IRQS_OFF   local_bh_enable() with IRQs off */
+#define LOCKDEP_BUG_TABLE(X)						\
+	X(LOCKDEP_LOCK_IRQ_IRQS_OFF,	"lock_irq_with_irqs_off")	\
+	X(LOCKDEP_HARDIRQ_INVERSION,	"hardirq_inversion")		\
+	X(LOCKDEP_SOFTIRQ_INVERSION,	"softirq_inversion")		\
+	X(LOCKDEP_UNBALANCED_RESTORE,	"unbalanced_irq_restore")	\
+	X(LOCKDEP_RECURSION,		"recursion")			\
+	X(LOCKDEP_BH_ENABLE_IRQS_OFF,	"bh_enable_with_irqs_off")
+
+SMP_ENUM(lockdep_bug, LOCKDEP_BUG_TABLE, LOCKDEP_NR_BUGS);
 
 struct irq_cpustat {
 	/* line 0: this CPU's own state */

@@ -1,4 +1,5 @@
 from libc.stdint cimport int32_t, uint32_t, uint64_t
+from smpnet.kernel.spinlock_types cimport spinlock_t
 
 cdef extern from "percpu.h" nogil:
     const uint64_t SMPNET_MAGIC
@@ -7,13 +8,13 @@ cdef extern from "percpu.h" nogil:
     enum: SMPNET_REGION_NAME
     enum: REGION_NR_BUILTIN
     enum: LOCKDEP_NR_BUGS
+    const char *const lockdep_bug_names[]
     enum: SMP_F_OVERSUBSCRIBED
     enum: REGION_CPU
     enum: REGION_SOFTNET
     enum: REGION_LSTATS
     enum: REGION_IRQ
     enum: REGION_QNODES
-    enum: MAX_NODES
     enum: CPU_OFFLINE
     enum: CPU_ONLINE
     enum: CPU_RUNNING
@@ -52,6 +53,11 @@ cdef extern from "percpu.h" nogil:
         uint32_t processed
         uint32_t time_squeeze
         uint32_t dropped
+        uint32_t poll_list
+        spinlock_t defer_lock
+        uint32_t defer_count
+        uint32_t defer_ipi_scheduled
+        uint32_t defer_list
 
     struct pcpu_lstats:
         uint64_t packets
@@ -72,16 +78,3 @@ cdef extern from "percpu.h" nogil:
 
     void *per_cpu_ptr(const smp_header *hdr, int region, int cpu)
 
-
-cdef extern from "layout.h" nogil:
-    struct smp_field:
-        const char *name
-        size_t offset
-        size_t size
-
-    struct smp_struct:
-        const char *name
-        size_t size
-        const smp_field *fields
-
-    const smp_struct smp_structs[]

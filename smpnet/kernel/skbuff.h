@@ -32,12 +32,14 @@
 #define FLUSH_HIST_BUCKETS	8	/* flush sizes 1, 2-3, 4-7, ..., >= 128 */
 #define DEFER_SAMPLE_MASK	7	/* time 1 skb_attempt_defer_free in 8 */
 
-enum defer_strategy {
-	DEFER_IRQSAVE = 0,
-	DEFER_IRQ = 1,
-	DEFER_BH = 2,
-	DEFER_LLIST = 3,
-};
+/* The strategies above: enumerator, and its name as Python offers it. */
+#define DEFER_STRATEGY_TABLE(X)		\
+	X(DEFER_IRQSAVE,	"irqsave")	\
+	X(DEFER_IRQ,		"irq")		\
+	X(DEFER_BH,		"bh")		\
+	X(DEFER_LLIST,		"llist")
+
+SMP_ENUM(defer_strategy, DEFER_STRATEGY_TABLE, DEFER_NR_STRATEGIES);
 
 struct sk_buff {			/* one cache line */
 	uint32_t next;			/* handle of the next skb on a list, 0 at the end */
@@ -100,7 +102,7 @@ struct net_ctx {
 	uint32_t defer_calls;		/* for sampling */
 	struct skb_stats *stats;	/* this CPU's */
 	struct napi_alloc_cache *cache;	/* this CPU's */
-	/* the defer experiment's device: see dev.h */
+	/* the defer experiment's device: see fake_nic.h */
 	struct skb_ring *rings;
 	uint32_t ring_stride;
 	int n_rx;
@@ -329,6 +331,8 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 	/* paired with the WRITE_ONCE() in skb_attempt_defer_free() */
 	if (!READ_ONCE(sd->defer_list))
 		return;
+	/* net_ctx_setup() takes no other strategy; checked here, out of the timing */
+	BUG_UNLESS((unsigned int)n->strategy < DEFER_NR_STRATEGIES);
 	t0 = tsc_start();
 	switch (n->strategy) {
 	case DEFER_LLIST:
@@ -351,7 +355,7 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 		sd->defer_count = 0;
 		spin_unlock_irq(c, &sd->defer_lock);
 		break;
-	default:
+	default:	/* DEFER_BH, the one left: checked above */
 		if (spin_lock(c, &sd->defer_lock))
 			return;
 		h = sd->defer_list;

@@ -1,21 +1,22 @@
 from libc.stdint cimport uint32_t, uint64_t
+from smpnet.kernel.percpu cimport softnet_data
 from smpnet.kernel.smp cimport cpu_ctx
-from smpnet.kernel.spinlock cimport spinlock_t
+from smpnet.kernel.spinlock_types cimport spinlock_t
 
-cdef extern from "dev.h" nogil:
+cdef extern from "skbuff.h" nogil:
     enum: DEFER_IRQSAVE
     enum: DEFER_IRQ
     enum: DEFER_BH
     enum: DEFER_LLIST
+    enum: DEFER_NR_STRATEGIES
+    const char *const defer_strategy_names[]
     enum: SKB_FREE
     enum: SKB_LIVE
     enum: SKB_DEFERRED
     enum: FLUSH_SAMPLES
     enum: NAPI_SKB_CACHE_SIZE
     enum: FLUSH_HIST_BUCKETS
-    enum: SKB_RING_SIZE
     enum: DEFER_SAMPLE_MASK
-    enum: NETDEV_BUDGET_USECS
 
     struct sk_buff:
         uint32_t next
@@ -41,14 +42,9 @@ cdef extern from "dev.h" nogil:
         uint64_t defer_cycles
         uint64_t defer_samples
 
-    struct skb_ring:
-        uint32_t head
-        uint32_t tail
-
-    struct defer_ctl:
-        uint32_t rx_done
-        uint32_t consumers_done
-
+    # the experiments' parts are pointers to their headers' structs
+    # (fake_nic.h's rings, dev.h's device, its lo_stats): void * here, so
+    # that this .pxd, like skbuff.h, needs none of them
     struct net_ctx:
         sk_buff *skbs
         uint32_t nr_skbs
@@ -60,7 +56,7 @@ cdef extern from "dev.h" nogil:
         uint32_t defer_calls
         skb_stats *stats
         napi_alloc_cache *cache
-        skb_ring *rings
+        void *rings
         uint32_t ring_stride
         int n_rx
         int n_consumers
@@ -76,13 +72,6 @@ cdef extern from "dev.h" nogil:
         uint32_t thread_size
         uint32_t stack_used
 
-    struct softnet_data:
-        uint32_t poll_list
-        spinlock_t defer_lock
-        uint32_t defer_count
-        uint32_t defer_ipi_scheduled
-        uint32_t defer_list
-
     sk_buff *skb_of(net_ctx *n, uint32_t handle)
     uint32_t skb_handle(net_ctx *n, sk_buff *skb)
     softnet_data *softnet(cpu_ctx *c, int cpu)
@@ -90,8 +79,3 @@ cdef extern from "dev.h" nogil:
     void kfree_skb_local(cpu_ctx *c, net_ctx *n, sk_buff *skb)
     void skb_attempt_defer_free(cpu_ctx *c, net_ctx *n, sk_buff *skb)
     void skb_defer_free_flush(cpu_ctx *c, net_ctx *n)
-    skb_ring *ring_of(net_ctx *n, int rx, int consumer)
-    int ring_pop(skb_ring *r, uint64_t *v)
-    void napi_schedule(cpu_ctx *c)
-    void net_rx_action(cpu_ctx *c)
-    void net_dev_init()

@@ -1,17 +1,15 @@
 from libc.stdint cimport uint64_t
 from smpnet.kernel.percpu cimport smp_header, cpu_state, irq_cpustat
+from smpnet.kernel.spinlock_types cimport spinlock_t
 
 cdef extern from "smp.h" nogil:
-    struct spinlock:
-        pass
-
     struct cpu_ctx:
         smp_header *hdr
         int cpu
         int check
         int popf
         irq_cpustat *irq
-        spinlock *irq_test_lock
+        spinlock_t *irq_test_lock
         uint64_t spin_deadline
         void *net
 

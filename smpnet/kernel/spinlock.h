@@ -20,7 +20,9 @@
 #define SMPNET_SPINLOCK_H
 
 #include <errno.h>
+#include "irqflags.h"
 #include "lockdep.h"
+#include "spinlock_types.h"
 
 /* One wait step; -1 when the run is being stopped (or the caller's
  * deadline passed: Python-driven CPUs set one, they have no stop flag
@@ -269,7 +271,9 @@ static inline int arch_spin_lock(struct cpu_ctx *c, spinlock_t *l)
 		if (likely(!READ_ONCE(l->val) && !__atomic_exchange_n(&l->val, 1, __ATOMIC_ACQUIRE)))
 			return 0;
 		return ttas_lock_slowpath(c, l);
-	default:
+	default:	/* the last, tested on its path only, so the others' stay as short:
+			 * spin_lock_init() takes no other algorithm */
+		BUG_UNLESS(l->algo == SPIN_PTHREAD);
 		return pthread_lock(c, l);
 	}
 }
@@ -287,7 +291,8 @@ static inline void arch_spin_unlock(spinlock_t *l)
 	case SPIN_TTAS:
 		__atomic_store_n(&l->val, 0, __ATOMIC_RELEASE);
 		break;
-	default:
+	default:	/* the last: a test on its path only, so the others' stay as short */
+		BUG_UNLESS(l->algo == SPIN_PTHREAD);
 		pthread_mutex_unlock(&l->mutex);
 	}
 }
@@ -370,16 +375,18 @@ static inline void spin_unlock_irqrestore(struct cpu_ctx *c, spinlock_t *l, unsi
 /* ---------------------------------------------------------------- variants by number */
 
 /* For loops that pick the variant at run time (contended runs, torture):
- * the time_bench tests inline each variant into its own loop instead. */
-enum spin_variant {
-	VARIANT_PLAIN = 0,
-	VARIANT_BH = 1,
-	VARIANT_IRQ = 2,
-	VARIANT_IRQSAVE = 3,
-	VARIANT_IRQSAVE_BEFORE_LOCK = 4,	/* local_irq_save; spin_lock */
-	VARIANT_IRQ_DISABLE_BEFORE_LOCK = 5,	/* local_irq_disable; spin_lock */
-	SPIN_NR_VARIANTS = 6,
-};
+ * the time_bench tests inline each variant into its own loop instead.
+ * Enumerator, and its name as Python offers it; the two *_BEFORE_LOCK
+ * variants are local_irq_save() or local_irq_disable(), then spin_lock(). */
+#define SPIN_VARIANT_TABLE(X)						\
+	X(VARIANT_PLAIN,			"plain")		\
+	X(VARIANT_BH,				"bh")			\
+	X(VARIANT_IRQ,				"irq")			\
+	X(VARIANT_IRQSAVE,			"irqsave")		\
+	X(VARIANT_IRQSAVE_BEFORE_LOCK,		"irqsave_before_lock")	\
+	X(VARIANT_IRQ_DISABLE_BEFORE_LOCK,	"irq_disable_before_lock")
+
+SMP_ENUM(spin_variant, SPIN_VARIANT_TABLE, SPIN_NR_VARIANTS);
 
 static inline int spin_lock_variant(struct cpu_ctx *c, spinlock_t *l, int variant,
 				    unsigned long *flags)
@@ -397,8 +404,10 @@ static inline int spin_lock_variant(struct cpu_ctx *c, spinlock_t *l, int varian
 	case VARIANT_IRQ_DISABLE_BEFORE_LOCK:
 		local_irq_disable(c);
 		return spin_lock(c, l);
-	default:
+	case VARIANT_PLAIN:
 		return spin_lock(c, l);
+	default:	/* every caller checks the variant against SPIN_NR_VARIANTS */
+		BUG();
 	}
 }
 
@@ -423,17 +432,23 @@ static inline void spin_unlock_variant(struct cpu_ctx *c, spinlock_t *l, int var
 		spin_unlock(c, l);
 		local_irq_enable(c);
 		break;
-	default:
+	case VARIANT_PLAIN:
 		spin_unlock(c, l);
+		break;
+	default:
+		BUG();
 	}
 }
 
-/* Initialise a lock in shared memory for `algo`; 0 or an errno. */
+/* Initialise a lock in shared memory for `algo`; 0 or an errno (EINVAL:
+ * no such algorithm, so that arch_spin_lock() never meets one). */
 static inline int spin_lock_init(spinlock_t *l, int algo, uint32_t id)
 {
 	pthread_mutexattr_t attr;
 	int rc = 0;
 
+	if (algo < 0 || algo >= SPIN_NR_ALGOS)
+		return EINVAL;
 	l->val = 0;
 	l->owner = 0;
 	l->usage = 0;

@@ -1,25 +1,16 @@
 from libc.stdint cimport uint32_t, uint64_t
 from smpnet.kernel.smp cimport cpu_ctx
+from smpnet.kernel.spinlock_types cimport spinlock_t
 
 cdef extern from "spinlock.h" nogil:
-    enum: SPIN_TAS
-    enum: SPIN_TTAS
-    enum: SPIN_TICKET
-    enum: SPIN_QSPINLOCK
-    enum: SPIN_PTHREAD
     enum: VARIANT_PLAIN
     enum: VARIANT_BH
     enum: VARIANT_IRQ
     enum: VARIANT_IRQSAVE
     enum: VARIANT_IRQSAVE_BEFORE_LOCK
     enum: VARIANT_IRQ_DISABLE_BEFORE_LOCK
-
-    ctypedef struct spinlock_t:
-        uint32_t val
-        uint32_t algo
-        uint32_t owner
-        uint32_t usage
-        uint32_t id
+    enum: SPIN_NR_VARIANTS
+    const char *const spin_variant_names[]
 
     int spin_lock(cpu_ctx *c, spinlock_t *l)
     void spin_unlock(cpu_ctx *c, spinlock_t *l)
@@ -32,4 +23,3 @@ cdef extern from "spinlock.h" nogil:
     int spin_lock_variant(cpu_ctx *c, spinlock_t *l, int variant, unsigned long *flags)
     void spin_unlock_variant(cpu_ctx *c, spinlock_t *l, int variant, unsigned long flags)
     int spin_lock_init(spinlock_t *l, int algo, uint32_t id)
-    void lockdep_end(cpu_ctx *c)

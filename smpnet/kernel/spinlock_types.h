@@ -16,14 +16,15 @@
 #include <pthread.h>
 #include "compiler.h"
 
-enum spin_algo {
-	SPIN_TAS = 0,
-	SPIN_TTAS = 1,
-	SPIN_TICKET = 2,
-	SPIN_QSPINLOCK = 3,
-	SPIN_PTHREAD = 4,
-	SPIN_NR_ALGOS = 5,
-};
+/* The algorithms: enumerator, and its name as Python offers it. */
+#define SPIN_ALGO_TABLE(X)			\
+	X(SPIN_TAS,		"tas")		\
+	X(SPIN_TTAS,		"ttas")		\
+	X(SPIN_TICKET,		"ticket")	\
+	X(SPIN_QSPINLOCK,	"qspinlock")	\
+	X(SPIN_PTHREAD,		"pthread")
+
+SMP_ENUM(spin_algo, SPIN_ALGO_TABLE, SPIN_NR_ALGOS);
 
 typedef struct spinlock {
 	union {

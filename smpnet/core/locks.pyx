@@ -1,0 +1,107 @@
+# locks.pyx - locks in the segment, and the contended-lock loop: lock_init()
+# readies a lock_slot for an algorithm, lock_hammer() takes it over and over
+# on one CPU (the timed loop of contended runs and the mutual-exclusion tests).
+
+cdef inline lock_slot *slot_ptr(smp_header *hdr, int region, int index) noexcept nogil:
+    return <lock_slot *>per_cpu_ptr(hdr, region, index)
+
+
+cdef lock_slot *checked_slot(smp_header *hdr, int region, int index) except NULL:
+    """Lock `index` of region `region`, after checking that it is one."""
+    if region < 0 or <uint32_t>region >= hdr.nr_regions:
+        raise ValueError(f"no region {region} in this segment")
+    if hdr.regions[region].stride < sizeof(lock_slot):
+        raise ValueError(f"region {region} does not hold locks")
+    if index < 0 or <uint32_t>index >= hdr.regions[region].count:
+        raise IndexError(f"no lock {index} in region {region}")
+    return slot_ptr(hdr, region, index)
+
+
+# name -> enum value, from the headers' tables (SPIN_ALGO_TABLE, SPIN_VARIANT_TABLE)
+LOCK_ALGOS = c_enum(spin_algo_names, SPIN_NR_ALGOS)
+LOCK_VARIANTS = c_enum(spin_variant_names, SPIN_NR_VARIANTS)
+
+
+cdef int lock_init_checked(spinlock_t *l, int algo, uint32_t lock_id) except -1:
+    """spin_lock_init() for an algorithm Python named: every lock Python
+    initialises comes through here, so arch_spin_lock() never meets an
+    algorithm it has no case for."""
+    check_enum(algo, SPIN_NR_ALGOS, "lock algorithm")
+    rc = spin_lock_init(l, algo, lock_id)
+    if rc != 0:
+        raise OSError(rc, "pthread_mutex_init failed")
+    return 0
+
+
+def lock_init(unsigned char[::1] seg, int region, int index, int algo, uint32_t lock_id):
+    """Initialise lock `index` of a lock_slot region for an algorithm."""
+    cdef lock_slot *s = checked_slot(segment_header(seg), region, index)
+    lock_init_checked(&s.lock, algo, lock_id)
+    s.counter = 0
+
+
+def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int variant,
+                uint64_t max_acquisitions, double duration_s, uint64_t hold_cycles,
+                bint check=False, bint popf=False, int irq_lock=-1):
+    """Take and release one lock over and over, incrementing its counter
+    inside the critical section (held `hold_cycles` TSC cycles), until
+    max_acquisitions (0: no limit) or duration_s (0: no limit) or stop.
+    IRQs that arrive meanwhile run the test handler, which takes lock
+    `irq_lock` of the same region if that is not -1.
+
+    The deadline bounds the run whatever the hold time: a hold ends at it,
+    and with a hold, or on an oversubscribed machine (where one acquisition
+    can wait for a whole round of the scheduler), it is checked after every
+    acquisition; otherwise every 16th, to keep the TSC read out of the
+    measured loop. A waiter never gives up at the deadline (a ticket or an
+    MCS node cannot be given back): the lock is left free.
+
+    Returns (acquisitions, tsc_cycles, spins, aborted by a stop).
+    """
+    cdef smp_header *hdr = segment_header(seg)
+    cdef cpu_ctx c
+    check_cpu(hdr, cpu)
+    cdef lock_slot *s = checked_slot(hdr, region, index)
+    cdef unsigned long flags = 0
+    cdef uint64_t n = 0, t0, t1, deadline, spins0, hold_end, now = 0
+    cdef bint aborted = False
+    # how often the deadline is read: see above
+    cdef uint64_t every = 0 if hold_cycles or hdr.flags & percpu.SMP_F_OVERSUBSCRIBED else 15
+    if max_acquisitions == 0 and duration_s <= 0:
+        raise ValueError("give max_acquisitions or duration_s")
+    check_enum(variant, SPIN_NR_VARIANTS, "lock variant")
+    if not 0 <= duration_s <= 1e6:
+        raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
+    cpu_ctx_init(&c, hdr, cpu, check, popf)
+    if irq_lock >= 0:
+        c.irq_test_lock = &checked_slot(hdr, region, irq_lock).lock
+    with nogil:
+        spins0 = c.irq.spins
+        t0 = tsc_start()
+        deadline = t0 + <uint64_t>(duration_s * hdr.tsc_hz) if duration_s > 0 else <uint64_t>-1
+        while True:
+            if spin_lock_variant(&c, &s.lock, variant, &flags) != 0:
+                aborted = True
+                break
+            s.counter = s.counter + 1
+            if hold_cycles:
+                hold_end = tsc_read_unordered() + hold_cycles
+                if hold_end > deadline:
+                    hold_end = deadline
+                now = tsc_read_unordered()
+                while now < hold_end and not smp_should_stop(hdr):
+                    cpu_relax()
+                    now = tsc_read_unordered()
+            spin_unlock_variant(&c, &s.lock, variant, flags)
+            n += 1
+            if n == max_acquisitions:
+                break
+            if (n & every) == 0:
+                if tsc_read_unordered() >= deadline:
+                    break
+                if smp_should_stop(hdr):
+                    aborted = True
+                    break
+        t1 = tsc_stop()
+        lockdep_end(&c)
+    return n, t1 - t0, c.irq.spins - spins0, bool(aborted)

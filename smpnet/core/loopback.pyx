@@ -1,0 +1,95 @@
+# loopback.pyx - the loopback experiment's loop (seed 002): a tbench-like
+# client and server on one CPU, every packet through loopback_xmit().
+
+# name -> enum value, from loopback.h's LO_MODE_TABLE
+LOOPBACK_MODES = c_enum(loopback.lo_mode_names, loopback.LO_NR_MODES)
+PACKET_TYPES = {"request": loopback.PKT_REQUEST, "reply": loopback.PKT_REPLY, "ack": loopback.PKT_ACK}
+NETDEV_MAX_BACKLOG = dev.NETDEV_MAX_BACKLOG
+
+loopback.loopback_init()   # the protocol's receive, in ptype_base
+
+
+cdef int loopback_setup(net_ctx *n, cpu_ctx *c, int dev_region, int lo_region, int mode,
+                        bint ack_in_rx, bint ack_storm, uint32_t thread_size) except -1:
+    """Add the loopback device and protocol to a net_ctx."""
+    cdef smp_header *hdr = c.hdr
+    check_region(hdr, dev_region, sizeof(dev.net_device), 1)
+    check_region(hdr, lo_region, sizeof(dev.lo_stats), hdr.nr_cpus)
+    check_enum(mode, loopback.LO_NR_MODES, "loopback mode")
+    if not dev.STACK_BASE < thread_size <= 65536:
+        # the emulated recursion is real C recursion: keep it far from the real stack's end
+        raise ValueError(f"thread_size must be {dev.STACK_BASE + 1} to 65536 bytes, got {thread_size}")
+    n.dev = per_cpu_ptr(hdr, dev_region, 0)
+    n.lo = per_cpu_ptr(hdr, lo_region, c.cpu)
+    n.lo_mode = mode
+    n.ack_in_rx = ack_in_rx
+    n.ack_storm = ack_storm
+    n.thread_size = thread_size
+    n.stack_used = dev.STACK_BASE
+    return 0
+
+
+def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int lo_region,
+                 int mode, bint ack_in_rx, bint ack_storm, uint32_t size, uint64_t packets,
+                 double duration_s, uint32_t thread_size, bint check=False):
+    """One CPU's tbench-like client and server over loopback until it has
+    sent `packets` packets (0: no limit) or duration_s passed, or its
+    emulated stack overflowed. Each send goes through dev_queue_xmit's BH
+    section, whose local_bh_enable() runs the NET_RX softirq. Returns its
+    TSC cycles."""
+    cdef smp_header *hdr = segment_header(seg)
+    cdef cpu_ctx c
+    cdef net_ctx n
+    cdef dev.lo_stats *lo
+    cdef uint64_t t0, t1, deadline
+    cdef int rounds
+    check_cpu(hdr, cpu)
+    if packets == 0 and duration_s <= 0:
+        raise ValueError("give packets or duration_s")
+    if not 0 <= duration_s <= 1e6:
+        raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
+    if size < 1 or size > 65535:
+        raise ValueError(f"size must be 1 to 65535 bytes, got {size}")
+    cpu_ctx_init(&c, hdr, cpu, check, False)
+    net_ctx_setup(&n, &c, regions, skbuff.DEFER_IRQ, 64)
+    loopback_setup(&n, &c, dev_region, lo_region, mode, ack_in_rx, ack_storm, thread_size)
+    lo = <dev.lo_stats *>n.lo
+    c.net = &n
+    with nogil:
+        t0 = tsc_start()
+        deadline = t0 + <uint64_t>(duration_s * hdr.tsc_hz) if duration_s > 0 else <uint64_t>-1
+        while not smp_should_stop(hdr) and not lo.overflow:
+            if packets and lo.xmits >= packets:
+                break
+            if tsc_read_unordered() >= deadline:
+                break
+            if n.stats.alloc_failed:        # the pool is dry: nothing more can be sent
+                break
+            xmit_bh(&c, &n, loopback.PKT_REQUEST, size)          # the client
+            while lo.server_pending and not lo.overflow:  # the server application
+                lo.server_pending -= 1
+                xmit_bh(&c, &n, loopback.PKT_REPLY, size)
+            while lo.client_pending:                      # the client reads replies
+                lo.client_pending -= 1
+                lo.transactions += 1
+        # what is still queued runs a few more softirq rounds, then the
+        # device goes down (an ACK storm never drains by itself)
+        rounds = 0
+        while c.irq.softirq_pending and rounds < 10 and not lo.overflow and not ack_storm:
+            local_bh_disable(&c)
+            local_bh_enable(&c)
+            rounds += 1
+        loopback.loopback_purge(&c, &n)
+        t1 = tsc_stop()
+        lockdep_end(&c)
+    return t1 - t0
+
+
+cdef inline int xmit_bh(cpu_ctx *c, net_ctx *n, int type, uint32_t size) noexcept nogil:
+    # dev_queue_xmit(): BHs off around the transmit; turning them back on
+    # runs the NET_RX softirq that netif_rx() raised
+    cdef int rc
+    local_bh_disable(c)
+    rc = loopback.loopback_send(c, n, type, size)
+    local_bh_enable(c)
+    return rc

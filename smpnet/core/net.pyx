@@ -1,0 +1,208 @@
+# net.pyx - the network model on a CPU (net_ctx), and the defer experiment's
+# two loops: an RX CPU whose fake NIC receives skbs into rings, and a
+# consumer CPU that frees them with skb_attempt_defer_free() (seed 003).
+
+dev.net_dev_init()         # the NET_RX softirq, the defer kick's IPI, the backlog's poll
+fake_nic.fake_nic_init()   # the fake NIC's NAPI poll
+
+# name -> enum value, from skbuff.h's DEFER_STRATEGY_TABLE
+DEFER_STRATEGIES = c_enum(skbuff.defer_strategy_names, skbuff.DEFER_NR_STRATEGIES)
+
+
+cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
+                       uint32_t defer_max) except -1:
+    """Fill a net_ctx for CPU c from the (skb, pool, cache, stats) regions."""
+    cdef smp_header *hdr = c.hdr
+    skb_r, pool_r, cache_r, stats_r = regions
+    check_array(hdr, skb_r, sizeof(sk_buff), 1)
+    check_region(hdr, pool_r, sizeof(skbuff.skb_pool), 1)
+    check_region(hdr, cache_r, sizeof(skbuff.napi_alloc_cache), hdr.nr_cpus)
+    check_region(hdr, stats_r, sizeof(skbuff.skb_stats), hdr.nr_cpus)
+    check_enum(strategy, skbuff.DEFER_NR_STRATEGIES, "defer strategy")
+    if defer_max < 1:
+        raise ValueError("defer_max must be at least 1")
+    memset(n, 0, sizeof(net_ctx))
+    n.skbs = <sk_buff *>per_cpu_ptr(hdr, skb_r, 0)
+    n.nr_skbs = hdr.regions[skb_r].count
+    n.pool = <skbuff.skb_pool *>per_cpu_ptr(hdr, pool_r, 0)
+    n.cache_region = cache_r
+    n.stats_region = stats_r
+    n.cache = <skbuff.napi_alloc_cache *>per_cpu_ptr(hdr, cache_r, c.cpu)
+    n.stats = <skbuff.skb_stats *>per_cpu_ptr(hdr, stats_r, c.cpu)
+    n.strategy = strategy
+    n.defer_max = defer_max
+    n.budget_tsc = <uint64_t>(dev.NETDEV_BUDGET_USECS * 1e-6 * hdr.tsc_hz)
+    return 0
+
+
+def net_init(unsigned char[::1] seg, regions, int lock_algo):
+    """Put every skb in the shared pool, empty the caches, zero the stats,
+    and reset each CPU's defer list and defer_lock (for `lock_algo`)."""
+    cdef smp_header *hdr = segment_header(seg)
+    cdef cpu_ctx c
+    cdef net_ctx n
+    cdef uint32_t i
+    cdef int cpu
+    cdef softnet_data *sd
+    check_enum(lock_algo, SPIN_NR_ALGOS, "lock algorithm")
+    cpu_ctx_init(&c, hdr, 0, 0, 0)
+    net_ctx_setup(&n, &c, regions, 0, 1)
+    skb_r, pool_r, cache_r, stats_r = regions
+    for i in range(n.nr_skbs):
+        n.skbs[i].next = i + 2 if i + 1 < n.nr_skbs else 0
+        n.skbs[i].state = skbuff.SKB_FREE
+    lock_init_checked(&n.pool.lock, lock_algo, 0xfffffffe)
+    n.pool.head = 1 if n.nr_skbs else 0
+    n.pool.count = n.nr_skbs
+    n.pool.total = n.nr_skbs
+    for cpu in range(hdr.nr_cpus):
+        memset(per_cpu_ptr(hdr, cache_r, cpu), 0, hdr.regions[cache_r].stride)
+        memset(per_cpu_ptr(hdr, stats_r, cpu), 0, hdr.regions[stats_r].stride)
+        sd = skbuff.softnet(&c, cpu)
+        memset(sd, 0, 16)   # processed, time_squeeze, dropped, poll_list
+        sd.defer_list = 0
+        sd.defer_count = 0
+        sd.defer_ipi_scheduled = 0
+        sd.poll_list = 0
+        lock_init_checked(&sd.defer_lock, lock_algo, 0x80000000u + cpu)
+
+
+cdef fake_nic.defer_ctl *defer_setup(cpu_ctx *c, net_ctx *n, smp_header *hdr, int cpu, regions,
+                                     int strategy, uint32_t defer_max, int ring_region,
+                                     int n_rx, int n_consumers, int ctl_region,
+                                     bint check, bint popf) except NULL:
+    """What both sides of a defer run need: the CPU, its network model with
+    the fake NIC's rings, and the run's control words."""
+    cpu_ctx_init(c, hdr, cpu, check, popf)
+    net_ctx_setup(n, c, regions, strategy, defer_max)
+    setup_rings(n, hdr, ring_region, n_rx, n_consumers)
+    check_region(hdr, ctl_region, sizeof(fake_nic.defer_ctl), 1)
+    c.net = n
+    return <fake_nic.defer_ctl *>per_cpu_ptr(hdr, ctl_region, 0)
+
+
+def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
+                 uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
+                 uint64_t skbs, double duration_s, bint check=False, bint popf=False):
+    """An RX CPU of the defer experiment: NAPI polls receive skbs (allocate
+    them here) into the consumers' rings until `skbs` were received or
+    duration_s passed; net_rx_action flushes what consumers defer back; ends
+    with a last flush once every consumer is done. Returns its TSC cycles."""
+    cdef smp_header *hdr = segment_header(seg)
+    cdef cpu_ctx c
+    cdef net_ctx n
+    cdef fake_nic.defer_ctl *ctl
+    cdef uint64_t t0, t1
+    cdef bint sending_done = False
+    check_cpu(hdr, cpu)
+    if cpu >= n_rx:
+        raise ValueError(f"CPU {cpu} is not an RX CPU")
+    if not 0 <= duration_s <= 1e6:
+        raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
+    ctl = defer_setup(&c, &n, hdr, cpu, regions, strategy, defer_max, ring_region,
+                      n_rx, n_consumers, ctl_region, check, popf)
+    n.to_send = skbs if skbs else <uint64_t>-1
+    with nogil:
+        t0 = tsc_start()
+        n.send_deadline = t0 + <uint64_t>(duration_s * hdr.tsc_hz) if duration_s > 0 else <uint64_t>-1
+        while not smp_should_stop(hdr):
+            if n.to_send and tsc_read_unordered() >= n.send_deadline:
+                n.to_send = 0
+            if n.to_send:
+                fake_nic.fake_nic_irq(&c)   # the device's IRQ
+            elif not sending_done:
+                sending_done = True
+                atomic_inc(&ctl.rx_done)
+            if c.irq.softirq_pending:
+                do_softirq(&c)              # irq_exit: net_rx_action
+            irq_poll(&c)                    # defer kicks
+            if sending_done:
+                if atomic_read(&ctl.consumers_done) == <uint32_t>n_consumers:
+                    local_bh_disable(&c)    # the flush runs where net_rx_action would
+                    skbuff.skb_defer_free_flush(&c, &n)  # the last deferred skbs come home
+                    local_bh_enable(&c)
+                    break
+                smp_spin_wait(hdr)
+        t1 = tsc_stop()
+        lockdep_end(&c)
+    return t1 - t0
+
+
+def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
+                       uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
+                       uint32_t batch, bint check=False, bint popf=False):
+    """A consumer CPU (the socket owner): take skbs off its rings, `batch` at
+    a time from each, read them, and free them with skb_attempt_defer_free()
+    (1 call in 8 timed); ends when every RX CPU is done and its rings are
+    empty. Returns its TSC cycles."""
+    cdef smp_header *hdr = segment_header(seg)
+    cdef cpu_ctx c
+    cdef net_ctx n
+    cdef fake_nic.defer_ctl *ctl
+    cdef fake_nic.skb_ring *r
+    cdef sk_buff *skb
+    cdef uint64_t t0, t1, v, ts, got, sink = 0
+    cdef uint32_t k
+    cdef int rx, me = cpu - n_rx
+    check_cpu(hdr, cpu)
+    if me < 0 or me >= n_consumers:
+        raise ValueError(f"CPU {cpu} is not a consumer")
+    if batch < 1:
+        raise ValueError("batch must be at least 1")
+    ctl = defer_setup(&c, &n, hdr, cpu, regions, strategy, defer_max, ring_region,
+                      n_rx, n_consumers, ctl_region, check, popf)
+    with nogil:
+        t0 = tsc_start()
+        while not smp_should_stop(hdr):
+            got = 0
+            for rx in range(n_rx):
+                r = fake_nic.ring_of(&n, rx, me)
+                k = 0
+                while k < batch and fake_nic.ring_pop(r, &v):
+                    k += 1
+                    skb = skbuff.skb_of(&n, <uint32_t>v)
+                    if skb.gen != <uint32_t>(v >> 32) or skb.state != skbuff.SKB_LIVE:
+                        n.stats.stale += 1
+                        continue
+                    sink += skb.hash            # the receiver reads the packet
+                    n.stats.received += 1
+                    if (n.defer_calls & skbuff.DEFER_SAMPLE_MASK) == 0:
+                        ts = tsc_start()
+                        skbuff.skb_attempt_defer_free(&c, &n, skb)
+                        n.stats.defer_cycles += tsc_stop() - ts
+                        n.stats.defer_samples += 1
+                    else:
+                        skbuff.skb_attempt_defer_free(&c, &n, skb)
+                    n.defer_calls += 1
+                got += k
+            irq_poll(&c)
+            if got == 0:
+                if atomic_read(&ctl.rx_done) == <uint32_t>n_rx and rings_empty(&n, me):
+                    break
+                smp_spin_wait(hdr)
+        t1 = tsc_stop()
+        atomic_inc(&ctl.consumers_done)
+        lockdep_end(&c)
+    return t1 - t0, sink
+
+
+cdef int setup_rings(net_ctx *n, smp_header *hdr, int ring_region, int n_rx,
+                     int n_consumers) except -1:
+    if n_rx < 1 or n_consumers < 1 or n_rx + n_consumers != <int>hdr.nr_cpus:
+        raise ValueError("every CPU must be an RX CPU or a consumer")
+    check_region(hdr, ring_region, sizeof(fake_nic.skb_ring), <uint32_t>(n_rx * n_consumers))
+    n.rings = <fake_nic.skb_ring *>per_cpu_ptr(hdr, ring_region, 0)
+    n.ring_stride = hdr.regions[ring_region].stride
+    n.n_rx = n_rx
+    n.n_consumers = n_consumers
+    return 0
+
+
+cdef bint rings_empty(net_ctx *n, int me) noexcept nogil:
+    cdef int rx
+    cdef fake_nic.skb_ring *r
+    for rx in range(n.n_rx):
+        r = fake_nic.ring_of(n, rx, me)
+        if atomic_read(&r.tail) != atomic_read(&r.head):
+            return False
+    return True

@@ -1,0 +1,264 @@
+# time_bench.pyx - the time_bench tests' loops and the round that runs one.
+#
+# A time_bench test is a loop function that runs its op `loops` times
+# between two TSC reads and returns the cycles. The harness
+# (smpnet/time_bench.py) calls one round at a time; each op is inlined in
+# its own loop, as in time_bench_sample.c, so no call or dispatch is inside
+# the timing (the lock algorithm is a switch on lock->algo, as a one-line
+# inline: see reference.h for the baseline without it).
+
+cdef struct tb_ctx:
+    cpu_ctx c
+    spinlock_t *lock
+    uint32_t word
+
+ctypedef uint64_t (*tb_loop_t)(tb_ctx *t, uint64_t loops) noexcept nogil
+
+
+cdef uint64_t tb_for_loop(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the empty loop: the overhead every other test carries
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        barrier()
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_tsc_read(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # what one serialized timestamp costs
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        tsc_start()
+        barrier()
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        if spin_lock(&t.c, t.lock):
+            break
+        spin_unlock(&t.c, t.lock)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_spin_lock_unlock_irqsave(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    cdef unsigned long flags
+    for i in range(loops):
+        if spin_lock_irqsave(&t.c, t.lock, &flags):
+            break
+        spin_unlock_irqrestore(&t.c, t.lock, flags)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_irqsave_before_lock(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    cdef unsigned long flags
+    for i in range(loops):
+        flags = local_irq_save(&t.c)
+        if spin_lock(&t.c, t.lock):
+            break
+        spin_unlock(&t.c, t.lock)
+        local_irq_restore(&t.c, flags)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_spin_lock_unlock_irq(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        if spin_lock_irq(&t.c, t.lock):
+            break
+        spin_unlock_irq(&t.c, t.lock)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_simple_irq_disable_before_lock(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        local_irq_disable(&t.c)
+        if spin_lock(&t.c, t.lock):
+            break
+        spin_unlock(&t.c, t.lock)
+        local_irq_enable(&t.c)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_spin_lock_unlock_bh(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        if spin_lock_bh(&t.c, t.lock):
+            break
+        spin_unlock_bh(&t.c, t.lock)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_local_BH_disable_enable(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        local_bh_disable(&t.c)
+        local_bh_enable(&t.c)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_local_IRQ_disable_enable(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        local_irq_disable(&t.c)
+        local_irq_enable(&t.c)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_local_irq_save_restore(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    cdef unsigned long flags
+    for i in range(loops):
+        flags = local_irq_save(&t.c)
+        local_irq_restore(&t.c, flags)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_preempt_disable_enable(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        preempt_disable(&t.c)
+        preempt_enable(&t.c)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_cmpxchg(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # a successful lock cmpxchg on a line this CPU owns
+    cdef uint64_t i, t0 = tsc_start()
+    cdef uint32_t old
+    for i in range(loops):
+        old = t.word
+        atomic_cmpxchg(&t.word, old, old + 1)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_this_cpu_cmpxchg(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the same without the lock prefix: atomic against this CPU only
+    cdef uint64_t i, t0 = tsc_start()
+    cdef uint32_t old
+    for i in range(loops):
+        old = t.word
+        this_cpu_cmpxchg(&t.word, old, old + 1)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_function_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        tb_empty_function()
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_func_ptr_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
+    cdef uint64_t i, t0 = tsc_start()
+    for i in range(loops):
+        tb_function_ptr()
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_ref_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the hand-written C baseline for spin_lock_unlock (reference.h)
+    return ref_spin_lock_unlock(&t.c.irq.preempt_count, &t.lock.val, loops)
+
+
+# ---------------------------------------------------------------- the table
+#
+# The time_bench tests, one row each: the one list that TB_LOOPS,
+# TIME_BENCH_NAMES/NEEDS/TESTS and TIME_BENCH_SUITE (and so
+# smpnet.time_bench.SUITE) derive from. In time_bench_sample.c's order,
+# smpnet's additions after the kernel's. Columns: the name, the loop, what it
+# runs on, the lock variant it measures (-1: none), and whether it is in the
+# kernel's suite (not: smpnet's instruments, the timestamp and the
+# hand-written C baseline).
+
+cdef enum tb_needs:
+    TB_NEEDS_NOTHING = 0    # a plain C loop
+    TB_NEEDS_CPU = 1        # an emulated CPU's IRQ state: seg, cpu
+    TB_NEEDS_LOCK = 2       # ... and a lock_slot: lock_region, lock_index
+
+cdef enum:
+    TB_MAX_TESTS = 32
+
+cdef tb_loop_t TB_LOOPS[TB_MAX_TESTS]
+cdef list tb_rows = []
+
+
+cdef int tb_test(str name, tb_loop_t loop, tb_needs needs, int variant, bint suite) except -1:
+    if len(tb_rows) == TB_MAX_TESTS:
+        raise RuntimeError("more time_bench tests than TB_MAX_TESTS")
+    TB_LOOPS[len(tb_rows)] = loop
+    tb_rows.append((name, needs, variant, suite))
+    return 0
+
+
+tb_test("for_loop", tb_for_loop, TB_NEEDS_NOTHING, -1, True)
+tb_test("spin_lock_unlock", tb_spin_lock_unlock, TB_NEEDS_LOCK, VARIANT_PLAIN, True)
+tb_test("spin_lock_unlock_irqsave", tb_spin_lock_unlock_irqsave, TB_NEEDS_LOCK,
+        VARIANT_IRQSAVE, True)
+tb_test("irqsave_before_lock", tb_irqsave_before_lock, TB_NEEDS_LOCK,
+        VARIANT_IRQSAVE_BEFORE_LOCK, True)
+tb_test("spin_lock_unlock_irq", tb_spin_lock_unlock_irq, TB_NEEDS_LOCK, VARIANT_IRQ, True)
+tb_test("simple_irq_disable_before_lock", tb_simple_irq_disable_before_lock, TB_NEEDS_LOCK,
+        VARIANT_IRQ_DISABLE_BEFORE_LOCK, True)
+tb_test("local_BH_disable_enable", tb_local_BH_disable_enable, TB_NEEDS_CPU, -1, True)
+tb_test("local_IRQ_disable_enable", tb_local_IRQ_disable_enable, TB_NEEDS_CPU, -1, True)
+tb_test("local_irq_save_restore", tb_local_irq_save_restore, TB_NEEDS_CPU, -1, True)
+tb_test("preempt_disable_enable", tb_preempt_disable_enable, TB_NEEDS_CPU, -1, True)
+tb_test("cmpxchg", tb_cmpxchg, TB_NEEDS_NOTHING, -1, True)
+tb_test("this_cpu_cmpxchg", tb_this_cpu_cmpxchg, TB_NEEDS_NOTHING, -1, True)
+tb_test("function_call_cost", tb_function_call_cost, TB_NEEDS_NOTHING, -1, True)
+tb_test("func_ptr_call_cost", tb_func_ptr_call_cost, TB_NEEDS_NOTHING, -1, True)
+tb_test("spin_lock_unlock_bh", tb_spin_lock_unlock_bh, TB_NEEDS_LOCK, VARIANT_BH, True)
+tb_test("tsc_read", tb_tsc_read, TB_NEEDS_NOTHING, -1, False)
+tb_test("ref_spin_lock_unlock", tb_ref_spin_lock_unlock, TB_NEEDS_LOCK, -1, False)
+
+# (name, needs: 0 nothing, 1 a CPU's IRQ state, 2 a lock too), in table order
+TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _ in tb_rows)
+TIME_BENCH_NAMES = tuple(name for name, _ in TIME_BENCH_TESTS)
+TIME_BENCH_NEEDS = dict(TIME_BENCH_TESTS)
+# the kernel suite, in order: (name, the lock variant it measures or None)
+TIME_BENCH_SUITE = tuple((name, {v: k for k, v in LOCK_VARIANTS.items()}.get(variant))
+                         for name, _, variant, suite in tb_rows if suite)
+
+
+def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_region=-1,
+                     int lock_index=0, bint check=False, bint popf=False):
+    """Run one round of a time_bench test: (cycles, wall_ns) for `loops` ops.
+
+    Tests of the IRQ model need `seg` and `cpu` (whose irq_cpustat they
+    use); lock tests also a lock_slot region and index.
+    """
+    cdef int idx
+    try:
+        idx = TIME_BENCH_NAMES.index(test)
+    except ValueError:
+        raise ValueError(f"unknown time_bench test {test!r}") from None
+    cdef tb_ctx t
+    cdef unsigned char[::1] view
+    cdef smp_header *hdr
+    t.word = 0
+    t.lock = NULL
+    t.c.irq = NULL
+    needs = TIME_BENCH_NEEDS[test]
+    if needs:
+        if seg is None:
+            raise ValueError(f"time_bench test {test!r} needs a machine segment")
+        view = seg
+        hdr = segment_header(view)
+        check_cpu(hdr, cpu)
+        cpu_ctx_init(&t.c, hdr, cpu, check, popf)
+        if needs == TB_NEEDS_LOCK:
+            t.lock = &checked_slot(hdr, lock_region, lock_index).lock
+    cdef tb_loop_t fn = TB_LOOPS[idx]
+    cdef uint64_t cycles, w0, w1
+    cdef bint has_cpu = needs != 0
+    with nogil:
+        w0 = mono_ns()
+        cycles = fn(&t, loops)
+        w1 = mono_ns()
+        if has_cpu:
+            lockdep_end(&t.c)
+    return cycles, w1 - w0

@@ -1,0 +1,21 @@
+from libc.stdint cimport uint32_t, uint64_t
+from smpnet.kernel.smp cimport cpu_ctx
+
+cdef extern from "dev.h" nogil:
+    enum: NETDEV_BUDGET_USECS
+    enum: NETDEV_MAX_BACKLOG
+    enum: STACK_BASE
+
+    struct net_device:
+        uint32_t refcnt
+
+    struct lo_stats:
+        uint64_t xmits
+        uint64_t transactions
+        uint32_t overflow
+        uint32_t server_pending
+        uint32_t client_pending
+
+    void napi_schedule(cpu_ctx *c, uint32_t napi)
+    void net_rx_action(cpu_ctx *c)
+    void net_dev_init()

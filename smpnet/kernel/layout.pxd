@@ -1,0 +1,27 @@
+from libc.stdint cimport uint64_t
+
+cdef extern from "layout.h" nogil:
+    struct smp_field:
+        const char *name
+        size_t offset
+        size_t size
+        const char *type
+        const char *record
+        size_t count
+
+    struct smp_struct:
+        const char *name
+        size_t size
+        const smp_field *fields
+
+    struct smp_builtin_region:
+        const char *name
+        const char *record
+
+    struct smp_const:
+        const char *name
+        uint64_t value
+
+    const smp_struct smp_structs[]
+    const smp_builtin_region smp_builtin_regions[]
+    const smp_const smp_consts[]

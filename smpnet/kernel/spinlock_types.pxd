@@ -1,0 +1,22 @@
+from libc.stdint cimport uint32_t, uint64_t
+
+cdef extern from "spinlock_types.h" nogil:
+    enum: SPIN_TAS
+    enum: SPIN_TTAS
+    enum: SPIN_TICKET
+    enum: SPIN_QSPINLOCK
+    enum: SPIN_PTHREAD
+    enum: SPIN_NR_ALGOS
+    const char *const spin_algo_names[]
+    enum: MAX_NODES
+
+    ctypedef struct spinlock_t:
+        uint32_t val
+        uint32_t algo
+        uint32_t owner
+        uint32_t usage
+        uint32_t id
+
+    struct lock_slot:
+        spinlock_t lock
+        uint64_t counter
