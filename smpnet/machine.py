@@ -69,7 +69,8 @@ def check_layout():
     if not _layout_checked:
         problems = layout.verify(_core.c_layout(), _core.c_constants())
         if problems:
-            raise SmpnetError("smpnet is built inconsistently (layout.py vs percpu.h): "
+            raise SmpnetError("smpnet is built inconsistently (layout.py's dtypes vs the "
+                              "compiled core's layout report): "
                               + "; ".join(problems))
         _layout_checked = True
 

@@ -55,7 +55,7 @@ def net_init(unsigned char[::1] seg, regions, int lock_algo):
     n.pool.head = 1 if n.nr_skbs else 0
     n.pool.count = n.nr_skbs
     n.pool.total = n.nr_skbs
-    for cpu in range(hdr.nr_cpus):
+    for cpu in range(<int>hdr.nr_cpus):
         memset(per_cpu_ptr(hdr, cache_r, cpu), 0, hdr.regions[cache_r].stride)
         memset(per_cpu_ptr(hdr, stats_r, cpu), 0, hdr.regions[stats_r].stride)
         sd = skbuff.softnet(&c, cpu)
