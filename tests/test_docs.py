@@ -1,0 +1,51 @@
+"""The docs follow the code's tables: every choice a list offers is on its
+experiment's page, every relative link resolves, the README keeps its two
+set-up lines and fits on a screen or two."""
+import pathlib
+import re
+
+import pytest
+
+from smpnet import lockbench, time_bench
+from smpnet.experiments import EXPERIMENTS, arp, defer, loopback
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PAGES = ROOT / "docs" / "experiments"
+
+
+@pytest.mark.parametrize("page, names", [
+    ("locks.md", lockbench.ALGOS + lockbench.VARIANTS + lockbench.RESTORES
+     + tuple(t for t, _ in time_bench.SUITE)),
+    ("contended.md", lockbench.ALGOS),
+    ("defer.md", defer.STRATEGIES),
+    ("loopback.md", loopback.MODES + tuple(loopback.STACKS)),
+    ("arp.md", arp.PROBES + tuple(str(hz) for hz in arp.HZ_VALUES)),
+])
+def test_every_choice_is_on_its_page(page, names):
+    text = (PAGES / page).read_text()
+    missing = [n for n in names if not re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text)]
+    assert not missing, f"{page} does not name {missing}"
+
+
+def _markdown():
+    return [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
+
+
+@pytest.mark.parametrize("md", _markdown(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(md):
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", md.read_text()):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        path = (md.parent / target.split("#")[0]).resolve()
+        if not path.exists():
+            broken.append(target)
+    assert not broken, f"{md.name}: {broken}"
+
+
+def test_the_readme_fits_and_keeps_its_two_set_up_lines():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 170
+    assert sum(ln.startswith("python3 -m venv .venv && ") for ln in lines) == 2
+    for e in EXPERIMENTS:   # one line per subcommand, linking to its page
+        assert any(f"(docs/experiments/{e.name}.md)" in ln for ln in lines), e.name
