@@ -5,12 +5,14 @@
 """
 import pytest
 
+from smpnet import _core
 from smpnet.lockbench import ALGOS
 from smpnet.time_bench import SUITE
 
+# every test of the suite, by what it needs (the time_bench table says)
 LOCK_TESTS = [t for t, v in SUITE if v]
-IRQ_TESTS = ["local_BH_disable_enable", "local_IRQ_disable_enable", "local_irq_save_restore",
-             "preempt_disable_enable"]
+IRQ_TESTS = [t for t, _ in SUITE if _core.TIME_BENCH_NEEDS[t] == 1]
+PLAIN_TESTS = [t for t, _ in SUITE if _core.TIME_BENCH_NEEDS[t] == 0 and t != "for_loop"]
 
 
 @pytest.mark.parametrize("algo", ALGOS)
@@ -35,11 +37,8 @@ def test_irqflags(time_bench_op, lock_machine, test, restore):
     time_bench_op("irqflags", test, seg=m.segment.buf, cpu=0, popf=restore == "popf")
 
 
-@pytest.mark.parametrize("test", ["cmpxchg", "this_cpu_cmpxchg"])
-def test_atomic(time_bench_op, test):
-    time_bench_op("atomic", test)
-
-
-@pytest.mark.parametrize("test", ["function_call_cost", "func_ptr_call_cost"])
-def test_call(time_bench_op, test):
-    time_bench_op("call", test)
+@pytest.mark.parametrize("test", PLAIN_TESTS)
+def test_plain(time_bench_op, test):
+    """Ops that need no emulated CPU: atomics and calls."""
+    group = "atomic" if "cmpxchg" in test else "call" if "call" in test else "other"
+    time_bench_op(group, test)

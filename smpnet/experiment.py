@@ -55,7 +55,7 @@ class Experiment:
     # an experiment whose results hold rows of more than one kind (locks, with
     # --contended rows): (field, {its value: the experiment whose metric applies})
     kinds: Optional[tuple] = None
-    machine_options: bool = True      # --ncpus, --oversubscribe, --long
+    machine_options: bool = True      # --ncpus, --oversubscribe
     plan: Optional[Callable] = None   # (cpus, quick) -> params inside `all`; None: not in `all`
     min_cpus: int = 1                 # `all` skips it on fewer real CPUs
     seeds: tuple = ()                 # the seeds whose primary verdict it gives in `all`

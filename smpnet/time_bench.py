@@ -5,7 +5,9 @@ inlined in its C loop between two TSC reads; a warm-up round runs first and
 is thrown away; then `rounds` rounds, each giving per-op cycles; the result
 is the median with min and max, plus the empty loop's cost (for_loop) timed
 the same way, so a reader can see how much of a figure is loop overhead.
-Every benchmark in smpnet, from the CLI or bench/, goes through here.
+Every benchmark in smpnet, from the CLI or bench/, runs these C loops with
+this calibration; `null` alone interleaves two sides round by round, so it
+calls the rounds (time_bench_round) itself.
 """
 import statistics
 from dataclasses import dataclass, field

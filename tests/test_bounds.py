@@ -40,6 +40,9 @@ def test_every_numeric_option_has_a_bound_and_a_row_in_the_docs():
         assert row, f"docs/cli.md has no row for {option}"
         shown = f"{high:g}" if isinstance(high, float) else str(high)
         assert f" {shown} " in row.group(1), f"docs/cli.md gives another bound for {option}"
+        takers = [c for c, o in options if o == option]
+        assert row.group(1).split("|")[3].strip() == ", ".join(takers), \
+            f"docs/cli.md: {option} is taken by {', '.join(takers)}"
 
 
 def _parse(command, option, text):

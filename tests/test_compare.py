@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smpnet import compare, experiments
+from smpnet import compare, experiments, run_all
 from smpnet import results as result_files
 from smpnet.cli import main
 
@@ -37,7 +37,9 @@ RUNS = {
                            "--variant", "plain"], {"contended"}, set()),
     "null": (["null", "--rounds", "3", "--loops", "2000"], {"null"}, {"null"}),
 }
-ALL_TABLES = {"info", "locks", "contended", "loopback"} | ({"defer", "arp"} if TWO_CPUS else set())
+# the stages of `all` that run here, and those whose rows carry per-run samples
+ALL_TABLES = {e.name for e in run_all.stages() if TWO_CPUS or e.min_cpus < 2}
+ALL_SAMPLED = {e.name for e in run_all.stages() if e.metric.samples} & ALL_TABLES
 
 
 def _run(argv, out, cwd):
@@ -107,7 +109,7 @@ def test_a_result_compared_with_itself(capsys, results, name):
     assert len(rows) == len(source)
     keys = [(r["table"], json.dumps(r["key"], sort_keys=True)) for r in rows]
     assert len(set(keys)) == len(keys)
-    sampled = {"locks", "defer", "loopback", "arp"} if name == "all" else RUNS[name][2]
+    sampled = ALL_SAMPLED if name == "all" else RUNS[name][2]
     for r in rows:
         assert r["a"] == r["b"]
         assert r["ratio"] == 1.0 if r["a"] != 0 else r["ratio"] is None

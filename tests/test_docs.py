@@ -49,3 +49,12 @@ def test_the_readme_fits_and_keeps_its_two_set_up_lines():
     assert sum(ln.startswith("python3 -m venv .venv && ") for ln in lines) == 2
     for e in EXPERIMENTS:   # one line per subcommand, linking to its page
         assert any(f"(docs/experiments/{e.name}.md)" in ln for ln in lines), e.name
+
+
+def test_every_stage_of_all_has_its_row_in_all_md():
+    from smpnet import run_all
+
+    text = (ROOT / "docs" / "all.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \|", text, re.M)
+    assert [r for r in rows if r in {e.name for e in EXPERIMENTS}] == \
+        [e.name for e in run_all.stages()]

@@ -22,9 +22,11 @@ NO_PXD = {}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 EXTERN = re.compile(r'^cdef extern from "([^"]+)"', re.M)
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-# a static function's head: its name, then `;` (declared) or `{` (defined)
+# a function's head at the top level (column 0, as kernel style writes it),
+# static or not: its name, then `;` (declared) or `{` (defined)
 FUNCTION = re.compile(
-    r"\bstatic\s+(?:inline\s+|__attribute__\(\(\w+\)\)\s+)*[\w\s\*]+?\b(\w+)\s*\(([^;{}]*)\)\s*([;{])")
+    r"^(?!typedef\b)(?:static\s+)?(?:inline\s+|__attribute__\(\(\w+\)\)\s+)*[A-Za-z_][\w \t\*]*?\b(\w+)"
+    r"\s*\(([^;{}]*)\)\s*([;{])", re.M)
 
 
 def headers():
@@ -72,7 +74,7 @@ def find_cycle(graph):
 
 
 def functions(source):
-    """({declared-only names}, {defined names}) of the static functions in a header."""
+    """({declared-only names}, {defined names}) of the functions in a header."""
     declared, defined = set(), set()
     for name, _, end in FUNCTION.findall(COMMENT.sub("", source)):
         (declared if end == ";" else defined).add(name)

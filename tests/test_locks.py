@@ -250,7 +250,7 @@ def test_locks_suite_json(capsys, allowed):
     assert env["params"]["checker_reports"] == {}
 
 
-def test_locks_suite_text_has_time_bench_lines(capsys):
+def test_the_locks_text_has_time_bench_lines(capsys):
     assert main(["locks", "--loops", "1000", "--rounds", "2", "--variant", "irq,irqsave"]) == 0
     out = capsys.readouterr().out
     assert "Type:spin_lock_unlock_irq Per elem: " in out and "cycles(tsc)" in out

@@ -45,6 +45,17 @@ def test_python_choices_are_the_c_enum(choices):
         assert list(python.values()) == list(range(len(rows)))
 
 
+def test_the_experiments_offer_the_c_tables_in_their_order():
+    from smpnet import lockbench
+    from smpnet.experiments import arp, defer, loopback
+
+    for offered, table in ((lockbench.ALGOS, "LOCK_ALGOS"), (lockbench.VARIANTS, "LOCK_VARIANTS"),
+                           (defer.STRATEGIES, "DEFER_STRATEGIES"),
+                           (loopback.MODES, "LOOPBACK_MODES"), (arp.PROBES, "PROBE_MODES")):
+        header, name, _ = TABLES[table]
+        assert list(offered) == [n for _, n in header_table(header, name)], table
+
+
 def test_enum_values_in_c_follow_the_tables():
     # the enumerators Python never names still mean what the table says
     c = _core.c_constants()

@@ -20,7 +20,7 @@ from ..machine import Machine
 from ..report import table
 from ..seeds import SEED_000
 
-PROBES = ("timer", "immediate")
+PROBES = tuple(sorted(_core.PROBE_MODES, key=_core.PROBE_MODES.get))  # enum probe_mode
 HZ_VALUES = (100, 250, 300, 1000)
 TRIALS = 200
 PEER_DOWN_TRIALS = 1   # each waits ~3 s (3 probes, 1 s apart) for resolution to fail

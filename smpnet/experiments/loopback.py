@@ -261,7 +261,8 @@ def params(args, cpus):
             "duration_s": None if args.packets else (args.duration or DURATION),
             "size": args.size, "ack_in_rx": args.ack_in_rx, "ack_storm": args.ack_storm,
             "stack": args.stack, "repeat": args.repeat, "scaling": args.scaling,
-            "oversubscribe": args.oversubscribe}
+            # loopback runs more emulated CPUs than real ones without being asked
+            "oversubscribe": args.oversubscribe or (args.ncpus or len(cpus)) > len(cpus)}
 
 
 def seconds(p, cpus):

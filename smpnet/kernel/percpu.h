@@ -22,7 +22,7 @@
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
-/* The built-in regions, in directory order. Regions a scenario adds
+/* The built-in regions, in directory order. Regions an experiment adds
  * follow them; its C code is handed their index. */
 enum smp_region_id {
 	REGION_CPU = 0,		/* struct cpu_state[nr_cpus] */
