@@ -96,8 +96,9 @@ def cmd_experiment(args):
     from .progress import printer
 
     e = args.experiment
-    if e.delegate and e.delegate(args):   # locks --contended runs the contended experiment
-        e = get(e.delegate(args))
+    instead = e.delegate(args) if e.delegate else None
+    if instead:   # locks --contended runs the contended experiment
+        e = get(instead)
     cpus = parse_cpus(args.cpus)
     params = e.params(args, cpus)
     args.output_target = output.prepare(args.output)

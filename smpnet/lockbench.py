@@ -5,6 +5,7 @@ The library under the lock experiments (`locks`, `contended`) and `defer`,
 which measures seed 003's per-op cost the way the seed did.
 """
 from . import _core, layout, stats
+from .experiment import bounded
 from .machine import Machine
 from .seeds import SEED_003
 from .time_bench import MIN_ROUND_S, SUITE, time_bench
@@ -32,7 +33,7 @@ def add_lock_options(p, algo_default="qspinlock"):
                    help="run the lock/IRQ checker and report what it finds")
 
 
-def add_contended_options(p, bounded, which=""):
+def add_contended_options(p, which=""):
     """--hold-cycles and --duration of a contended run (`which`: the help's prefix)."""
     p.add_argument("--hold-cycles", type=bounded("--hold-cycles"), default=0, metavar="N",
                    help=f"{which}critical-section length in TSC cycles (default: 0)")

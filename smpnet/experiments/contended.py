@@ -10,7 +10,7 @@ import statistics
 from .. import _core, lockbench, machine, stats
 from ..cpus import format_cpus
 from ..errors import BadInput
-from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
+from ..experiment import Experiment, Metric, Outcome, parse_list
 from ..lockbench import ALGOS, VARIANTS
 from ..machine import Machine
 from ..report import table
@@ -19,7 +19,7 @@ from ..time_bench import TEST_OF_VARIANT
 
 def add_options(p):
     lockbench.add_lock_options(p)
-    lockbench.add_contended_options(p, bounded)
+    lockbench.add_contended_options(p)
 
 
 def params(args, cpus):

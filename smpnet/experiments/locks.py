@@ -20,7 +20,7 @@ def add_options(p):
                    help="measured rounds per test, after one warm-up round (default: 10)")
     p.add_argument("--contended", action="store_true",
                    help="every selected CPU hammers one shared lock (the contended experiment)")
-    lockbench.add_contended_options(p, bounded, "with --contended: ")
+    lockbench.add_contended_options(p, "with --contended: ")
 
 
 def params(args, cpus):
