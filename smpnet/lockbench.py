@@ -33,12 +33,16 @@ def add_lock_options(p, algo_default="qspinlock"):
                    help="run the lock/IRQ checker and report what it finds")
 
 
+HOLD_CYCLES, DURATION = 0, 0.5   # a contended run's defaults
+
+
 def add_contended_options(p, which=""):
-    """--hold-cycles and --duration of a contended run (`which`: the help's prefix)."""
-    p.add_argument("--hold-cycles", type=bounded("--hold-cycles"), default=0, metavar="N",
-                   help=f"{which}critical-section length in TSC cycles (default: 0)")
-    p.add_argument("--duration", type=bounded("--duration"), default=0.5, metavar="S",
-                   help=f"{which}seconds per algorithm and variant (default: 0.5)")
+    """--hold-cycles and --duration of a contended run (`which`: the help's
+    prefix). No default here: a run that is not contended refuses them."""
+    p.add_argument("--hold-cycles", type=bounded("--hold-cycles"), metavar="N",
+                   help=f"{which}critical-section length in TSC cycles (default: {HOLD_CYCLES})")
+    p.add_argument("--duration", type=bounded("--duration"), metavar="S",
+                   help=f"{which}seconds per algorithm and variant (default: {DURATION})")
 
 
 def suite_plan(algos, variants):

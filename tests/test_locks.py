@@ -297,11 +297,26 @@ def test_long_holds_end_at_the_deadline(allowed, oversubscribe):
     ["--hold-cycles", "-1"], ["--restore", "iret"], ["--ncpus", "2"],
     ["--contended", "--ncpus", "99"], ["--contended", "--ncpus", "99999", "--oversubscribe"],
     ["--contended", "--hold-cycles", "100000000000000", "--duration", "0.1"],
+    # an option the run would not use is refused, not ignored
+    ["--hold-cycles", "5"], ["--duration", "0.1"], ["--oversubscribe"],
+    ["--contended", "--loops", "5"], ["--contended", "--rounds", "3"],
 ])
 def test_locks_bad_input_exit_2(capsys, argv):
     assert main(["locks"] + argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("smpnet-bench: ")
+
+
+def test_a_hold_longer_than_the_run_is_refused_before_any_worker(capsys, monkeypatch):
+    from smpnet import machine
+
+    def never(*a, **k):
+        raise AssertionError("a machine was made")
+
+    monkeypatch.setattr(machine.Machine, "__init__", never)
+    assert main(["contended", "--hold-cycles", "10000000000", "--duration", "0.1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "longer than the whole 0.1 s run" in err[0]
 
 
 def test_a_broken_mutual_exclusion_exits_1(capsys, monkeypatch):

@@ -7,7 +7,7 @@ CPUs: throughput by CPU count.
 """
 import statistics
 
-from .. import _core, lockbench, machine, stats
+from .. import _core, lockbench, machine, stats, tsc
 from ..cpus import format_cpus
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, parse_list
@@ -23,11 +23,23 @@ def add_options(p):
 
 
 def params(args, cpus):
+    for option in ("loops", "rounds"):   # locks --contended: the suite's options
+        if getattr(args, option, None) is not None:
+            raise BadInput(f"--{option}: for the uncontended suite only, not --contended")
+    duration = lockbench.DURATION if args.duration is None else args.duration
+    hold = lockbench.HOLD_CYCLES if args.hold_cycles is None else args.hold_cycles
+    _check_hold(hold, duration, tsc.tsc_hz())
     return {"cpus": format_cpus(cpus), "algo": parse_list(args.algo, ALGOS, "lock algorithm"),
             "variant": parse_list(args.variant, VARIANTS, "lock variant"),
             "restore": args.restore, "check": args.check, "contended": True,
-            "duration_s": args.duration, "hold_cycles": args.hold_cycles,
+            "duration_s": duration, "hold_cycles": hold,
             "ncpus": args.ncpus or len(cpus), "oversubscribe": args.oversubscribe}
+
+
+def _check_hold(hold_cycles, duration, tsc_hz):
+    if hold_cycles > duration * tsc_hz:
+        raise BadInput(f"--hold-cycles {hold_cycles} is longer than the whole "
+                       f"{duration} s run ({duration * tsc_hz:.0f} cycles)")
 
 
 def contended_seconds(n_combos, duration, ncpus=2, real_cpus=2):
@@ -74,9 +86,7 @@ def run_contended(cpus, algos, variants, duration=0.5, hold_cycles=0, restore="s
                  regions=lockbench.locks_region(len(algos))) as m:
         region = lockbench.init_locks(m, algos)
         tsc_hz = float(m.header["tsc_hz"])
-        if hold_cycles > duration * tsc_hz:
-            raise BadInput(f"--hold-cycles {hold_cycles} is longer than the whole "
-                           f"{duration} s run ({duration * tsc_hz:.0f} cycles)")
+        _check_hold(hold_cycles, duration, tsc_hz)   # for Python callers; the CLI checked it
         for n, (algo, variant) in enumerate(combos):
             if progress:
                 progress(n, len(combos), f"{algo} {variant}")

@@ -11,13 +11,15 @@ from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
 from ..lockbench import ALGOS, VARIANTS
 from ..report import table
 
+ROUNDS = 10
+
 
 def add_options(p):
     lockbench.add_lock_options(p)
     p.add_argument("--loops", type=bounded("--loops"), metavar="N",
                    help="ops per round (default: calibrated to 10 ms per round)")
-    p.add_argument("--rounds", type=bounded("--rounds"), default=10, metavar="R",
-                   help="measured rounds per test, after one warm-up round (default: 10)")
+    p.add_argument("--rounds", type=bounded("--rounds"), metavar="R",
+                   help=f"measured rounds per test, after one warm-up round (default: {ROUNDS})")
     p.add_argument("--contended", action="store_true",
                    help="every selected CPU hammers one shared lock (the contended experiment)")
     lockbench.add_contended_options(p, "with --contended: ")
@@ -26,11 +28,14 @@ def add_options(p):
 def params(args, cpus):
     algos = parse_list(args.algo, ALGOS, "lock algorithm")
     variants = parse_list(args.variant, VARIANTS, "lock variant")
-    if args.ncpus or args.oversubscribe:
-        raise BadInput("--ncpus and --oversubscribe apply to --contended runs only")
+    contended_only = [o for o, v in (("--ncpus", args.ncpus), ("--hold-cycles", args.hold_cycles),
+                                      ("--duration", args.duration)) if v is not None]
+    contended_only += ["--oversubscribe"] if args.oversubscribe else []
+    if contended_only:
+        raise BadInput(f"{' and '.join(contended_only)}: for --contended runs only")
     return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants,
             "restore": args.restore, "check": args.check, "contended": False,
-            "loops": args.loops, "rounds": args.rounds, "cpu": cpus[0]}
+            "loops": args.loops, "rounds": args.rounds or ROUNDS, "cpu": cpus[0]}
 
 
 def seconds(p, cpus):
