@@ -1,4 +1,4 @@
-"""Shared set-up for the microbenchmarks: one pinned CPU, one machine with a
+"""Shared set-up for the microbenchmarks: one CPU pinned per benchmark, one machine with a
 lock of every algorithm, and the helper that times a time_bench test.
 
 Each benchmark round is one C loop of LOOPS ops, the same for every test,
@@ -18,20 +18,33 @@ from smpnet.tsc import tsc_hz
 LOOPS = 1 << 20
 
 
-@pytest.fixture(scope="session")
-def bench_cpu():
-    """Pin the benchmarking process to one CPU for the whole session."""
+GIVEN = frozenset(os.sched_getaffinity(0))   # the CPUs the session was given
+BENCH_CPU = min(GIVEN)
+
+
+@pytest.fixture
+def all_cpus():
+    """Every CPU the session was given, for the benchmarks that run a
+    machine on all of them (a lock benchmark's pin must be gone)."""
+    assert os.sched_getaffinity(0) == GIVEN, "a benchmark left this process pinned"
+    return sorted(GIVEN)
+
+
+@pytest.fixture
+def pinned():
+    """Pin this process to BENCH_CPU for one benchmark, and give back the
+    affinity it had after it: a defer or arp benchmark that follows runs on
+    every CPU it was given, not on the one a lock benchmark left it."""
     old = os.sched_getaffinity(0)
-    cpu = min(old)
-    os.sched_setaffinity(0, {cpu})
-    yield cpu
+    os.sched_setaffinity(0, {BENCH_CPU})
+    yield BENCH_CPU
     os.sched_setaffinity(0, old)
 
 
 @pytest.fixture(scope="session")
-def lock_machine(bench_cpu):
-    """A one-CPU machine with lock i initialised for ALGOS[i]."""
-    with Machine(cpus=[bench_cpu], regions=[("locks", layout.LOCK_SLOT, len(ALGOS))]) as m:
+def lock_machine():
+    """A one-CPU machine on BENCH_CPU with lock i initialised for ALGOS[i]."""
+    with Machine(cpus=[BENCH_CPU], regions=[("locks", layout.LOCK_SLOT, len(ALGOS))]) as m:
         region = m.segment.region_names.index("locks")
         for i, algo in enumerate(ALGOS):
             _core.lock_init(m.segment.buf, region, i, _core.LOCK_ALGOS[algo], i)
@@ -39,8 +52,9 @@ def lock_machine(bench_cpu):
 
 
 @pytest.fixture
-def time_bench_op(benchmark):
-    """time_bench_op(group, test, **where): benchmark one time_bench test."""
+def time_bench_op(benchmark, pinned):
+    """time_bench_op(group, test, **where): benchmark one time_bench test,
+    in this process, pinned to BENCH_CPU."""
     def run(group, test, **where):
         benchmark.group = group
         loops = LOOPS

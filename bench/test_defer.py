@@ -3,7 +3,6 @@
     pytest bench/ --benchmark-only -k defer
 extra_info: skbs_per_s (median of the rounds) and the cycle costs of the run.
 """
-import os
 import statistics
 
 import pytest
@@ -14,9 +13,9 @@ SKBS = 200_000
 
 
 @pytest.mark.parametrize("strategy", defer.STRATEGIES)
-def test_defer(benchmark, strategy):
+def test_defer(benchmark, all_cpus, strategy):
     benchmark.group = "defer"
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = all_cpus
     results = []
 
     def one_run():

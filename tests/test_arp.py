@@ -178,3 +178,24 @@ def test_arp_bad_input_exit_2(capsys, argv):
     assert main(["arp", "--ncpus", "2", "--oversubscribe"] + argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("smpnet-bench: ")
+
+
+def test_the_rng_seed_starts_the_random_moments(monkeypatch, tmp_path, allowed):
+    """A given rng_seed reaches host A's C loop for every probe mode (a
+    benchmark's rounds then repeat); without one, each mode draws its own."""
+    log = tmp_path / "seeds"
+    real = _core.arp_ping_run
+
+    def recording(*args):
+        with open(log, "a") as f:
+            f.write(f"{args[-1]}\n")
+        return real(*args)
+
+    monkeypatch.setattr(_core, "arp_ping_run", recording)
+    two = dict(ncpus=2, oversubscribe=len(allowed) < 2, trials=3)
+    arp.run(allowed, rng_seed=12345, **two)
+    assert log.read_text().split() == ["12345", "12345"]
+    log.unlink()
+    arp.run(allowed, **two)
+    drawn = log.read_text().split()
+    assert len(drawn) == 2 and drawn[0] != drawn[1]

@@ -56,8 +56,10 @@ def validate(hz, trials, count, peer_down=False):
 
 
 def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, ncpus=None,
-        oversubscribe=False, progress=None):
-    """Returns (rows, verdicts, why there is no verdict or None, transcripts)."""
+        oversubscribe=False, progress=None, rng_seed=None):
+    """Returns (rows, verdicts, why there is no verdict or None, transcripts).
+    rng_seed: where the random moments within a tick start from (a benchmark
+    fixes it so that its rounds repeat); None: a fresh one per probe mode."""
     trials = default_trials(trials, peer_down)
     validate(hz, trials, count, peer_down)
     n = ncpus or len(cpus)
@@ -77,7 +79,8 @@ def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, 
             for r in ("link", "ping", "neigh", "arp_ctl"):
                 m.region(r).view(np.uint8)[:] = 0
             m.region("arp_ctl")[0:1]["peer_down"] = int(peer_down)
-            m.run(_host, idx, hz, probe, trials, count,
+            seed = int.from_bytes(os.urandom(8), "little") if rng_seed is None else rng_seed
+            m.run(_host, idx, hz, probe, trials, count, seed,
                   expected=2 * probe_seconds(hz, trials, count, peer_down), progress=_progress)
             row, first, later = _row(m, probe, hz, trials, count)
             rows.append(row)
@@ -119,11 +122,10 @@ def _progress(m):
             + int(ctl["b_echoes"]))
 
 
-def _host(ctx, idx, hz, probe, trials, count):
+def _host(ctx, idx, hz, probe, trials, count, rng_seed):
     if ctx.cpu == 0:
         return _core.arp_ping_run(ctx.seg, 0, idx["link"], idx["ping"], idx["neigh"],
-                                  idx["arp_ctl"], hz, probe, trials, count,
-                                  int.from_bytes(os.urandom(8), "little"))
+                                  idx["arp_ctl"], hz, probe, trials, count, rng_seed)
     return _core.arp_responder_run(ctx.seg, 1, idx["link"], idx["arp_ctl"], hz)
 
 
