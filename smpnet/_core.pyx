@@ -44,7 +44,8 @@ from smpnet.kernel.spinlock cimport (spin_lock, spin_unlock, spin_lock_bh,
                                      VARIANT_IRQ, VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK,
                                      VARIANT_IRQ_DISABLE_BEFORE_LOCK)
 from smpnet.kernel.reference cimport ref_spin_lock_unlock
-from smpnet.kernel.time_bench cimport tb_empty_function, tb_function_ptr
+from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lock_loop_t,
+                                       tb_lock_loop_of)
 
 include "core/clock.pyx"
 include "core/segment.pyx"

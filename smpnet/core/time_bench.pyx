@@ -4,8 +4,11 @@
 # between two TSC reads and returns the cycles. The harness
 # (smpnet/time_bench.py) calls one round at a time; each op is inlined in
 # its own loop, as in time_bench_sample.c, so no call or dispatch is inside
-# the timing (the lock algorithm is a switch on lock->algo, as a one-line
-# inline: see reference.h for the baseline without it).
+# the timing. The lock tests' loops are C (time_bench.h): one compiled loop
+# per (variant, algorithm, checker, restore mode), chosen before the round
+# from the lock's algorithm and the CPU's flags, so no switch on the
+# algorithm and no checker test runs inside the timing (see reference.h
+# for the hand-written baseline).
 
 cdef struct tb_ctx:
     cpu_ctx c
@@ -29,66 +32,6 @@ cdef uint64_t tb_tsc_read(tb_ctx *t, uint64_t loops) noexcept nogil:
     for i in range(loops):
         tsc_start()
         barrier()
-    return tsc_stop() - t0
-
-
-cdef uint64_t tb_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
-    cdef uint64_t i, t0 = tsc_start()
-    for i in range(loops):
-        if spin_lock(&t.c, t.lock):
-            break
-        spin_unlock(&t.c, t.lock)
-    return tsc_stop() - t0
-
-
-cdef uint64_t tb_spin_lock_unlock_irqsave(tb_ctx *t, uint64_t loops) noexcept nogil:
-    cdef uint64_t i, t0 = tsc_start()
-    cdef unsigned long flags
-    for i in range(loops):
-        if spin_lock_irqsave(&t.c, t.lock, &flags):
-            break
-        spin_unlock_irqrestore(&t.c, t.lock, flags)
-    return tsc_stop() - t0
-
-
-cdef uint64_t tb_irqsave_before_lock(tb_ctx *t, uint64_t loops) noexcept nogil:
-    cdef uint64_t i, t0 = tsc_start()
-    cdef unsigned long flags
-    for i in range(loops):
-        flags = local_irq_save(&t.c)
-        if spin_lock(&t.c, t.lock):
-            break
-        spin_unlock(&t.c, t.lock)
-        local_irq_restore(&t.c, flags)
-    return tsc_stop() - t0
-
-
-cdef uint64_t tb_spin_lock_unlock_irq(tb_ctx *t, uint64_t loops) noexcept nogil:
-    cdef uint64_t i, t0 = tsc_start()
-    for i in range(loops):
-        if spin_lock_irq(&t.c, t.lock):
-            break
-        spin_unlock_irq(&t.c, t.lock)
-    return tsc_stop() - t0
-
-
-cdef uint64_t tb_simple_irq_disable_before_lock(tb_ctx *t, uint64_t loops) noexcept nogil:
-    cdef uint64_t i, t0 = tsc_start()
-    for i in range(loops):
-        local_irq_disable(&t.c)
-        if spin_lock(&t.c, t.lock):
-            break
-        spin_unlock(&t.c, t.lock)
-        local_irq_enable(&t.c)
-    return tsc_stop() - t0
-
-
-cdef uint64_t tb_spin_lock_unlock_bh(tb_ctx *t, uint64_t loops) noexcept nogil:
-    cdef uint64_t i, t0 = tsc_start()
-    for i in range(loops):
-        if spin_lock_bh(&t.c, t.lock):
-            break
-        spin_unlock_bh(&t.c, t.lock)
     return tsc_stop() - t0
 
 
@@ -172,7 +115,8 @@ cdef uint64_t tb_ref_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
 # smpnet's additions after the kernel's. Columns: the name, the loop, what it
 # runs on, the lock variant it measures (-1: none), and whether it is in the
 # kernel's suite (not: smpnet's instruments, the timestamp and the
-# hand-written C baseline).
+# hand-written C baseline). A lock test's loop is NULL: its variant's
+# loops are time_bench.h's, one per algorithm, checker and restore mode.
 
 cdef enum tb_needs:
     TB_NEEDS_NOTHING = 0    # a plain C loop
@@ -189,19 +133,27 @@ cdef list tb_rows = []
 cdef int tb_test(str name, tb_loop_t loop, tb_needs needs, int variant, bint suite) except -1:
     if len(tb_rows) == TB_MAX_TESTS:
         raise RuntimeError("more time_bench tests than TB_MAX_TESTS")
+    if loop == NULL:
+        # a lock test: time_bench.h has its loop for every combination
+        if needs != TB_NEEDS_LOCK:
+            raise RuntimeError(f"time_bench test {name!r} has no loop")
+        for algo in range(SPIN_NR_ALGOS):
+            for mode in range(4):
+                if tb_lock_loop_of(variant, algo, mode >> 1, mode & 1) == NULL:
+                    raise RuntimeError(f"time_bench.h has no {name!r} loop for algorithm {algo}")
     TB_LOOPS[len(tb_rows)] = loop
     tb_rows.append((name, needs, variant, suite))
     return 0
 
 
 tb_test("for_loop", tb_for_loop, TB_NEEDS_NOTHING, -1, True)
-tb_test("spin_lock_unlock", tb_spin_lock_unlock, TB_NEEDS_LOCK, VARIANT_PLAIN, True)
-tb_test("spin_lock_unlock_irqsave", tb_spin_lock_unlock_irqsave, TB_NEEDS_LOCK,
+tb_test("spin_lock_unlock", NULL, TB_NEEDS_LOCK, VARIANT_PLAIN, True)
+tb_test("spin_lock_unlock_irqsave", NULL, TB_NEEDS_LOCK,
         VARIANT_IRQSAVE, True)
-tb_test("irqsave_before_lock", tb_irqsave_before_lock, TB_NEEDS_LOCK,
+tb_test("irqsave_before_lock", NULL, TB_NEEDS_LOCK,
         VARIANT_IRQSAVE_BEFORE_LOCK, True)
-tb_test("spin_lock_unlock_irq", tb_spin_lock_unlock_irq, TB_NEEDS_LOCK, VARIANT_IRQ, True)
-tb_test("simple_irq_disable_before_lock", tb_simple_irq_disable_before_lock, TB_NEEDS_LOCK,
+tb_test("spin_lock_unlock_irq", NULL, TB_NEEDS_LOCK, VARIANT_IRQ, True)
+tb_test("simple_irq_disable_before_lock", NULL, TB_NEEDS_LOCK,
         VARIANT_IRQ_DISABLE_BEFORE_LOCK, True)
 tb_test("local_BH_disable_enable", tb_local_BH_disable_enable, TB_NEEDS_CPU, -1, True)
 tb_test("local_IRQ_disable_enable", tb_local_IRQ_disable_enable, TB_NEEDS_CPU, -1, True)
@@ -211,7 +163,7 @@ tb_test("cmpxchg", tb_cmpxchg, TB_NEEDS_NOTHING, -1, True)
 tb_test("this_cpu_cmpxchg", tb_this_cpu_cmpxchg, TB_NEEDS_NOTHING, -1, True)
 tb_test("function_call_cost", tb_function_call_cost, TB_NEEDS_NOTHING, -1, True)
 tb_test("func_ptr_call_cost", tb_func_ptr_call_cost, TB_NEEDS_NOTHING, -1, True)
-tb_test("spin_lock_unlock_bh", tb_spin_lock_unlock_bh, TB_NEEDS_LOCK, VARIANT_BH, True)
+tb_test("spin_lock_unlock_bh", NULL, TB_NEEDS_LOCK, VARIANT_BH, True)
 tb_test("tsc_read", tb_tsc_read, TB_NEEDS_NOTHING, -1, False)
 tb_test("ref_spin_lock_unlock", tb_ref_spin_lock_unlock, TB_NEEDS_LOCK, -1, False)
 
@@ -253,11 +205,21 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
         if needs == TB_NEEDS_LOCK:
             t.lock = &checked_slot(hdr, lock_region, lock_index).lock
     cdef tb_loop_t fn = TB_LOOPS[idx]
+    cdef tb_lock_loop_t lock_fn = NULL
+    if fn == NULL:
+        # a lock test: its loop for this lock's algorithm and this CPU's
+        # checker and restore mode, chosen here, once
+        lock_fn = tb_lock_loop_of(tb_rows[idx][2], <int>t.lock.algo, check, popf)
+        if lock_fn == NULL:
+            raise ValueError(f"no {test!r} loop for lock algorithm {t.lock.algo}")
     cdef uint64_t cycles, w0, w1
     cdef bint has_cpu = needs != 0
     with nogil:
         w0 = mono_ns()
-        cycles = fn(&t, loops)
+        if lock_fn != NULL:
+            cycles = lock_fn(&t.c, t.lock, loops)
+        else:
+            cycles = fn(&t, loops)
         w1 = mono_ns()
         if has_cpu:
             lockdep_end(&t.c)

@@ -27,6 +27,15 @@
 #define BUG() __builtin_trap()
 #define BUG_UNLESS(x) do { if (unlikely(!(x))) BUG(); } while (0)
 
+/* Inlined whatever the size: an op written once with `const int` mode
+ * arguments (the lock algorithm, the checker, popf) and called with
+ * constants must be inlined for -O2 to fold those arguments away, which
+ * is how each time_bench loop gets its own code (time_bench.h). glibc's
+ * <sys/cdefs.h> defines the same. */
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
 /* One table per list: a list written once as
  *	#define FOO_TABLE(X) X(FOO_A, "a") X(FOO_B, "b")
  * and declared with SMP_ENUM(foo, FOO_TABLE, NR_FOOS) gives enum foo

@@ -133,27 +133,32 @@ static inline void send_ipi(struct cpu_ctx *c, int target, unsigned int vector)
 
 /* ---------------------------------------------------------------- save/restore */
 
-static inline unsigned long local_irq_save(struct cpu_ctx *c)
+/* Each with the checker (check) and the restore mode (popf) as arguments:
+ * the loops that time them pass constants (time_bench.h), so each of their
+ * specialisations has no test of either; everyone else passes c->check and
+ * c->popf through the wrappers below. */
+static __always_inline unsigned long __local_irq_save(struct cpu_ctx *c, const int check)
 {
 	unsigned long flags = native_save_fl() & ~X86_EFLAGS_IF;
 
 	if (!c->irq->irqs_off)
 		flags |= X86_EFLAGS_IF;
 	local_irq_disable(c);
-	if (unlikely(c->check))
+	if (unlikely(check))
 		c->irq->save_depth++;
 	return flags;
 }
 
-static inline void local_irq_restore(struct cpu_ctx *c, unsigned long flags)
+static __always_inline void __local_irq_restore(struct cpu_ctx *c, unsigned long flags,
+						const int check, const int popf)
 {
-	if (unlikely(c->check)) {
+	if (unlikely(check)) {
 		if (c->irq->save_depth == 0)
 			lockdep_bug(c, LOCKDEP_UNBALANCED_RESTORE, NULL);
 		else
 			c->irq->save_depth--;
 	}
-	if (unlikely(c->popf)) {
+	if (unlikely(popf)) {
 		native_restore_fl((flags & X86_EFLAGS_RESTORABLE) | X86_EFLAGS_IF);
 		if (flags & X86_EFLAGS_IF)
 			local_irq_enable(c);
@@ -161,6 +166,16 @@ static inline void local_irq_restore(struct cpu_ctx *c, unsigned long flags)
 	}
 	if (flags & X86_EFLAGS_IF)	/* !arch_irqs_disabled_flags(flags) */
 		local_irq_enable(c);
+}
+
+static inline unsigned long local_irq_save(struct cpu_ctx *c)
+{
+	return __local_irq_save(c, c->check);
+}
+
+static inline void local_irq_restore(struct cpu_ctx *c, unsigned long flags)
+{
+	__local_irq_restore(c, flags, c->check, c->popf);
 }
 
 /* ---------------------------------------------------------------- softirqs */
@@ -210,15 +225,20 @@ static inline void local_bh_disable(struct cpu_ctx *c)
 /* __local_bh_enable_ip(): keep preemption off while running what was raised.
  * With IRQs off it is a caller bug (the kernel warns): do_softirq would turn
  * them on under the caller. */
-static inline void local_bh_enable(struct cpu_ctx *c)
+static __always_inline void __local_bh_enable(struct cpu_ctx *c, const int check)
 {
-	if (unlikely(c->check) && c->irq->irqs_off)
+	if (unlikely(check) && c->irq->irqs_off)
 		lockdep_bug(c, LOCKDEP_BH_ENABLE_IRQS_OFF, NULL);
 	barrier();
 	c->irq->preempt_count -= SOFTIRQ_DISABLE_OFFSET - 1;
 	if (unlikely(!in_interrupt(c) && c->irq->softirq_pending))
 		do_softirq(c);
 	c->irq->preempt_count -= 1;
+}
+
+static inline void local_bh_enable(struct cpu_ctx *c)
+{
+	__local_bh_enable(c, c->check);
 }
 
 #endif

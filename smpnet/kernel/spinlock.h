@@ -256,9 +256,15 @@ static __attribute__((noinline)) int pthread_lock(struct cpu_ctx *c, spinlock_t 
 
 /* ---------------------------------------------------------------- dispatch */
 
-static inline int arch_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+/* Every op from here on is written once, with the algorithm and the
+ * checker (and, for a restore, popf) as `const int` arguments, and always
+ * inlined: the time_bench loops (time_bench.h) pass constants, so each of
+ * their specialisations keeps one algorithm's path and no checker test;
+ * the kernel-named wrappers pass l->algo and c->check, for the code that
+ * decides at run time (contended runs, the network model, Python). */
+static __always_inline int __arch_spin_lock(struct cpu_ctx *c, spinlock_t *l, const int algo)
 {
-	switch (l->algo) {
+	switch (algo) {
 	case SPIN_QSPINLOCK:
 		return queued_spin_lock(c, l);
 	case SPIN_TICKET:
@@ -273,14 +279,14 @@ static inline int arch_spin_lock(struct cpu_ctx *c, spinlock_t *l)
 		return ttas_lock_slowpath(c, l);
 	default:	/* the last, tested on its path only, so the others' stay as short:
 			 * spin_lock_init() takes no other algorithm */
-		BUG_UNLESS(l->algo == SPIN_PTHREAD);
+		BUG_UNLESS(algo == SPIN_PTHREAD);
 		return pthread_lock(c, l);
 	}
 }
 
-static inline void arch_spin_unlock(spinlock_t *l)
+static __always_inline void __arch_spin_unlock(spinlock_t *l, const int algo)
 {
-	switch (l->algo) {
+	switch (algo) {
 	case SPIN_QSPINLOCK:
 		queued_spin_unlock(l);
 		break;
@@ -292,92 +298,157 @@ static inline void arch_spin_unlock(spinlock_t *l)
 		__atomic_store_n(&l->val, 0, __ATOMIC_RELEASE);
 		break;
 	default:	/* the last: a test on its path only, so the others' stay as short */
-		BUG_UNLESS(l->algo == SPIN_PTHREAD);
+		BUG_UNLESS(algo == SPIN_PTHREAD);
 		pthread_mutex_unlock(&l->mutex);
 	}
 }
 
-static inline int do_raw_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+static inline int arch_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	return __arch_spin_lock(c, l, (int)l->algo);
+}
+
+static inline void arch_spin_unlock(spinlock_t *l)
+{
+	__arch_spin_unlock(l, (int)l->algo);
+}
+
+static __always_inline int __do_raw_spin_lock(struct cpu_ctx *c, spinlock_t *l,
+					      const int algo, const int check)
 {
 	int rc;
 
-	if (unlikely(c->check))
+	if (unlikely(check))
 		lockdep_acquire(c, l);
-	rc = arch_spin_lock(c, l);
-	if (unlikely(c->check) && rc == 0)
+	rc = __arch_spin_lock(c, l, algo);
+	if (unlikely(check) && rc == 0)
 		WRITE_ONCE(l->owner, (uint32_t)c->cpu + 1);
 	return rc;
 }
 
-static inline void do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
+static __always_inline void __do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *l,
+						 const int algo, const int check)
 {
-	if (unlikely(c->check))
+	if (unlikely(check))
 		WRITE_ONCE(l->owner, 0);
-	arch_spin_unlock(l);
+	__arch_spin_unlock(l, algo);
 }
 
 /* ---------------------------------------------------------------- variants */
 
-static inline int spin_lock(struct cpu_ctx *c, spinlock_t *l)
+static __always_inline int __spin_lock(struct cpu_ctx *c, spinlock_t *l,
+				       const int algo, const int check)
 {
 	preempt_disable(c);
-	return do_raw_spin_lock(c, l);
+	return __do_raw_spin_lock(c, l, algo, check);
 }
 
-static inline void spin_unlock(struct cpu_ctx *c, spinlock_t *l)
+static __always_inline void __spin_unlock(struct cpu_ctx *c, spinlock_t *l,
+					  const int algo, const int check)
 {
-	do_raw_spin_unlock(c, l);
+	__do_raw_spin_unlock(c, l, algo, check);
 	preempt_enable(c);
 }
 
-static inline int spin_lock_bh(struct cpu_ctx *c, spinlock_t *l)
+static __always_inline int __spin_lock_bh(struct cpu_ctx *c, spinlock_t *l,
+					  const int algo, const int check)
 {
 	local_bh_disable(c);
-	return do_raw_spin_lock(c, l);
+	return __do_raw_spin_lock(c, l, algo, check);
 }
 
-static inline void spin_unlock_bh(struct cpu_ctx *c, spinlock_t *l)
+static __always_inline void __spin_unlock_bh(struct cpu_ctx *c, spinlock_t *l,
+					     const int algo, const int check)
 {
-	do_raw_spin_unlock(c, l);
-	local_bh_enable(c);
+	__do_raw_spin_unlock(c, l, algo, check);
+	__local_bh_enable(c, check);
 }
 
-static inline int spin_lock_irq(struct cpu_ctx *c, spinlock_t *l)
+static __always_inline int __spin_lock_irq(struct cpu_ctx *c, spinlock_t *l,
+					   const int algo, const int check)
 {
-	if (unlikely(c->check) && irqs_disabled(c))
+	if (unlikely(check) && irqs_disabled(c))
 		lockdep_bug(c, LOCKDEP_LOCK_IRQ_IRQS_OFF, l);
 	local_irq_disable(c);
 	preempt_disable(c);
-	return do_raw_spin_lock(c, l);
+	return __do_raw_spin_lock(c, l, algo, check);
 }
 
-static inline void spin_unlock_irq(struct cpu_ctx *c, spinlock_t *l)
+static __always_inline void __spin_unlock_irq(struct cpu_ctx *c, spinlock_t *l,
+					      const int algo, const int check)
 {
-	do_raw_spin_unlock(c, l);
+	__do_raw_spin_unlock(c, l, algo, check);
 	local_irq_enable(c);
 	preempt_enable(c);
 }
 
+static __always_inline int __spin_lock_irqsave(struct cpu_ctx *c, spinlock_t *l,
+					       unsigned long *flags,
+					       const int algo, const int check)
+{
+	*flags = __local_irq_save(c, check);
+	preempt_disable(c);
+	return __do_raw_spin_lock(c, l, algo, check);
+}
+
+static __always_inline void __spin_unlock_irqrestore(struct cpu_ctx *c, spinlock_t *l,
+						     unsigned long flags, const int algo,
+						     const int check, const int popf)
+{
+	__do_raw_spin_unlock(c, l, algo, check);
+	__local_irq_restore(c, flags, check, popf);
+	preempt_enable(c);
+}
+
+/* The kernel's names, deciding at run time: the lock's algorithm, the
+ * CPU's checker and restore mode. */
+static inline int spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	return __spin_lock(c, l, (int)l->algo, c->check);
+}
+
+static inline void spin_unlock(struct cpu_ctx *c, spinlock_t *l)
+{
+	__spin_unlock(c, l, (int)l->algo, c->check);
+}
+
+static inline int spin_lock_bh(struct cpu_ctx *c, spinlock_t *l)
+{
+	return __spin_lock_bh(c, l, (int)l->algo, c->check);
+}
+
+static inline void spin_unlock_bh(struct cpu_ctx *c, spinlock_t *l)
+{
+	__spin_unlock_bh(c, l, (int)l->algo, c->check);
+}
+
+static inline int spin_lock_irq(struct cpu_ctx *c, spinlock_t *l)
+{
+	return __spin_lock_irq(c, l, (int)l->algo, c->check);
+}
+
+static inline void spin_unlock_irq(struct cpu_ctx *c, spinlock_t *l)
+{
+	__spin_unlock_irq(c, l, (int)l->algo, c->check);
+}
+
 static inline int spin_lock_irqsave(struct cpu_ctx *c, spinlock_t *l, unsigned long *flags)
 {
-	*flags = local_irq_save(c);
-	preempt_disable(c);
-	return do_raw_spin_lock(c, l);
+	return __spin_lock_irqsave(c, l, flags, (int)l->algo, c->check);
 }
 
 static inline void spin_unlock_irqrestore(struct cpu_ctx *c, spinlock_t *l, unsigned long flags)
 {
-	do_raw_spin_unlock(c, l);
-	local_irq_restore(c, flags);
-	preempt_enable(c);
+	__spin_unlock_irqrestore(c, l, flags, (int)l->algo, c->check, c->popf);
 }
 
 /* ---------------------------------------------------------------- variants by number */
 
-/* For loops that pick the variant at run time (contended runs, torture):
- * the time_bench tests inline each variant into its own loop instead.
- * Enumerator, and its name as Python offers it; the two *_BEFORE_LOCK
- * variants are local_irq_save() or local_irq_disable(), then spin_lock(). */
+/* Enumerator, and its name as Python offers it; the two *_BEFORE_LOCK
+ * variants are local_irq_save() or local_irq_disable(), then spin_lock().
+ * With constant arguments (time_bench.h) the switch folds to one variant;
+ * spin_lock_variant() is for loops that pick it at run time (contended
+ * runs, torture). */
 #define SPIN_VARIANT_TABLE(X)						\
 	X(VARIANT_PLAIN,			"plain")		\
 	X(VARIANT_BH,				"bh")			\
@@ -388,56 +459,70 @@ static inline void spin_unlock_irqrestore(struct cpu_ctx *c, spinlock_t *l, unsi
 
 SMP_ENUM(spin_variant, SPIN_VARIANT_TABLE, SPIN_NR_VARIANTS);
 
-static inline int spin_lock_variant(struct cpu_ctx *c, spinlock_t *l, int variant,
-				    unsigned long *flags)
+static __always_inline int __spin_lock_variant(struct cpu_ctx *c, spinlock_t *l,
+					       const int variant, unsigned long *flags,
+					       const int algo, const int check)
 {
 	switch (variant) {
 	case VARIANT_BH:
-		return spin_lock_bh(c, l);
+		return __spin_lock_bh(c, l, algo, check);
 	case VARIANT_IRQ:
-		return spin_lock_irq(c, l);
+		return __spin_lock_irq(c, l, algo, check);
 	case VARIANT_IRQSAVE:
-		return spin_lock_irqsave(c, l, flags);
+		return __spin_lock_irqsave(c, l, flags, algo, check);
 	case VARIANT_IRQSAVE_BEFORE_LOCK:
-		*flags = local_irq_save(c);
-		return spin_lock(c, l);
+		*flags = __local_irq_save(c, check);
+		return __spin_lock(c, l, algo, check);
 	case VARIANT_IRQ_DISABLE_BEFORE_LOCK:
 		local_irq_disable(c);
-		return spin_lock(c, l);
+		return __spin_lock(c, l, algo, check);
 	case VARIANT_PLAIN:
-		return spin_lock(c, l);
+		return __spin_lock(c, l, algo, check);
 	default:	/* every caller checks the variant against SPIN_NR_VARIANTS */
 		BUG();
 	}
 }
 
-static inline void spin_unlock_variant(struct cpu_ctx *c, spinlock_t *l, int variant,
-				       unsigned long flags)
+static __always_inline void __spin_unlock_variant(struct cpu_ctx *c, spinlock_t *l,
+						  const int variant, unsigned long flags,
+						  const int algo, const int check, const int popf)
 {
 	switch (variant) {
 	case VARIANT_BH:
-		spin_unlock_bh(c, l);
+		__spin_unlock_bh(c, l, algo, check);
 		break;
 	case VARIANT_IRQ:
-		spin_unlock_irq(c, l);
+		__spin_unlock_irq(c, l, algo, check);
 		break;
 	case VARIANT_IRQSAVE:
-		spin_unlock_irqrestore(c, l, flags);
+		__spin_unlock_irqrestore(c, l, flags, algo, check, popf);
 		break;
 	case VARIANT_IRQSAVE_BEFORE_LOCK:
-		spin_unlock(c, l);
-		local_irq_restore(c, flags);
+		__spin_unlock(c, l, algo, check);
+		__local_irq_restore(c, flags, check, popf);
 		break;
 	case VARIANT_IRQ_DISABLE_BEFORE_LOCK:
-		spin_unlock(c, l);
+		__spin_unlock(c, l, algo, check);
 		local_irq_enable(c);
 		break;
 	case VARIANT_PLAIN:
-		spin_unlock(c, l);
+		__spin_unlock(c, l, algo, check);
 		break;
 	default:
 		BUG();
 	}
+}
+
+static inline int spin_lock_variant(struct cpu_ctx *c, spinlock_t *l, int variant,
+				    unsigned long *flags)
+{
+	return __spin_lock_variant(c, l, variant, flags, (int)l->algo, c->check);
+}
+
+static inline void spin_unlock_variant(struct cpu_ctx *c, spinlock_t *l, int variant,
+				       unsigned long flags)
+{
+	__spin_unlock_variant(c, l, variant, flags, (int)l->algo, c->check, c->popf);
 }
 
 /* Initialise a lock in shared memory for `algo`; 0 or an errno (EINVAL:

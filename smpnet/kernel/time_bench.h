@@ -1,8 +1,11 @@
-/* time_bench.h - the call-cost ops of time_bench_sample.c. */
+/* time_bench.h - the call-cost ops of time_bench_sample.c, and the lock
+ * tests' loops, one compiled loop per combination they can run. */
 #ifndef SMPNET_TIME_BENCH_H
 #define SMPNET_TIME_BENCH_H
 
 #include "compiler.h"
+#include "spinlock.h"
+#include "tsc.h"
 
 /* An empty function the compiler may not inline: function_call_cost. */
 static __attribute__((noinline)) void tb_empty_function(void)
@@ -12,5 +15,71 @@ static __attribute__((noinline)) void tb_empty_function(void)
 
 /* Called through a pointer the compiler cannot see through: func_ptr_call_cost. */
 static void (*volatile tb_function_ptr)(void) = tb_empty_function;
+
+/* ---------------------------------------------------------------- the lock tests' loops */
+
+/* One lock test's timed loop: lock and unlock `loops` times in one variant,
+ * between two TSC reads; stops early (the cycles so far) when an acquire
+ * returns -1, a stopped run. Written once; instantiated below for every
+ * (variant, algorithm, checker, popf) with constants, so that each
+ * instance compiles to that one path: no switch on the algorithm or the
+ * variant, no test of the checker or the restore mode inside the loop. */
+static __always_inline uint64_t tb_lock_loop(struct cpu_ctx *c, spinlock_t *l, uint64_t loops,
+					     const int variant, const int algo,
+					     const int check, const int popf)
+{
+	uint64_t i, t0 = tsc_start();
+	unsigned long flags;
+
+	for (i = 0; i < loops; i++) {
+		if (__spin_lock_variant(c, l, variant, &flags, algo, check))
+			break;
+		__spin_unlock_variant(c, l, variant, flags, algo, check, popf);
+	}
+	return tsc_stop() - t0;
+}
+
+typedef uint64_t (*tb_lock_loop_t)(struct cpu_ctx *c, spinlock_t *l, uint64_t loops);
+
+#define TB_LOCK_LOOP(variant, algo, check, popf)					\
+	static uint64_t tb_lock_loop_##variant##_##algo##_##check##_##popf(		\
+		struct cpu_ctx *c, spinlock_t *l, uint64_t loops)			\
+	{										\
+		return tb_lock_loop(c, l, loops, variant, algo, check, popf);		\
+	}
+#define TB_LOCK_LOOP_ENTRY(variant, algo, check, popf)					\
+	[variant][algo][check][popf] = tb_lock_loop_##variant##_##algo##_##check##_##popf,
+
+/* checker off/on, restore by test of IF (sti) / by popf; the variants, one
+ * line each (SPIN_VARIANT_TABLE's; the assert below and tb_lock_loop_of's
+ * NULL keep the two in step); the algorithms from SPIN_ALGO_TABLE. */
+#define TB_LOCK_MODES(X, variant, algo)							\
+	X(variant, algo, 0, 0) X(variant, algo, 0, 1) X(variant, algo, 1, 0) X(variant, algo, 1, 1)
+#define TB_LOCK_VARIANTS(X, algo)							\
+	TB_LOCK_MODES(X, VARIANT_PLAIN, algo)						\
+	TB_LOCK_MODES(X, VARIANT_BH, algo)						\
+	TB_LOCK_MODES(X, VARIANT_IRQ, algo)						\
+	TB_LOCK_MODES(X, VARIANT_IRQSAVE, algo)						\
+	TB_LOCK_MODES(X, VARIANT_IRQSAVE_BEFORE_LOCK, algo)				\
+	TB_LOCK_MODES(X, VARIANT_IRQ_DISABLE_BEFORE_LOCK, algo)
+_Static_assert(SPIN_NR_VARIANTS == 6, "a new lock variant needs its line in TB_LOCK_VARIANTS");
+
+#define TB_LOCK_LOOPS_OF(algo, name)	TB_LOCK_VARIANTS(TB_LOCK_LOOP, algo)
+#define TB_LOCK_ENTRIES_OF(algo, name)	TB_LOCK_VARIANTS(TB_LOCK_LOOP_ENTRY, algo)
+
+SPIN_ALGO_TABLE(TB_LOCK_LOOPS_OF)
+
+static const tb_lock_loop_t tb_lock_loops[SPIN_NR_VARIANTS][SPIN_NR_ALGOS][2][2] = {
+	SPIN_ALGO_TABLE(TB_LOCK_ENTRIES_OF)
+};
+
+/* The loop for one combination, chosen once before a round; NULL when
+ * there is none (out of range, or a variant TB_LOCK_VARIANTS lacks). */
+static inline tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, int popf)
+{
+	if (variant < 0 || variant >= SPIN_NR_VARIANTS || algo < 0 || algo >= SPIN_NR_ALGOS)
+		return NULL;
+	return tb_lock_loops[variant][algo][check != 0][popf != 0];
+}
 
 #endif

@@ -1,3 +1,9 @@
+from libc.stdint cimport uint64_t
+from smpnet.kernel.smp cimport cpu_ctx
+from smpnet.kernel.spinlock_types cimport spinlock_t
+
 cdef extern from "time_bench.h" nogil:
     void tb_empty_function()
     void (*tb_function_ptr)()
+    ctypedef uint64_t (*tb_lock_loop_t)(cpu_ctx *c, spinlock_t *l, uint64_t loops) noexcept nogil
+    tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, int popf)
