@@ -332,3 +332,43 @@ def test_a_broken_mutual_exclusion_exits_1(capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("smpnet-bench locks: invariant failed: qspinlock plain: "
                               "mutual exclusion broken")
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_each_time_bench_lock_loop_is_its_algorithms_and_checks_only_when_asked(algo):
+    # the lock tests run a loop compiled per (variant, algorithm, checker,
+    # restore mode), chosen before the round: the one chosen takes this
+    # lock's algorithm, leaves the CPU as it found it, and runs the checker
+    # exactly when asked
+    loops = 100
+    tests = [t for t, v in time_bench.SUITE if v]
+
+    def body(ctx):
+        irq = ctx.machine.region("irq")[ctx.cpu]
+        out = []
+        for test in tests:
+            for check in (False, True):
+                for popf in (False, True):
+                    before = int(irq["lock_checks"])
+                    _core.time_bench_round(test, loops, seg=ctx.seg, cpu=ctx.cpu,
+                                           lock_region=region(ctx.machine), lock_index=0,
+                                           check=check, popf=popf)
+                    out.append((test, check, popf, int(irq["lock_checks"]) - before,
+                                int(ctx.machine.region("locks")[0]["lock"]["val"]),
+                                int(irq["irqs_off"]), int(irq["preempt_count"]),
+                                int(irq["bugs"].sum())))
+        return out
+
+    with lock_machine([0]) as m:
+        _core.lock_init(m.segment.buf, region(m), 0, _core.LOCK_ALGOS[algo], 0)
+        rows = m.run(body)[0]
+    taken = 0
+    for test, check, popf, checks, val, irqs_off, preempt, nbugs in rows:
+        taken += loops
+        where = (test, check, popf)
+        assert checks == (loops if check else 0), where
+        assert (irqs_off, preempt, nbugs) == (0, 0, 0), where
+        if algo == "ticket":  # now serving == next ticket == every acquire so far
+            assert val == (taken & 0xFFFF) * 0x10001, where
+        else:
+            assert is_free(val, algo), where
