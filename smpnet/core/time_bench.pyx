@@ -35,28 +35,11 @@ cdef uint64_t tb_tsc_read(tb_ctx *t, uint64_t loops) noexcept nogil:
     return tsc_stop() - t0
 
 
-cdef uint64_t tb_local_BH_disable_enable(tb_ctx *t, uint64_t loops) noexcept nogil:
-    cdef uint64_t i, t0 = tsc_start()
-    for i in range(loops):
-        local_bh_disable(&t.c)
-        local_bh_enable(&t.c)
-    return tsc_stop() - t0
-
-
 cdef uint64_t tb_local_IRQ_disable_enable(tb_ctx *t, uint64_t loops) noexcept nogil:
     cdef uint64_t i, t0 = tsc_start()
     for i in range(loops):
         local_irq_disable(&t.c)
         local_irq_enable(&t.c)
-    return tsc_stop() - t0
-
-
-cdef uint64_t tb_local_irq_save_restore(tb_ctx *t, uint64_t loops) noexcept nogil:
-    cdef uint64_t i, t0 = tsc_start()
-    cdef unsigned long flags
-    for i in range(loops):
-        flags = local_irq_save(&t.c)
-        local_irq_restore(&t.c, flags)
     return tsc_stop() - t0
 
 
@@ -116,7 +99,9 @@ cdef uint64_t tb_ref_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
 # runs on, the lock variant it measures (-1: none), and whether it is in the
 # kernel's suite (not: smpnet's instruments, the timestamp and the
 # hand-written C baseline). A lock test's loop is NULL: its variant's
-# loops are time_bench.h's, one per algorithm, checker and restore mode.
+# loops are time_bench.h's, one per algorithm, checker and restore mode;
+# so are an IRQ test's whose op tests the checker or the restore mode
+# (its `op`, one loop per checker and restore mode).
 
 cdef enum tb_needs:
     TB_NEEDS_NOTHING = 0    # a plain C loop
@@ -130,19 +115,21 @@ cdef tb_loop_t TB_LOOPS[TB_MAX_TESTS]
 cdef list tb_rows = []
 
 
-cdef int tb_test(str name, tb_loop_t loop, tb_needs needs, int variant, bint suite) except -1:
+cdef int tb_test(str name, tb_loop_t loop, tb_needs needs, int variant, bint suite,
+                 int op=-1) except -1:
     if len(tb_rows) == TB_MAX_TESTS:
         raise RuntimeError("more time_bench tests than TB_MAX_TESTS")
     if loop == NULL:
-        # a lock test: time_bench.h has its loop for every combination
-        if needs != TB_NEEDS_LOCK:
-            raise RuntimeError(f"time_bench test {name!r} has no loop")
-        for algo in range(SPIN_NR_ALGOS):
+        # time_bench.h has its loop for every combination: a lock test's per
+        # algorithm, checker and restore mode; an IRQ test's (`op`) per
+        # checker and restore mode
+        for algo in range(SPIN_NR_ALGOS if needs == TB_NEEDS_LOCK else 1):
             for mode in range(4):
-                if tb_lock_loop_of(variant, algo, mode >> 1, mode & 1) == NULL:
-                    raise RuntimeError(f"time_bench.h has no {name!r} loop for algorithm {algo}")
+                if (tb_cpu_loop_of(op, mode >> 1, mode & 1) if needs != TB_NEEDS_LOCK else
+                        tb_lock_loop_of(variant, algo, mode >> 1, mode & 1)) == NULL:
+                    raise RuntimeError(f"time_bench.h has no {name!r} loop for mode {mode}")
     TB_LOOPS[len(tb_rows)] = loop
-    tb_rows.append((name, needs, variant, suite))
+    tb_rows.append((name, needs, variant, suite, op))
     return 0
 
 
@@ -155,9 +142,10 @@ tb_test("irqsave_before_lock", NULL, TB_NEEDS_LOCK,
 tb_test("spin_lock_unlock_irq", NULL, TB_NEEDS_LOCK, VARIANT_IRQ, True)
 tb_test("simple_irq_disable_before_lock", NULL, TB_NEEDS_LOCK,
         VARIANT_IRQ_DISABLE_BEFORE_LOCK, True)
-tb_test("local_BH_disable_enable", tb_local_BH_disable_enable, TB_NEEDS_CPU, -1, True)
+tb_test("local_BH_disable_enable", NULL, TB_NEEDS_CPU, -1, True, TB_OP_LOCAL_BH_DISABLE_ENABLE)
 tb_test("local_IRQ_disable_enable", tb_local_IRQ_disable_enable, TB_NEEDS_CPU, -1, True)
-tb_test("local_irq_save_restore", tb_local_irq_save_restore, TB_NEEDS_CPU, -1, True)
+tb_test("local_irq_save_restore", NULL, TB_NEEDS_CPU, -1, True,
+        TB_OP_LOCAL_IRQ_SAVE_RESTORE)
 tb_test("preempt_disable_enable", tb_preempt_disable_enable, TB_NEEDS_CPU, -1, True)
 tb_test("cmpxchg", tb_cmpxchg, TB_NEEDS_NOTHING, -1, True)
 tb_test("this_cpu_cmpxchg", tb_this_cpu_cmpxchg, TB_NEEDS_NOTHING, -1, True)
@@ -168,12 +156,12 @@ tb_test("tsc_read", tb_tsc_read, TB_NEEDS_NOTHING, -1, False)
 tb_test("ref_spin_lock_unlock", tb_ref_spin_lock_unlock, TB_NEEDS_LOCK, -1, False)
 
 # (name, needs: 0 nothing, 1 a CPU's IRQ state, 2 a lock too), in table order
-TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _ in tb_rows)
+TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _, _ in tb_rows)
 TIME_BENCH_NAMES = tuple(name for name, _ in TIME_BENCH_TESTS)
 TIME_BENCH_NEEDS = dict(TIME_BENCH_TESTS)
 # the kernel suite, in order: (name, the lock variant it measures or None)
 TIME_BENCH_SUITE = tuple((name, {v: k for k, v in LOCK_VARIANTS.items()}.get(variant))
-                         for name, _, variant, suite in tb_rows if suite)
+                         for name, _, variant, suite, _ in tb_rows if suite)
 
 
 def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_region=-1,
@@ -206,12 +194,14 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
             t.lock = &checked_slot(hdr, lock_region, lock_index).lock
     cdef tb_loop_t fn = TB_LOOPS[idx]
     cdef tb_lock_loop_t lock_fn = NULL
-    if fn == NULL:
+    if fn == NULL and needs == TB_NEEDS_LOCK:
         # a lock test: its loop for this lock's algorithm and this CPU's
         # checker and restore mode, chosen here, once
         lock_fn = tb_lock_loop_of(tb_rows[idx][2], <int>t.lock.algo, check, popf)
         if lock_fn == NULL:
             raise ValueError(f"no {test!r} loop for lock algorithm {t.lock.algo}")
+    elif fn == NULL:
+        lock_fn = tb_cpu_loop_of(tb_rows[idx][4], check, popf)
     cdef uint64_t cycles, w0, w1
     cdef bint has_cpu = needs != 0
     with nogil:

@@ -1,5 +1,6 @@
-/* time_bench.h - the call-cost ops of time_bench_sample.c, and the lock
- * tests' loops, one compiled loop per combination they can run. */
+/* time_bench.h - the call-cost ops of time_bench_sample.c, and the loops
+ * of the tests whose ops depend on the lock algorithm, the checker or the
+ * restore mode: one compiled loop per combination they can run. */
 #ifndef SMPNET_TIME_BENCH_H
 #define SMPNET_TIME_BENCH_H
 
@@ -53,8 +54,9 @@ typedef uint64_t (*tb_lock_loop_t)(struct cpu_ctx *c, spinlock_t *l, uint64_t lo
 /* checker off/on, restore by test of IF (sti) / by popf; the variants, one
  * line each (SPIN_VARIANT_TABLE's; the assert below and tb_lock_loop_of's
  * NULL keep the two in step); the algorithms from SPIN_ALGO_TABLE. */
-#define TB_LOCK_MODES(X, variant, algo)							\
-	X(variant, algo, 0, 0) X(variant, algo, 0, 1) X(variant, algo, 1, 0) X(variant, algo, 1, 1)
+#define TB_MODES(X, ...)								\
+	X(__VA_ARGS__, 0, 0) X(__VA_ARGS__, 0, 1) X(__VA_ARGS__, 1, 0) X(__VA_ARGS__, 1, 1)
+#define TB_LOCK_MODES(X, variant, algo)	TB_MODES(X, variant, algo)
 #define TB_LOCK_VARIANTS(X, algo)							\
 	TB_LOCK_MODES(X, VARIANT_PLAIN, algo)						\
 	TB_LOCK_MODES(X, VARIANT_BH, algo)						\
@@ -80,6 +82,54 @@ static inline tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, i
 	if (variant < 0 || variant >= SPIN_NR_VARIANTS || algo < 0 || algo >= SPIN_NR_ALGOS)
 		return NULL;
 	return tb_lock_loops[variant][algo][check != 0][popf != 0];
+}
+
+/* ---------------------------------------------------------------- the IRQ tests' loops */
+
+/* The IRQ-model tests whose ops test the checker or the restore mode,
+ * specialised the same way, with the lock loops' type (`l` unused). */
+enum tb_cpu_op { TB_OP_LOCAL_BH_DISABLE_ENABLE, TB_OP_LOCAL_IRQ_SAVE_RESTORE, TB_NR_CPU_OPS };
+
+static __always_inline uint64_t tb_cpu_loop(struct cpu_ctx *c, uint64_t loops, const int op,
+					    const int check, const int popf)
+{
+	uint64_t i, t0 = tsc_start();
+	unsigned long flags;
+
+	for (i = 0; i < loops; i++) {
+		if (op == TB_OP_LOCAL_IRQ_SAVE_RESTORE) {
+			flags = __local_irq_save(c, check);
+			__local_irq_restore(c, flags, check, popf);
+		} else {
+			local_bh_disable(c);
+			__local_bh_enable(c, check);
+		}
+	}
+	return tsc_stop() - t0;
+}
+
+#define TB_CPU_LOOP(op, check, popf)							\
+	static uint64_t tb_cpu_loop_##op##_##check##_##popf(				\
+		struct cpu_ctx *c, spinlock_t *l, uint64_t loops)			\
+	{										\
+		(void)l;								\
+		return tb_cpu_loop(c, loops, op, check, popf);				\
+	}
+#define TB_CPU_LOOP_ENTRY(op, check, popf)						\
+	[op][check][popf] = tb_cpu_loop_##op##_##check##_##popf,
+#define TB_CPU_OPS(X)									\
+	TB_MODES(X, TB_OP_LOCAL_BH_DISABLE_ENABLE)					\
+	TB_MODES(X, TB_OP_LOCAL_IRQ_SAVE_RESTORE)
+
+TB_CPU_OPS(TB_CPU_LOOP)
+
+static const tb_lock_loop_t tb_cpu_loops[TB_NR_CPU_OPS][2][2] = { TB_CPU_OPS(TB_CPU_LOOP_ENTRY) };
+
+static inline tb_lock_loop_t tb_cpu_loop_of(int op, int check, int popf)
+{
+	if (op < 0 || op >= TB_NR_CPU_OPS)
+		return NULL;
+	return tb_cpu_loops[op][check != 0][popf != 0];
 }
 
 #endif
