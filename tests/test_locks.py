@@ -372,3 +372,36 @@ def test_each_time_bench_lock_loop_is_its_algorithms_and_checks_only_when_asked(
             assert val == (taken & 0xFFFF) * 0x10001, where
         else:
             assert is_free(val, algo), where
+
+
+def test_each_time_bench_irq_loop_checks_only_when_asked():
+    # local_irq_save_restore and local_BH_disable_enable run a loop compiled
+    # per checker and restore mode: each leaves the CPU as it found it, and
+    # local_bh_enable() with IRQs off is reported by the checker's loop alone
+    loops = 100
+    bh_bug = layout.LOCKDEP_BUGS.index("bh_enable_with_irqs_off")
+
+    def body(ctx):
+        irq = ctx.machine.region("irq")[ctx.cpu]
+        out = []
+        for irqs_off in (0, 1):
+            for test in ("local_irq_save_restore", "local_BH_disable_enable"):
+                for check in (False, True):
+                    for popf in (False, True):
+                        irq["irqs_off"] = irqs_off
+                        before = int(irq["bugs"][bh_bug])
+                        _core.time_bench_round(test, loops, seg=ctx.seg, cpu=ctx.cpu,
+                                               check=check, popf=popf)
+                        out.append(((irqs_off, test, check, popf), int(irq["bugs"][bh_bug]) - before,
+                                    int(irq["irqs_off"]), int(irq["preempt_count"]),
+                                    int(irq["save_depth"])))
+        irq["irqs_off"] = 0
+        return out
+
+    with Machine(cpus=[0]) as m:
+        rows = m.run(body)[0]
+    for (irqs_off, test, check, popf), bugs, off, preempt, depth in rows:
+        where = (irqs_off, test, check, popf)
+        assert (off, preempt, depth) == (irqs_off, 0, 0), where
+        reported = check and irqs_off and test == "local_BH_disable_enable"
+        assert bugs == (loops if reported else 0), where
