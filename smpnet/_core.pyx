@@ -45,7 +45,7 @@ from smpnet.kernel.spinlock cimport (spin_lock, spin_unlock, spin_lock_bh,
                                      VARIANT_IRQ_DISABLE_BEFORE_LOCK)
 from smpnet.kernel.reference cimport ref_spin_lock_unlock
 from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lock_loop_t,
-                                       tb_lock_loop_of, tb_cpu_loop_of,
+                                       tb_lock_loop_of, tb_cpu_loop_of, TB_VARIANT_IRQSAVE_NOPUSHF,
                                        TB_OP_LOCAL_BH_DISABLE_ENABLE,
                                        TB_OP_LOCAL_IRQ_SAVE_RESTORE)
 

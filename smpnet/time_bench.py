@@ -22,8 +22,9 @@ MIN_ROUND_S = 0.01  # loops are calibrated so that one round lasts at least this
 # lock test exercises (None: not a lock test): the rows of the core's one
 # table of time_bench tests (smpnet/core/time_bench.pyx) that are in the
 # kernel's suite. spin_lock_unlock_bh is smpnet's addition, last, so the
-# kernel's order stays intact; tsc_read and ref_spin_lock_unlock are
-# smpnet's instruments, not in it.
+# kernel's order stays intact; tsc_read, ref_spin_lock_unlock and
+# spin_lock_unlock_irqsave_nopushf (irqsave's control: all of it but the
+# pushf; pop) are smpnet's instruments, not in it.
 SUITE = _core.TIME_BENCH_SUITE
 TEST_OF_VARIANT = {v: t for t, v in SUITE if v}
 

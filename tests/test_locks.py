@@ -341,7 +341,7 @@ def test_each_time_bench_lock_loop_is_its_algorithms_and_checks_only_when_asked(
     # lock's algorithm, leaves the CPU as it found it, and runs the checker
     # exactly when asked
     loops = 100
-    tests = [t for t, v in time_bench.SUITE if v]
+    tests = [t for t, v in time_bench.SUITE if v] + ["spin_lock_unlock_irqsave_nopushf"]
 
     def body(ctx):
         irq = ctx.machine.region("irq")[ctx.cpu]

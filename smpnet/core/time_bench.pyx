@@ -97,8 +97,8 @@ cdef uint64_t tb_ref_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
 # smpnet.time_bench.SUITE) derive from. In time_bench_sample.c's order,
 # smpnet's additions after the kernel's. Columns: the name, the loop, what it
 # runs on, the lock variant it measures (-1: none), and whether it is in the
-# kernel's suite (not: smpnet's instruments, the timestamp and the
-# hand-written C baseline). A lock test's loop is NULL: its variant's
+# kernel's suite (not: smpnet's instruments, the timestamp, the
+# hand-written C baseline and the irqsave control). A lock test's loop is NULL: its variant's
 # loops are time_bench.h's, one per algorithm, checker and restore mode;
 # so are an IRQ test's whose op tests the checker or the restore mode
 # (its `op`, one loop per checker and restore mode).
@@ -154,6 +154,8 @@ tb_test("func_ptr_call_cost", tb_func_ptr_call_cost, TB_NEEDS_NOTHING, -1, True)
 tb_test("spin_lock_unlock_bh", NULL, TB_NEEDS_LOCK, VARIANT_BH, True)
 tb_test("tsc_read", tb_tsc_read, TB_NEEDS_NOTHING, -1, False)
 tb_test("ref_spin_lock_unlock", tb_ref_spin_lock_unlock, TB_NEEDS_LOCK, -1, False)
+# the control for irqsave - irq: irqsave's every instruction but the pushf; pop
+tb_test("spin_lock_unlock_irqsave_nopushf", NULL, TB_NEEDS_LOCK, TB_VARIANT_IRQSAVE_NOPUSHF, False)
 
 # (name, needs: 0 nothing, 1 a CPU's IRQ state, 2 a lock too), in table order
 TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _, _ in tb_rows)

@@ -137,9 +137,10 @@ static inline void send_ipi(struct cpu_ctx *c, int target, unsigned int vector)
  * the loops that time them pass constants (time_bench.h), so each of their
  * specialisations has no test of either; everyone else passes c->check and
  * c->popf through the wrappers below. */
-static __always_inline unsigned long __local_irq_save(struct cpu_ctx *c, const int check)
+static __always_inline unsigned long __local_irq_save_fl(struct cpu_ctx *c, unsigned long fl,
+						       const int check)
 {
-	unsigned long flags = native_save_fl() & ~X86_EFLAGS_IF;
+	unsigned long flags = fl & ~X86_EFLAGS_IF;
 
 	if (!c->irq->irqs_off)
 		flags |= X86_EFLAGS_IF;
@@ -147,6 +148,14 @@ static __always_inline unsigned long __local_irq_save(struct cpu_ctx *c, const i
 	if (unlikely(check))
 		c->irq->save_depth++;
 	return flags;
+}
+
+/* local_irq_save(): the real `pushf; pop`, then the soft mask merged in.
+ * (__local_irq_save_fl() with another source of `fl` is time_bench's
+ * control: every instruction of the save but the pushf; pop.) */
+static __always_inline unsigned long __local_irq_save(struct cpu_ctx *c, const int check)
+{
+	return __local_irq_save_fl(c, native_save_fl(), check);
 }
 
 static __always_inline void __local_irq_restore(struct cpu_ctx *c, unsigned long flags,
