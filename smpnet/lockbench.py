@@ -8,7 +8,7 @@ from . import _core, layout, stats
 from .experiment import bounded
 from .machine import Machine
 from .seeds import SEED_003
-from .time_bench import MIN_ROUND_S, SUITE, time_bench
+from .time_bench import MIN_ROUND_S, SUITE, interleaved
 
 # names of enum spin_algo and enum spin_variant, in the C order
 ALGOS = tuple(sorted(_core.LOCK_ALGOS, key=_core.LOCK_ALGOS.get))
@@ -45,15 +45,36 @@ def add_contended_options(p, which=""):
                    help=f"{which}seconds per algorithm and variant (default: {DURATION})")
 
 
-def suite_plan(algos, variants):
-    """The suite's (test, algorithm or None) pairs, in order."""
+# smpnet's instruments, run beside the suite on every selected algorithm
+# (docs/experiments/locks.md, "What each side executes"):
+BASELINE = "ref_spin_lock_unlock"   # spin_lock_unlock written by hand in C (reference.h)
+CONTROL = "spin_lock_unlock_irqsave_nopushf"   # irqsave but its pushf; pop (time_bench.h)
+
+
+def suite_plan(algos, variants, locks_only=False):
+    """The suite's (test, algorithm or None) pairs, in order (locks_only:
+    its lock tests only), then the instruments: the bare-C baseline on each
+    algorithm when spin_lock_unlock runs (plain), irqsave's control when
+    irqsave runs."""
     plan = []
     for test, variant in SUITE:
         if variant is None:
-            plan.append((test, None))
+            plan += [] if locks_only else [(test, None)]
         elif variant in variants:
             plan.extend((test, algo) for algo in algos)
+    for algo in algos:
+        plan += [(BASELINE, algo)] if "plain" in variants else []
+        plan += [(CONTROL, algo)] if "irqsave" in variants else []
     return plan
+
+
+def measuring_order(plan):
+    """The plan as its rounds run: the tests on no lock, then each
+    algorithm's lock tests and instruments together, so that the tests a
+    figure pairs (smpnet and its baseline, irqsave, its control and irq)
+    run next to one another in every pass."""
+    algos = list(dict.fromkeys(a for _, a in plan))
+    return sorted(plan, key=lambda e: algos.index(e[1]))
 
 
 def suite_seconds(n_tests, loops=None, rounds=10, op_s=TYPICAL_OP_S):
@@ -93,52 +114,112 @@ def new_reports(before, after):
 
 
 def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=False,
-              progress=None):
-    """The uncontended suite on real CPU `cpu`. Returns (rows, checker reports)."""
-    plan = suite_plan(algos, variants)
+              progress=None, locks_only=False):
+    """The uncontended suite on real CPU `cpu`, with its instruments, all
+    interleaved round by round (time_bench.interleaved). Returns (rows in
+    suite_plan's order, checker reports); derived() adds the figures that
+    pair rounds."""
+    plan = measuring_order(suite_plan(algos, variants, locks_only))
 
     def bench(ctx):
         region = ctx.machine.segment.region_names.index("locks")
-        rows = []
-        for n, (test, algo) in enumerate(plan):
-            if progress:
-                progress(n, len(plan), test if algo is None else f"{test} [{algo}]")
+        entries = []
+        for test, algo in plan:
             where = dict(seg=ctx.seg, cpu=0, check=check, popf=restore == "popf")
             if algo is not None:
                 where.update(lock_region=region, lock_index=algos.index(algo))
-            rows.append((test, algo, time_bench(test, loops=loops, rounds=rounds, **where)))
-        return rows
+            entries.append((test, where))
+        results = interleaved(entries, loops=loops, rounds=rounds, progress=progress)
+        return [(test, algo, r) for (test, algo), r in zip(plan, results)]
 
     with Machine(cpus=[cpu], regions=locks_region(len(algos))) as m:
         init_locks(m, algos)
         results = m.run(bench, expected=suite_seconds(len(plan), loops, rounds, SLOWEST_OP_S))[0]
         reports = checker_reports(m)
     rows = []
-    for test, algo, r in results:
+    order = suite_plan(algos, variants, locks_only)
+    for test, algo, r in sorted(results, key=lambda x: order.index(x[:2])):
         rows.append({
-            "test": test, "algo": algo, "variant": dict(SUITE)[test], "restore": restore,
+            "test": test, "algo": algo, "variant": dict(SUITE).get(test), "restore": restore,
             "cpus": [cpu], "contended": False,
             "cycles": r.cycles, "cycles_min": r.cycles_min, "cycles_max": r.cycles_max,
             "ns": r.ns, "loops": r.loops, "rounds": r.rounds, "samples": r.samples,
             "overhead_cycles": r.overhead_cycles, "wall_s": r.wall_s,
         })
+    derived(rows)
     return rows, reports
 
 
-def seed_003_verdict(rows, algo):
-    """irqsave - irq on `algo`, from the suite's samples."""
-    def samples(test):
-        for r in rows:
-            if r["test"] == test and r["algo"] == algo:
-                return r["samples"]
-        return None
+def _row(rows, test, algo):
+    return next((r for r in rows if r["test"] == test and r["algo"] == algo), None)
 
-    a, b = samples("spin_lock_unlock_irqsave"), samples("spin_lock_unlock_irq")
-    if a is None or b is None or min(len(a), len(b)) < stats.MIN_SAMPLES:
+
+def paired(rows, a, b, algo, op):
+    """op(a's round k, b's round k) over the rounds of tests a and b on
+    `algo`, which the interleaved rounds pair: (median, [95 % interval]),
+    or None when either did not run or ran too few rounds."""
+    ra, rb = _row(rows, a, algo), _row(rows, b, algo)
+    if ra is None or rb is None or len(ra["samples"]) != len(rb["samples"]) \
+            or len(ra["samples"]) < stats.MIN_SAMPLES:
         return None
-    delta, ci = stats.median_diff_ci(a, b)
-    return dict(SEED_003, algo=algo, measured=delta, interval=list(ci),
-                unit="cycles", verdict=stats.verdict(ci))
+    med, ci = stats.median_ci([op(x, y) for x, y in zip(ra["samples"], rb["samples"])])
+    return med, list(ci)
+
+
+def derived(rows):
+    """The figures that pair a test's rounds with another's, added to the
+    rows they describe: on spin_lock_unlock, harness_overhead = smpnet /
+    bare (the baseline's cycles in bare_cycles); on irqsave's control,
+    irqsave - control (the pushf; pop alone) and control - irq (smpnet's
+    own bookkeeping of the save, expected about 0). Each with its 95 %
+    interval (a bootstrap over the rounds' ratios or differences)."""
+    def diff(a, b):
+        return a - b
+
+    for r in rows:
+        if r["test"] == "spin_lock_unlock":
+            ratio = paired(rows, "spin_lock_unlock", BASELINE, r["algo"], lambda a, b: a / b)
+            if ratio:
+                r["bare_cycles"] = _row(rows, BASELINE, r["algo"])["cycles"]
+                r["harness_overhead"], r["harness_overhead_interval"] = ratio
+        elif r["test"] == CONTROL:
+            for key, a, b in (("pushf_pop", "spin_lock_unlock_irqsave", CONTROL),
+                              ("bookkeeping", CONTROL, "spin_lock_unlock_irq")):
+                d = paired(rows, a, b, r["algo"], diff)
+                if d:
+                    r[f"{key}_cycles"], r[f"{key}_interval"] = d
+
+
+def seed_003_verdict(rows, algo):
+    """irqsave - irq on `algo`, paired round by round, with what its
+    control says of it."""
+    d = paired(rows, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", algo,
+               lambda a, b: a - b)
+    if d is None:
+        return None
+    v = dict(SEED_003, algo=algo, measured=d[0], interval=d[1], unit="cycles",
+             verdict=stats.verdict(d[1]))
+    control = _row(rows, CONTROL, algo)
+    if control and "bookkeeping_cycles" in control:
+        v["control"] = {k: control[k] for k in ("test", "pushf_pop_cycles", "pushf_pop_interval",
+                                                 "bookkeeping_cycles", "bookkeeping_interval")}
+    return v
+
+
+def figure(value, interval, digits=2):
+    """`value [low .. high]`"""
+    return f"{value:.{digits}f} [{interval[0]:.{digits}f} .. {interval[1]:.{digits}f}]"
+
+
+def control_lines(v):
+    """What a seed 003 verdict's control splits irqsave - irq into."""
+    if "control" not in v:
+        return []
+    c = v["control"]
+    return [f"  of which the pushf; pop (irqsave - control) = "
+            f"{figure(c['pushf_pop_cycles'], c['pushf_pop_interval'])} cycles and smpnet's "
+            f"bookkeeping (control - irq) = "
+            f"{figure(c['bookkeeping_cycles'], c['bookkeeping_interval'])} cycles"]
 
 
 def checker_text(reports, on):

@@ -6,8 +6,11 @@ is thrown away; then `rounds` rounds, each giving per-op cycles; the result
 is the median with min and max, plus the empty loop's cost (for_loop) timed
 the same way, so a reader can see how much of a figure is loop overhead.
 Every benchmark in smpnet, from the CLI or bench/, runs these C loops with
-this calibration; `null` alone interleaves two sides round by round, so it
-calls the rounds (time_bench_round) itself.
+this calibration. `interleaved` measures several tests together, one round
+of each per pass, so that drift (frequency, a neighbour's load) reaches
+every test alike and round k of one test pairs with round k of another;
+`null` interleaves its two sides in its own ABBA order, so it calls the
+rounds (time_bench_round) itself.
 """
 import statistics
 from dataclasses import dataclass, field
@@ -62,21 +65,42 @@ def calibrate_loops(test, min_time=MIN_ROUND_S, start=1000, limit=1 << 34, **whe
     return loops
 
 
-def time_bench(test, loops=None, rounds=5, warmup=1, min_time=MIN_ROUND_S, **where):
-    """Measure one test; see the module docstring.
-
-    `where` is passed to _core.time_bench_round for the tests that run on an
-    emulated CPU: seg, cpu, lock_region, lock_index, check, popf.
-    """
-    if test not in _core.TIME_BENCH_NAMES:
-        raise BadInput(f"unknown time_bench test {test!r} "
-                       f"(known: {', '.join(_core.TIME_BENCH_NAMES)})")
+def _check(tests, loops, rounds, warmup):
+    for test in tests:
+        if test not in _core.TIME_BENCH_NAMES:
+            raise BadInput(f"unknown time_bench test {test!r} "
+                           f"(known: {', '.join(_core.TIME_BENCH_NAMES)})")
     if loops is not None and loops <= 0:
         raise BadInput(f"loops must be positive, got {loops}")
     if rounds <= 0:
         raise BadInput(f"rounds must be positive, got {rounds}")
     if warmup < 0:
         raise BadInput(f"warmup must be zero or more, got {warmup}")
+
+
+def _result(test, loops, samples, wall_ns, overhead, hz):
+    med, lo, hi = statistics.median(samples), min(samples), max(samples)
+    return BenchResult(
+        test=test, loops=loops, rounds=len(samples),
+        cycles=med, cycles_min=lo, cycles_max=hi,
+        ns=med * 1e9 / hz, ns_min=lo * 1e9 / hz, ns_max=hi * 1e9 / hz,
+        overhead_cycles=overhead, tsc_hz=hz, wall_s=wall_ns / 1e9, samples=samples,
+    )
+
+
+def _loop_overhead(loops, rounds):
+    """The empty loop's cost per iteration (median of up to 3 rounds)."""
+    return statistics.median(_core.time_bench_round("for_loop", loops)[0] / loops
+                             for _ in range(max(1, min(rounds, 3))))
+
+
+def time_bench(test, loops=None, rounds=5, warmup=1, min_time=MIN_ROUND_S, **where):
+    """Measure one test; see the module docstring.
+
+    `where` is passed to _core.time_bench_round for the tests that run on an
+    emulated CPU: seg, cpu, lock_region, lock_index, check, popf.
+    """
+    _check([test], loops, rounds, warmup)
     if loops is None:
         loops = calibrate_loops(test, min_time, **where)
     hz = _tsc_hz()
@@ -87,13 +111,40 @@ def time_bench(test, loops=None, rounds=5, warmup=1, min_time=MIN_ROUND_S, **whe
         cycles, wall_ns = _core.time_bench_round(test, loops, **where)
         samples.append(cycles / loops)
         wall += wall_ns
-    overhead = [_core.time_bench_round("for_loop", loops)[0] / loops
-                for _ in range(max(1, min(rounds, 3)))]
-    med, lo, hi = statistics.median(samples), min(samples), max(samples)
-    return BenchResult(
-        test=test, loops=loops, rounds=rounds,
-        cycles=med, cycles_min=lo, cycles_max=hi,
-        ns=med * 1e9 / hz, ns_min=lo * 1e9 / hz, ns_max=hi * 1e9 / hz,
-        overhead_cycles=statistics.median(overhead), tsc_hz=hz,
-        wall_s=wall / 1e9, samples=samples,
-    )
+    return _result(test, loops, samples, wall, _loop_overhead(loops, rounds), hz)
+
+
+def interleaved(entries, loops=None, rounds=10, warmup=1, min_time=MIN_ROUND_S, progress=None):
+    """Measure several tests together: `entries` is a list of (test, where),
+    `where` as for time_bench. Each entry is calibrated on its own and
+    warmed up; then every measured round runs each entry once, in the
+    entries' order on even rounds and in reverse on odd ones (A B .. B A),
+    so a linear drift adds alike to every entry over two rounds and
+    samples[k] of one entry pairs with samples[k] of another, measured
+    within one pass. Returns a BenchResult per entry, in order.
+
+    progress(n, total, what), if given, hears of the calibration and then
+    of each round."""
+    _check([t for t, _ in entries], loops, rounds, warmup)
+    total = rounds + 1
+    if progress:
+        progress(0, total, f"calibrating and warming up {len(entries)} tests")
+    counts = [loops or calibrate_loops(test, min_time, **where) for test, where in entries]
+    hz = _tsc_hz()
+    for _ in range(warmup):
+        for (test, where), n in zip(entries, counts):
+            _core.time_bench_round(test, n, **where)
+    samples = [[] for _ in entries]
+    wall = [0] * len(entries)
+    for r in range(rounds):
+        if progress:
+            progress(r + 1, total, f"round {r + 1} of {rounds} ({len(entries)} tests)")
+        order = range(len(entries)) if r % 2 == 0 else reversed(range(len(entries)))
+        for i in order:
+            test, where = entries[i]
+            cycles, wall_ns = _core.time_bench_round(test, counts[i], **where)
+            samples[i].append(cycles / counts[i])
+            wall[i] += wall_ns
+    overhead = _loop_overhead(max(counts), rounds)
+    return [_result(test, n, s, w, overhead, hz)
+            for (test, _), n, s, w in zip(entries, counts, samples, wall)]

@@ -235,7 +235,24 @@ def test_locks_suite_json(capsys, allowed):
     expected = []
     for test, variant in time_bench.SUITE:
         expected += [(test, None)] if variant is None else [(test, "qspinlock"), (test, "ticket")]
+    for algo in ("qspinlock", "ticket"):   # the instruments, after the suite
+        expected += [(locks.BASELINE, algo), (locks.CONTROL, algo)]
     assert tests == expected
+    by = {(r["test"], r["algo"]): r for r in env["results"]}
+    for algo in ("qspinlock", "ticket"):
+        # what pairs rounds is computed from the rounds: smpnet / bare, irqsave - control,
+        # control - irq, each the median of the rounds' ratios or differences
+        smp, ref = by["spin_lock_unlock", algo], by[locks.BASELINE, algo]
+        assert smp["bare_cycles"] == ref["cycles"]
+        assert smp["harness_overhead"] == pytest.approx(
+            np.median(np.array(smp["samples"]) / np.array(ref["samples"])))
+        lo, hi = smp["harness_overhead_interval"]
+        assert lo <= smp["harness_overhead"] <= hi
+        ctl = by[locks.CONTROL, algo]
+        for key, a, b in (("pushf_pop", "spin_lock_unlock_irqsave", locks.CONTROL),
+                          ("bookkeeping", locks.CONTROL, "spin_lock_unlock_irq")):
+            assert ctl[f"{key}_cycles"] == pytest.approx(
+                np.median(np.array(by[a, algo]["samples"]) - np.array(by[b, algo]["samples"])))
     for r in env["results"]:
         assert {"test", "algo", "variant", "restore", "cpus", "contended", "cycles",
                 "cycles_min", "cycles_max", "ns", "loops", "rounds"} <= set(r)
@@ -247,7 +264,44 @@ def test_locks_suite_json(capsys, allowed):
     lo, hi = v["interval"]
     assert lo <= v["measured"] <= hi
     assert v["verdict"] in ("reproduced", "not reproduced", "no measurable difference")
+    assert v["control"]["pushf_pop_cycles"] == by[locks.CONTROL, "qspinlock"]["pushf_pop_cycles"]
     assert env["params"]["checker_reports"] == {}
+
+
+def _rows(**samples):
+    return [{"test": t, "algo": "qspinlock", "samples": s, "cycles": float(np.median(s))}
+            for t, s in samples.items()]
+
+
+def test_paired_figures_pair_round_k_with_round_k():
+    # irqsave - irq is the median of the rounds' differences, not the
+    # difference of the medians (31 - 25 = 6 here): the rounds are paired
+    rows = _rows(spin_lock_unlock_irqsave=[30, 35, 31], spin_lock_unlock_irq=[19, 25, 29],
+                 spin_lock_unlock_irqsave_nopushf=[20, 26, 29],
+                 spin_lock_unlock=[20, 22, 21], ref_spin_lock_unlock=[10, 11, 10])
+    locks.derived(rows)
+    v = locks.seed_003_verdict(rows, "qspinlock")
+    assert v["measured"] == 10 and v["interval"][0] <= 10 <= v["interval"][1]
+    ctl = v["control"]
+    assert ctl["pushf_pop_cycles"] == 9 and ctl["bookkeeping_cycles"] == 1
+    (smp,) = [r for r in rows if r["test"] == "spin_lock_unlock"]
+    assert smp["harness_overhead"] == 2.0 and smp["bare_cycles"] == 10
+
+
+def test_no_paired_figure_from_too_few_or_unequal_rounds():
+    rows = _rows(spin_lock_unlock_irqsave=[30, 31], spin_lock_unlock_irq=[20, 21],
+                 spin_lock_unlock=[20, 22, 21], ref_spin_lock_unlock=[10, 11])
+    locks.derived(rows)
+    assert locks.seed_003_verdict(rows, "qspinlock") is None
+    assert all("harness_overhead" not in r for r in rows)
+
+
+def test_the_checker_run_says_its_figures_include_the_checker(capsys):
+    assert main(["locks", "--loops", "1000", "--rounds", "3", "--variant", "plain,irq,irqsave",
+                 "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "Harness overhead" in out and "smpnet's figures include the checker" in out
+    assert "irqsave - control (pushf; pop)" in out and "of which the pushf; pop" in out
 
 
 def test_the_locks_text_has_time_bench_lines(capsys):
@@ -372,6 +426,29 @@ def test_each_time_bench_lock_loop_is_its_algorithms_and_checks_only_when_asked(
             assert val == (taken & 0xFFFF) * 0x10001, where
         else:
             assert is_free(val, algo), where
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_the_bare_c_baseline_takes_and_releases_its_locks_algorithm(algo):
+    # ref_spin_lock_unlock runs the lock's own algorithm's acquire and
+    # release (a ticket lock's halves both advance), and leaves the preempt
+    # count as it found it
+    loops = 100
+
+    def body(ctx):
+        irq = ctx.machine.region("irq")[ctx.cpu]
+        _core.time_bench_round(locks.BASELINE, loops, seg=ctx.seg, cpu=ctx.cpu,
+                               lock_region=region(ctx.machine), lock_index=0)
+        return int(ctx.machine.region("locks")[0]["lock"]["val"]), int(irq["preempt_count"])
+
+    with lock_machine([0]) as m:
+        _core.lock_init(m.segment.buf, region(m), 0, _core.LOCK_ALGOS[algo], 0)
+        val, preempt = m.run(body)[0]
+    assert preempt == 0
+    if algo == "ticket":
+        assert val == loops * 0x10001
+    else:
+        assert is_free(val, algo)
 
 
 def test_each_time_bench_irq_loop_checks_only_when_asked():

@@ -49,6 +49,44 @@ def test_time_bench_result_is_consistent():
     assert r.wall_s > 0
 
 
+def test_interleaved_rounds_run_forward_then_back_and_pair(monkeypatch):
+    # every entry is warmed up, then each round runs every entry once, in
+    # order on even rounds and in reverse on odd ones; round k of one entry
+    # is sample k of it. A cost that grows by one cycle a call (a steady
+    # drift) gives paired differences that cancel over two rounds.
+    calls = []
+
+    def fake(test, loops, **where):
+        calls.append((test, where.get("lock_index")))
+        return (100 + len(calls)) * loops, 10**8
+
+    monkeypatch.setattr(_core, "time_bench_round", fake)
+    entries = [("cmpxchg", {"lock_index": 0}), ("tsc_read", {"lock_index": 1})]
+    a, b = tb.interleaved(entries, loops=10, rounds=4, warmup=1)
+    measured = [("cmpxchg", 0), ("tsc_read", 1)]
+    assert calls[:2] == measured                                     # warm-up
+    assert calls[2:10] == (measured + measured[::-1]) * 2              # the rounds
+    assert all(t == "for_loop" for t, _ in calls[10:])                 # the loop overhead
+    assert a.samples == [103, 106, 107, 110] and b.samples == [104, 105, 108, 109]
+    diffs = [y - x for x, y in zip(a.samples, b.samples)]
+    assert diffs == [1, -1, 1, -1] and sum(diffs) == 0
+    assert a.rounds == 4 and a.cycles == 106.5 and a.loops == 10
+
+
+def test_interleaved_calibrates_each_entry_on_its_own(monkeypatch):
+    # without a loop count, each entry's loops double until its round lasts
+    # min_time: an op ten times dearer gets a tenth of the loops (or so)
+    def fake(test, loops, **where):
+        ns = loops * (10 if test == "cmpxchg" else 1)
+        return ns, ns
+
+    monkeypatch.setattr(_core, "time_bench_round", fake)
+    a, b = tb.interleaved([("cmpxchg", {}), ("tsc_read", {})], rounds=2, warmup=0,
+                          min_time=1e-3)
+    assert a.loops * 10 >= 1e6 and b.loops >= 1e6
+    assert b.loops > a.loops
+
+
 def test_a_timestamp_costs_more_than_an_empty_iteration():
     # Not a speed claim: rdtsc with two lfences cannot be cheaper than a
     # compiler barrier, on any machine.

@@ -86,8 +86,9 @@ cdef uint64_t tb_func_ptr_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
 
 
 cdef uint64_t tb_ref_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
-    # the hand-written C baseline for spin_lock_unlock (reference.h)
-    return ref_spin_lock_unlock(&t.c.irq.preempt_count, &t.lock.val, loops)
+    # the hand-written C baseline for spin_lock_unlock on this lock's
+    # algorithm (reference.h)
+    return ref_spin_lock_unlock(&t.c.irq.preempt_count, t.lock, loops)
 
 
 # ---------------------------------------------------------------- the table
@@ -194,6 +195,9 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
         cpu_ctx_init(&t.c, hdr, cpu, check, popf)
         if needs == TB_NEEDS_LOCK:
             t.lock = &checked_slot(hdr, lock_region, lock_index).lock
+            if t.lock.algo >= SPIN_NR_ALGOS:
+                raise ValueError(f"lock {lock_index} has no algorithm ({t.lock.algo}): "
+                                 "not initialised")
     cdef tb_loop_t fn = TB_LOOPS[idx]
     cdef tb_lock_loop_t lock_fn = NULL
     if fn == NULL and needs == TB_NEEDS_LOCK:

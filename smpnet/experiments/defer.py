@@ -56,12 +56,17 @@ def validate(rx, ncpus, skbs, duration, defer_max, batch, repeat):
         raise BadInput(f"--repeat {repeat}: give 1 to {MAX_REPEAT}")
 
 
+# seed 003's per-op cost, uncontended: its two variants and irqsave's control
+OP_VARIANTS = ["irq", "irqsave"]
+OP_PLAN = lockbench.suite_plan(["qspinlock"], OP_VARIANTS, locks_only=True)
+
+
 def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, real_cpus=2):
     """The whole experiment: every run, then the uncontended per-op suite."""
     work = machine.work_seconds(skbs, duration or (None if skbs else DURATION),
                                 TYPICAL_SKBS_PER_S)
     return (n_strategies * repeat * machine.run_seconds(work, ncpus, real_cpus, bool(skbs))
-            + lockbench.suite_seconds(2))
+            + lockbench.suite_seconds(len(OP_PLAN)))
 
 
 def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_max=DEFER_MAX,
@@ -228,7 +233,7 @@ def _verdicts(runs, cpu, lock_algo, progress):
     out = []
     if progress:
         progress(0, 1, "the per-op cost of irq and irqsave, uncontended")
-    suite, _ = lockbench.run_suite(cpu, [lock_algo], ["irq", "irqsave"], rounds=10)
+    suite, _ = lockbench.run_suite(cpu, [lock_algo], OP_VARIANTS, rounds=10, locks_only=True)
     op = lockbench.seed_003_verdict(suite, lock_algo)
     a = [r["flush_lock_cycles"] for r in runs["irqsave"] if r["flush_lock_cycles"] is not None]
     b = [r["flush_lock_cycles"] for r in runs["irq"] if r["flush_lock_cycles"] is not None]

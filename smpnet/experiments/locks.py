@@ -89,17 +89,47 @@ def text(env, extra):
     if overhead is not None:
         lines.append(f"Loop overhead: for_loop = {overhead:.2f} cycles per iteration, "
                      "included in every figure above.")
+    lines += harness_text(rows, p["check"])
     lines.append("")
     for v in verdicts:
         lo, hi = v["interval"]
         lines.append(f"seed {v['seed']}: {v['reference']}; here ({v['algo']}, "
                      f"restore={p['restore']}): irqsave - irq = {v['measured']:.2f} cycles "
                      f"[95 % interval {lo:.2f} .. {hi:.2f}] -> {v['verdict']}")
+        lines += lockbench.control_lines(v)
     if not verdicts:
         lines.append(f"seed 003: no verdict (it needs the irq and irqsave variants and "
                      f"--rounds {stats.MIN_SAMPLES} or more)")
     lines.append(lockbench.checker_text(p.get("checker_reports", {}), p["check"]))
     return "\n".join(lines)
+
+
+def harness_text(rows, check):
+    """What the harness adds (smpnet / the bare-C baseline) and irqsave's
+    control, per algorithm, from the paired rounds (lockbench.derived)."""
+    lines = []
+    base = [r for r in rows if "harness_overhead" in r]
+    if base:
+        lines += ["", "Harness overhead, spin_lock_unlock: smpnet / hand-written C "
+                  f"({lockbench.BASELINE}), median of the rounds' ratios [95 % interval]"
+                  + (" (checker on: smpnet's figures include the checker)" if check else "")]
+        lines.append(table([(r["algo"], r["cycles"], r["bare_cycles"],
+                             lockbench.figure(r["harness_overhead"], r["harness_overhead_interval"], 3))
+                            for r in base],
+                           ["algo", "smpnet cycles", "bare cycles", "smpnet / bare [95 % interval]"]))
+    ctl = [r for r in rows if "pushf_pop_cycles" in r or "bookkeeping_cycles" in r]
+    if ctl:
+        lines += ["", f"irqsave's control ({lockbench.CONTROL}: irqsave without its pushf; pop), "
+                  "cycles, median of the rounds' differences [95 % interval]"]
+        lines.append(table([(r["algo"], r["cycles"],
+                             lockbench.figure(r["pushf_pop_cycles"], r["pushf_pop_interval"])
+                             if "pushf_pop_cycles" in r else None,
+                             lockbench.figure(r["bookkeeping_cycles"], r["bookkeeping_interval"])
+                             if "bookkeeping_cycles" in r else None)
+                            for r in ctl],
+                           ["algo", "control cycles", "irqsave - control (pushf; pop)",
+                            "control - irq (bookkeeping, ~0)"]))
+    return lines
 
 
 def plot(ax, rows):

@@ -1,35 +1,120 @@
-/* reference.h - hand-written C baselines for the Cython loops.
+/* reference.h - the hand-written C baselines for spin_lock_unlock.
  *
- * The issue's target: spin_lock_unlock (qspinlock, uncontended) within
- * 15 % of the same instruction sequence written directly in C and timed
- * the same way. This is that sequence: preempt_count++, the qspinlock fast
- * path (lock cmpxchg 0 -> 1), the unlock (a byte store-release),
- * preempt_count--. No dispatch on the algorithm, no checker test.
+ * What `locks` sets beside smpnet's spin_lock_unlock on every algorithm,
+ * interleaved with it, to report harness_overhead = smpnet / bare (issue
+ * #12's target: at most 1.05 except for pthread). Each is the instruction
+ * sequence of one algorithm's uncontended lock and unlock written directly
+ * in C, on nothing of smpnet's but the lock word (or the mutex) and a
+ * per-CPU preempt count: preempt_count++, the acquire, the release,
+ * preempt_count--. No cpu_ctx, no IRQ state, no checker, no stop flag; a
+ * contended acquire just spins (these loops only ever run uncontended).
+ *
+ *   tas        xchg 1; release: store 0
+ *   ttas       load, then xchg 1; release: store 0
+ *   ticket     xadd of the next-ticket half, compare with now-serving;
+ *              release: now-serving + 1 (a 16-bit store)
+ *   qspinlock  cmpxchg 0 -> 1 (the fast path); release: the locked byte := 0
+ *   pthread    pthread_mutex_lock / pthread_mutex_unlock
  */
 #ifndef SMPNET_REFERENCE_H
 #define SMPNET_REFERENCE_H
 
+#include <pthread.h>
+#include "spinlock_types.h"
 #include "tsc.h"
 
-static uint64_t ref_spin_lock_unlock(uint32_t *preempt_count, uint32_t *lock, uint64_t loops)
+static __always_inline void ref_lock(uint32_t *word, pthread_mutex_t *mutex, const int algo)
+{
+	uint32_t v;
+
+	switch (algo) {
+	case SPIN_TAS:
+		while (__atomic_exchange_n(word, 1, __ATOMIC_ACQUIRE))
+			cpu_relax();
+		break;
+	case SPIN_TTAS:
+		while (__atomic_load_n(word, __ATOMIC_RELAXED) ||
+		       __atomic_exchange_n(word, 1, __ATOMIC_ACQUIRE))
+			cpu_relax();
+		break;
+	case SPIN_TICKET:
+		v = __atomic_fetch_add(word, 1U << 16, __ATOMIC_ACQUIRE);
+		while ((uint16_t)v != (uint16_t)(v >> 16)) {
+			cpu_relax();
+			v = (v & 0xffff0000U) | __atomic_load_n((uint16_t *)word, __ATOMIC_ACQUIRE);
+		}
+		break;
+	case SPIN_QSPINLOCK:
+		v = 0;
+		while (!__atomic_compare_exchange_n(word, &v, 1, 0, __ATOMIC_ACQUIRE,
+						    __ATOMIC_RELAXED)) {
+			v = 0;
+			cpu_relax();
+		}
+		break;
+	default:
+		pthread_mutex_lock(mutex);
+	}
+}
+
+static __always_inline void ref_unlock(uint32_t *word, pthread_mutex_t *mutex, const int algo)
+{
+	switch (algo) {
+	case SPIN_TAS:
+	case SPIN_TTAS:
+		__atomic_store_n(word, 0, __ATOMIC_RELEASE);
+		break;
+	case SPIN_TICKET:	/* only the holder writes the now-serving half */
+		__atomic_store_n((uint16_t *)word, (uint16_t)(*(uint16_t *)word + 1),
+				 __ATOMIC_RELEASE);
+		break;
+	case SPIN_QSPINLOCK:
+		__atomic_store_n((uint8_t *)word, 0, __ATOMIC_RELEASE);
+		break;
+	default:
+		pthread_mutex_unlock(mutex);
+	}
+}
+
+/* The loop, timed as the time_bench loops are (tsc.h), one instance per
+ * algorithm with the algorithm a constant. */
+static __always_inline uint64_t ref_loop(uint32_t *preempt_count, uint32_t *word,
+					 pthread_mutex_t *mutex, uint64_t loops, const int algo)
 {
 	uint64_t i, t0 = tsc_start();
 
 	for (i = 0; i < loops; i++) {
-		uint32_t zero = 0;
-
 		(*preempt_count)++;
 		barrier();
-		while (!__atomic_compare_exchange_n(lock, &zero, 1, 0, __ATOMIC_ACQUIRE,
-						    __ATOMIC_RELAXED)) {
-			zero = 0;
-			cpu_relax();
-		}
-		__atomic_store_n((uint8_t *)lock, 0, __ATOMIC_RELEASE);
+		ref_lock(word, mutex, algo);
+		ref_unlock(word, mutex, algo);
 		barrier();
 		(*preempt_count)--;
 	}
 	return tsc_stop() - t0;
+}
+
+typedef uint64_t (*ref_loop_t)(uint32_t *preempt_count, uint32_t *word,
+			       pthread_mutex_t *mutex, uint64_t loops);
+
+#define REF_LOOP(algo, name)								\
+	static uint64_t ref_spin_lock_unlock_##algo(uint32_t *preempt_count, uint32_t *word,	\
+						    pthread_mutex_t *mutex, uint64_t loops)	\
+	{										\
+		return ref_loop(preempt_count, word, mutex, loops, algo);		\
+	}
+#define REF_LOOP_ENTRY(algo, name)	[algo] = ref_spin_lock_unlock_##algo,
+
+SPIN_ALGO_TABLE(REF_LOOP)
+
+static const ref_loop_t ref_loops[SPIN_NR_ALGOS] = { SPIN_ALGO_TABLE(REF_LOOP_ENTRY) };
+
+/* The baseline for lock `l`'s algorithm, chosen before its loop; it takes
+ * from `l` only the word (or the mutex). time_bench_round() has checked
+ * l->algo, as it does for every lock test. */
+static inline uint64_t ref_spin_lock_unlock(uint32_t *preempt_count, spinlock_t *l, uint64_t loops)
+{
+	return ref_loops[l->algo](preempt_count, &l->val, &l->mutex, loops);
 }
 
 #endif

@@ -1,4 +1,5 @@
 from libc.stdint cimport uint32_t, uint64_t
+from smpnet.kernel.spinlock_types cimport spinlock_t
 
 cdef extern from "reference.h" nogil:
-    uint64_t ref_spin_lock_unlock(uint32_t *preempt_count, uint32_t *lock, uint64_t loops)
+    uint64_t ref_spin_lock_unlock(uint32_t *preempt_count, spinlock_t *l, uint64_t loops)
