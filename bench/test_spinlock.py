@@ -2,12 +2,18 @@
 
     pytest bench/ --benchmark-only
     pytest bench/ --benchmark-only -k "qspinlock or ticket" --benchmark-group-by=param:test
+    pytest bench/ --benchmark-only -k harness      # smpnet / bare C, every algorithm
 """
+import statistics
+
 import pytest
 
-from smpnet import _core
-from smpnet.lockbench import ALGOS
+from smpnet import _core, stats
+from smpnet.lockbench import ALGOS, BASELINE
 from smpnet.time_bench import SUITE
+from smpnet.tsc import tsc_hz
+
+from conftest import LOOPS
 
 # every test of the suite, by what it needs (the time_bench table says)
 LOCK_TESTS = [t for t, v in SUITE if v]
@@ -23,11 +29,38 @@ def test_spinlock(time_bench_op, lock_machine, test, algo):
                   lock_index=ALGOS.index(algo))
 
 
-def test_spinlock_hand_written_c(time_bench_op, lock_machine):
-    """The baseline for spin_lock_unlock[qspinlock]: the same instructions in C."""
+HARNESS_ROUNDS = 21
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_harness_overhead(benchmark, pinned, lock_machine, algo):
+    """spin_lock_unlock's specialised loop against the hand-written C loop
+    of the same algorithm (reference.h), interleaved: before each timed
+    smpnet round, outside the timing, one round of the bare loop. The timed
+    value is smpnet's round; extra_info has harness_overhead, the median of
+    the rounds' smpnet / bare ratios, with its 95 % interval (target: at
+    most 1.05 for every algorithm but pthread)."""
     m, region = lock_machine
-    time_bench_op("spinlock", "ref_spin_lock_unlock", seg=m.segment.buf, cpu=0,
-                  lock_region=region, lock_index=ALGOS.index("qspinlock"))
+    where = dict(seg=m.segment.buf, cpu=0, lock_region=region, lock_index=ALGOS.index(algo))
+    benchmark.group = "harness"
+    bare, smp = [], []
+
+    def bare_round():
+        bare.append(_core.time_bench_round(BASELINE, LOOPS, **where)[0] / LOOPS)
+
+    def smpnet_round():
+        smp.append(_core.time_bench_round("spin_lock_unlock", LOOPS, **where)[0] / LOOPS)
+
+    benchmark.pedantic(smpnet_round, setup=bare_round, rounds=HARNESS_ROUNDS, warmup_rounds=1)
+    # the warm-up round ran its setup too: pair the measured rounds only
+    bare, smp = bare[-HARNESS_ROUNDS:], smp[-HARNESS_ROUNDS:]
+    ratio, (lo, hi) = stats.median_ci([s / b for s, b in zip(smp, bare)])
+    med = statistics.median(smp)
+    benchmark.extra_info.update(
+        algo=algo, loops=LOOPS, cycles_per_op=med, ns_per_op=med * 1e9 / tsc_hz(),
+        bare_cycles_per_op=statistics.median(bare), harness_overhead=ratio,
+        harness_overhead_interval=[lo, hi])
+    assert len(smp) == len(bare) == HARNESS_ROUNDS and lo <= ratio <= hi
 
 
 @pytest.mark.parametrize("restore", ["sti", "popf"])
