@@ -1,13 +1,16 @@
 """Shared set-up for the microbenchmarks: one CPU pinned per benchmark, one machine with a
-lock of every algorithm, and the helper that times a time_bench test.
+lock of every algorithm, the helper that times a time_bench test, and the
+measured clock that times a defer, loopback or arp run by its workers' own
+figures.
 
-Each benchmark round is one C loop of LOOPS ops, the same for every test,
+Each time_bench round is one C loop of LOOPS ops, the same for every test,
 so that pytest-benchmark's per-round times compare across tests and across
 commits (--benchmark-compare); the per-op cost in TSC cycles is in
 extra_info["cycles_per_op"] (and ns_per_op).
 """
 import os
 import statistics
+import time
 
 import pytest
 
@@ -70,4 +73,84 @@ def time_bench_op(benchmark, pinned):
                                     ns_per_op=med * 1e9 / tsc_hz())
         assert med > 0
         return med
+    return run
+
+
+class MeasuredClock:
+    """A pytest-benchmark timer (`@pytest.mark.benchmark(timer=...)`) that
+    reads only what the workers measured.
+
+    A defer, loopback or arp round is one Machine.run(), which forks its
+    workers and sets up its segment: no setup= keeps that out of a wall
+    clock's reading. So the round reports the seconds its workers measured
+    with the TSC (advance()), and this clock moves by exactly those: the
+    round's timed value is the measured work, and the fork, the set-up and
+    the Python around them are not in it.
+
+    Every reading also moves the clock on by TICK (1 ps), so that it always
+    advances: pytest-benchmark's timer-precision probe (used outside pedantic
+    mode) loops until two readings differ. A pedantic round reads the clock
+    twice, so its timed value is the measured seconds + 1 ps: below 1e-6 of
+    the smallest figure timed here (ARP's immediate first ping, ~1 us).
+    """
+    TICK = 1e-12
+
+    def __init__(self, name="measured_clock"):
+        self.__name__ = name     # pytest-benchmark's JSON names the timer by it
+        self._now = 0.0
+
+    def __call__(self):
+        now = self._now
+        self._now += self.TICK
+        return now
+
+    def advance(self, seconds):
+        """Move the clock on by a round's measured seconds."""
+        if not seconds > 0:   # nothing measured: a broken run, not a fast one
+            raise ValueError(f"a round measured {seconds!r} s: no measured work to time")
+        self._now += seconds
+
+
+MEASURED = MeasuredClock()
+
+
+def pytest_collection_modifyitems(items):
+    """Every benchmark that uses measured_rounds is timed by MEASURED, not by
+    a wall clock: the marker is pytest-benchmark's way of choosing a test's
+    timer, read when its benchmark fixture is made."""
+    for item in items:
+        if "measured_rounds" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.benchmark(timer=MEASURED))
+
+
+@pytest.fixture
+def measured_rounds(benchmark, request):
+    """measured_rounds(one_run, rounds, warmup_rounds=1) -> the timed rounds' results.
+
+    one_run() does one whole run and returns (result, measured seconds); the
+    seconds become the round's timed value (MEASURED). The warm-up rounds run
+    first and are left out both of pytest-benchmark's statistics (pedantic
+    mode drops them) and of the results returned, from which the tests take
+    their extra_info. Each result gets "wall_s", the whole run's wall-clock
+    seconds (fork and set-up included), for comparison with the timed value.
+    """
+    marker = request.node.get_closest_marker("benchmark")
+    assert marker is not None and marker.kwargs.get("timer") is MEASURED, \
+        "a measured benchmark must be timed by MEASURED"
+
+    def run(one_run, rounds, warmup_rounds=1):
+        assert warmup_rounds >= 1, "the first round (imports, page faults) is a warm-up"
+        results = []
+
+        def one_round():
+            t0 = time.perf_counter()
+            result, seconds = one_run()
+            wall = time.perf_counter() - t0
+            MEASURED.advance(seconds)
+            results.append(dict(result, wall_s=wall))
+
+        benchmark.pedantic(one_round, rounds=rounds, warmup_rounds=warmup_rounds,
+                           iterations=1)
+        # --benchmark-disable runs the target once, with no warm-up
+        return results[warmup_rounds:] if benchmark.enabled else results
     return run
