@@ -1,6 +1,6 @@
 """The benchmarks' own tools, without timing anything: bench/conftest.py's measured
 clock (a round's timed value is exactly the seconds its run measured, the warm-up
-left out)."""
+left out) and bench/spread.py's arithmetic and bad-input exit."""
 import importlib.util
 import json
 import math
@@ -25,6 +25,7 @@ def _load(name, path):
 
 
 bench_conftest = _load("bench_conftest", BENCH / "conftest.py")
+spread = _load("bench_spread", BENCH / "spread.py")
 
 
 # ------------------------------------------------------------ the measured clock
@@ -91,3 +92,55 @@ def test_a_measured_round_is_timed_by_its_measured_seconds_without_the_warmup(tm
     results = b["extra_info"]["results"]
     assert [r["n"] for r in results] == [1, 1, 1]      # three timed rounds, no warm-up
     assert all(r["wall_s"] > 0 for r in results)
+
+
+# ------------------------------------------------------------ spread.py
+
+def test_spread_arithmetic():
+    rng, mad = spread.spread([1.0, 1.1, 1.05])
+    assert rng == pytest.approx(10.0)
+    assert mad == pytest.approx(0.05 / 1.05 * 100)
+    assert spread.spread([2.0]) == (None, None)
+
+
+def _bench_json(path, medians):
+    path.write_text(json.dumps({"benchmarks": [
+        {"group": g, "name": n, "fullname": f"bench/test_x.py::{n}", "stats": {"median": m}}
+        for (g, n), m in medians.items()]}))
+    return str(path)
+
+
+def test_spread_report(tmp_path, capsys):
+    files = [_bench_json(tmp_path / f"run{k}.json", {("defer", "a"): a, ("defer", "b"): b,
+                                                     ("arp", "c"): 1e-6})
+             for k, (a, b) in enumerate([(1.0, 2.0), (1.2, 2.02), (1.1, 2.01)])]
+    assert spread.main(files) == 0
+    out = capsys.readouterr().out.splitlines()
+    row_a = next(ln for ln in out if ln.split()[:2] == ["defer", "a"])
+    assert row_a.split()[2:] == ["3", "1.1", "20.00%", "9.09%"]
+    largest = out[out.index("largest spread per group (max/min - 1; that benchmark's MAD):") + 1:]
+    assert largest[0].split()[:2] == ["arp", "0.00"]
+    assert largest[1].split()[:2] == ["defer", "20.00"] and largest[1].endswith(", a)")
+
+
+@pytest.mark.parametrize("content, why", [
+    (None, "No such file or directory"),
+    ("not json", "not JSON"),
+    ('{"machine_info": {}}', "not a pytest-benchmark JSON"),
+    ('{"benchmarks": [{"name": "x"}]}', "not a pytest-benchmark JSON"),
+    ('{"benchmarks": [{"fullname": "x", "stats": {"median": 0}}]}', "not a positive time"),
+])
+def test_spread_bad_input_one_line_and_exit_2(tmp_path, capsys, content, why):
+    bad = tmp_path / "bad.json"
+    if content is not None:
+        bad.write_text(content)
+    good = _bench_json(tmp_path / "good.json", {("g", "a"): 1.0})
+    assert spread.main([good, str(bad)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"spread.py: {bad}") and why in err[0]
+
+
+def test_spread_needs_two_files(tmp_path, capsys):
+    assert spread.main([_bench_json(tmp_path / "one.json", {("g", "a"): 1.0})]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert "two or more" in line
