@@ -356,6 +356,7 @@ def text(env, extra):
         lines.append(f"  here: {v['measured']:+.2f} {v['unit']} [95 % interval {lo:+.2f} .. "
                      f"{hi:+.2f}] -> {v['verdict']}"
                      + (" (as the seed predicts)" if v.get("agrees_with_seed") else ""))
+        lines += lockbench.control_lines(v)
         if "in_flush" in v:
             f = v["in_flush"]
             lines.append(f"  in the flush itself (contended line): irqsave - irq = "
