@@ -18,7 +18,7 @@ import pytest
 
 from smpnet.experiments import arp
 
-TRIALS = 50
+TRIALS = 150
 RNG_SEED = 20261201   # the random moments within a tick: the same in every round
 
 

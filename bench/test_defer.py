@@ -14,7 +14,7 @@ import pytest
 
 from smpnet.experiments import defer
 
-SKBS = 200_000
+SKBS = 800_000
 
 
 @pytest.mark.parametrize("strategy", defer.STRATEGIES)

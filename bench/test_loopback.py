@@ -8,6 +8,7 @@ has the whole run's wall time. extra_info: packets per second and cycles per
 packet (medians of the timed rounds, the warm-up left out). Nothing in a run
 draws a random number.
 """
+import os
 import statistics
 
 import pytest
@@ -17,9 +18,17 @@ from smpnet.experiments import loopback
 PACKETS = 400_000
 
 
+# One CPU, and every CPU given. On two CPUs the run's time swings between two
+# levels from run to run (docs/benchmarks.md: the shared refcnt line's
+# transfers depend on where the host puts the vCPUs), too wide for a
+# regression threshold; one CPU has no transfer and keeps a tight one.
+CPU_COUNTS = sorted({1, len(os.sched_getaffinity(0))})
+
+
+@pytest.mark.parametrize("ncpus", CPU_COUNTS, ids=lambda n: "one_cpu" if n == 1 else "all_cpus")
 @pytest.mark.parametrize("mode", loopback.MODES)
-def test_loopback(benchmark, measured_rounds, all_cpus, mode):
-    cpus = all_cpus
+def test_loopback(benchmark, measured_rounds, all_cpus, mode, ncpus):
+    cpus = all_cpus[:ncpus]
     benchmark.group = f"loopback-{len(cpus)}cpu"   # a rate is only comparable at one CPU count
 
     def one_run():
