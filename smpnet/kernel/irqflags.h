@@ -150,12 +150,22 @@ static __always_inline unsigned long __local_irq_save_fl(struct cpu_ctx *c, unsi
 	return flags;
 }
 
+/* The real `pushf; pop` of a save; with the checker on, counted in
+ * irq_cpustat.flags_saves, so that a test sees the save ran (the timed
+ * loops without the checker are unchanged). */
+static __always_inline unsigned long __save_fl(struct cpu_ctx *c, const int check)
+{
+	if (unlikely(check))
+		c->irq->flags_saves++;
+	return native_save_fl();
+}
+
 /* local_irq_save(): the real `pushf; pop`, then the soft mask merged in.
  * (__local_irq_save_fl() with another source of `fl` is time_bench's
  * control: every instruction of the save but the pushf; pop.) */
 static __always_inline unsigned long __local_irq_save(struct cpu_ctx *c, const int check)
 {
-	return __local_irq_save_fl(c, native_save_fl(), check);
+	return __local_irq_save_fl(c, __save_fl(c, check), check);
 }
 
 static __always_inline void __local_irq_restore(struct cpu_ctx *c, unsigned long flags,

@@ -132,6 +132,7 @@ static const struct smp_field irq_cpustat_fields[] = {
 	SMP_ARRAY(irq_cpustat, bugs),
 	SMP_FIELD(irq_cpustat, first_bug),
 	SMP_FIELD(irq_cpustat, first_bug_lock),
+	SMP_FIELD(irq_cpustat, flags_saves),
 	{ 0 }
 };
 

@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 6	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 7	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -157,6 +157,8 @@ struct irq_cpustat {
 	uint32_t bugs[LOCKDEP_NR_BUGS];	/* reports, by kind */
 	uint32_t first_bug;		/* kind of the first report + 1, 0 if none */
 	uint32_t first_bug_lock;	/* id of the lock it named */
+	uint64_t flags_saves;		/* checker: real flags reads (pushf; pop) of a save,
+					 * so that tests see which path ran */
 };
 
 /* The record of emulated CPU `cpu` in a region. */

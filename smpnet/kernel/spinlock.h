@@ -382,7 +382,7 @@ static __always_inline void __spin_unlock_irq(struct cpu_ctx *c, spinlock_t *l,
 	preempt_enable(c);
 }
 
-/* `fl`: the flags register as the save read it (native_save_fl()) */
+/* `fl`: the flags register as the save read it (__save_fl()) */
 static __always_inline int __spin_lock_irqsave_fl(struct cpu_ctx *c, spinlock_t *l,
 						  unsigned long *flags, unsigned long fl,
 						  const int algo, const int check)
@@ -396,7 +396,7 @@ static __always_inline int __spin_lock_irqsave(struct cpu_ctx *c, spinlock_t *l,
 					       unsigned long *flags,
 					       const int algo, const int check)
 {
-	return __spin_lock_irqsave_fl(c, l, flags, native_save_fl(), algo, check);
+	return __spin_lock_irqsave_fl(c, l, flags, __save_fl(c, check), algo, check);
 }
 
 static __always_inline void __spin_unlock_irqrestore(struct cpu_ctx *c, spinlock_t *l,
