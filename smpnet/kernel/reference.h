@@ -14,7 +14,8 @@
  *   ticket     xadd of the next-ticket half, compare with now-serving;
  *              release: now-serving + 1 (a 16-bit store)
  *   qspinlock  cmpxchg 0 -> 1 (the fast path); release: the locked byte := 0
- *   pthread    pthread_mutex_lock / pthread_mutex_unlock
+ *   pthread    pthread_mutex_trylock (smpnet's uncontended path too), spinning
+ *              while busy / pthread_mutex_unlock
  */
 #ifndef SMPNET_REFERENCE_H
 #define SMPNET_REFERENCE_H
@@ -53,7 +54,8 @@ static __always_inline void ref_lock(uint32_t *word, pthread_mutex_t *mutex, con
 		}
 		break;
 	default:
-		pthread_mutex_lock(mutex);
+		while (pthread_mutex_trylock(mutex))
+			cpu_relax();
 	}
 }
 
