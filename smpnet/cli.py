@@ -8,7 +8,7 @@ import errno
 import signal
 import sys
 
-from . import __version__, output, process, report
+from . import __version__, load, output, process, report
 from .cpus import parse_cpus
 from .errors import BadInput, OutputFailed, SmpnetError
 from .experiment import bounded
@@ -60,8 +60,8 @@ def build_parser():
         "all", help="every experiment, and a verdict per seed",
         description="Every experiment with a plan for all, in order (see docs/all.md), "
                     "then a verdict table: each seed's claim, its original machine and "
-                    "number, the number measured here with its interval, and reproduced / "
-                    "not reproduced / no measurable difference.")
+                    "number, the number measured here with its interval and its size against "
+                    "the seed's, the verdict, and the A/A control's answer.")
     p.add_argument("--cpus", default="all", metavar="LIST",
                    help="real CPUs to use: 0,1 or 0-3 or all (default: all allowed)")
     p.add_argument("--quick", action="store_true",
@@ -108,8 +108,8 @@ def cmd_experiment(args):
     warnings = sysinfo.timing_warnings(facts, oversubscribed=oversubscribed)
     if params.get("check"):
         warnings.append("the checker is on: timings include its checks")
-    out = e.run(cpus, params, printer(args.command))
-    warnings += out.warnings
+    out, seen = load.around(cpus, lambda: e.run(cpus, params, printer(args.command)))
+    warnings += out.warnings + load.mark(out.verdicts, seen)
     env = report.envelope(args.command, cpus, out.params, out.rows, out.verdicts, warnings,
                           facts=facts)
     _emit(args, env, lambda: e.text(env, out.extra)

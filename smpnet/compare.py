@@ -5,7 +5,7 @@ keys: a lock test by test, algorithm, variant...; a defer row by strategy;
 an arp row by probe and HZ); an `all` result is compared stage by stage,
 matched by stage name.
 For each matched row: both values, the ratio B/A, and whether the
-difference exceeds the noise of both runs: with at least stats.MIN_SAMPLES
+difference exceeds the noise of both runs: with at least MIN_SAMPLES
 per-run samples on both sides, when the 95 % bootstrap interval of the
 difference of medians excludes zero (as pyperf's compare_to judges
 significance from both runs' spread); without, when the two runs' [min, max]
@@ -18,6 +18,11 @@ import math
 import numpy as np
 
 from . import stats
+
+# samples a side for the bootstrap: two independent runs' samples, not
+# pairs, so the verdicts' order-statistics rule (stats.MIN_SAMPLES) does
+# not apply; below this, the [min, max] ranges judge
+MIN_SAMPLES = 3
 from .errors import BadInput
 from .results import MAX_BYTES, commands, load, metric  # noqa: F401 (the command's API)
 from .results import _key_text, _shown
@@ -104,7 +109,7 @@ def _significant(ra, rb):
     """(True/False/None, how it was judged: "bootstrap", "range" or None)."""
     sa, sb = ra.samples, rb.samples
     if sa is not None and sb is not None:
-        if min(len(sa), len(sb)) >= stats.MIN_SAMPLES:
+        if min(len(sa), len(sb)) >= MIN_SAMPLES:
             with np.errstate(all="ignore"):
                 _, (lo, hi) = stats.median_diff_ci(_thin(sb), _thin(sa))
             if not (math.isfinite(lo) and math.isfinite(hi)):

@@ -179,3 +179,23 @@ def finish(sample):
     facts["high"] = bool(reasons)
     facts["why"] = "; ".join(reasons) or None
     return facts
+
+
+def around(cpus, run):
+    """run(), with the load on `cpus` sampled before and after it (finish()
+    after run() returns: its workers are reaped by then). Returns (what run
+    returned, the load dict); each verdict of the result is given the load
+    as "load" by the caller (experiment records have no place for it)."""
+    sample = start(cpus)
+    out = run()
+    return out, finish(sample)
+
+
+def mark(verdicts, seen):
+    """Give every verdict the load seen around its run; the warning to show
+    when the load was high enough to matter (a list: none or one)."""
+    for v in verdicts:
+        v["load"] = seen
+    if seen["high"] and verdicts:
+        return [f"competing load during the run: {seen['why']}; its verdicts are less reliable"]
+    return []

@@ -49,13 +49,17 @@ def add_contended_options(p, which=""):
 # (docs/experiments/locks.md, "What each side executes"):
 BASELINE = "ref_spin_lock_unlock"   # spin_lock_unlock written by hand in C (reference.h)
 CONTROL = "spin_lock_unlock_irqsave_nopushf"   # irqsave but its pushf; pop (time_bench.h)
+# seed 003's A/A control: spin_lock_unlock_irq a second time, in the same
+# rounds, so irq' - irq is what this pipeline finds between identical sides
+AA = "spin_lock_unlock_irq (A/A)"
+MEASURES = {AA: "spin_lock_unlock_irq"}   # the time_bench test a plan entry runs
 
 
 def suite_plan(algos, variants, locks_only=False):
     """The suite's (test, algorithm or None) pairs, in order (locks_only:
     its lock tests only), then the instruments: the bare-C baseline on each
     algorithm when spin_lock_unlock runs (plain), irqsave's control when
-    irqsave runs."""
+    irqsave runs, seed 003's A/A control when its verdict can be given."""
     plan = []
     for test, variant in SUITE:
         if variant is None:
@@ -65,16 +69,28 @@ def suite_plan(algos, variants, locks_only=False):
     for algo in algos:
         plan += [(BASELINE, algo)] if "plain" in variants else []
         plan += [(CONTROL, algo)] if "irqsave" in variants else []
+        plan += [(AA, algo)] if {"irq", "irqsave"} <= set(variants) else []
     return plan
+
+
+# each instrument runs right after the test it is set against
+FOLLOWERS = {"spin_lock_unlock": (BASELINE,), "spin_lock_unlock_irqsave": (CONTROL,),
+             "spin_lock_unlock_irq": (AA,)}
 
 
 def measuring_order(plan):
     """The plan as its rounds run: the tests on no lock, then each
-    algorithm's lock tests and instruments together, so that the tests a
-    figure pairs (smpnet and its baseline, irqsave, its control and irq)
-    run next to one another in every pass."""
-    algos = list(dict.fromkeys(a for _, a in plan))
-    return sorted(plan, key=lambda e: algos.index(e[1]))
+    algorithm's lock tests, each instrument right after the test it is set
+    against (smpnet, then its baseline; irqsave, then its control; irq, then
+    irq again), so that what a figure pairs runs side by side in every pass."""
+    instruments = {i for f in FOLLOWERS.values() for i in f}
+    order = []
+    for algo in dict.fromkeys(a for _, a in plan):
+        for test, a in plan:
+            if a == algo and test not in instruments:
+                order.append((test, algo))
+                order += [(i, algo) for i in FOLLOWERS.get(test, ()) if (i, algo) in plan]
+    return order + [e for e in plan if e not in order]
 
 
 def suite_seconds(n_tests, loops=None, rounds=10, op_s=TYPICAL_OP_S):
@@ -128,7 +144,7 @@ def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=
             where = dict(seg=ctx.seg, cpu=0, check=check, popf=restore == "popf")
             if algo is not None:
                 where.update(lock_region=region, lock_index=algos.index(algo))
-            entries.append((test, where))
+            entries.append((MEASURES.get(test, test), where))
         results = interleaved(entries, loops=loops, rounds=rounds, progress=progress)
         return [(test, algo, r) for (test, algo), r in zip(plan, results)]
 
@@ -155,15 +171,22 @@ def _row(rows, test, algo):
 
 
 def paired(rows, a, b, algo, op):
-    """op(a's round k, b's round k) over the rounds of tests a and b on
-    `algo`, which the interleaved rounds pair: (median, [95 % interval]),
-    or None when either did not run or ran too few rounds."""
+    """op(a, b) over the rounds of tests a and b on `algo`, taken two rounds
+    at a time: op(a1 + a2, b1 + b2) for rounds 2k and 2k+1, which run in
+    opposite orders (A B, then B A), so a drift linear in time adds alike to
+    both sides of each block and cancels in it. (Round by round it would
+    alternate +d, -d, and the median of an odd count would keep one.)
+    Returns (median over the blocks, [95 % interval], blocks), or None when
+    either did not run or there are fewer than stats.MIN_SAMPLES blocks."""
     ra, rb = _row(rows, a, algo), _row(rows, b, algo)
-    if ra is None or rb is None or len(ra["samples"]) != len(rb["samples"]) \
-            or len(ra["samples"]) < stats.MIN_SAMPLES:
+    if ra is None or rb is None or len(ra["samples"]) != len(rb["samples"]):
         return None
-    med, ci = stats.median_ci([op(x, y) for x, y in zip(ra["samples"], rb["samples"])])
-    return med, list(ci)
+    xa, xb = ra["samples"], rb["samples"]
+    blocks = [op(xa[k] + xa[k + 1], xb[k] + xb[k + 1]) for k in range(0, len(xa) - 1, 2)]
+    if len(blocks) < stats.MIN_SAMPLES:
+        return None
+    med, ci = stats.median_ci(blocks)
+    return med, list(ci), len(blocks)
 
 
 def derived(rows):
@@ -171,38 +194,47 @@ def derived(rows):
     rows they describe: on spin_lock_unlock, harness_overhead = smpnet /
     bare (the baseline's cycles in bare_cycles); on irqsave's control,
     irqsave - control (the pushf; pop alone) and control - irq (smpnet's
-    own bookkeeping of the save, expected about 0). Each with its 95 %
-    interval (a bootstrap over the rounds' ratios or differences)."""
+    own bookkeeping of the save, expected about 0 with restore=sti and the
+    checker off; with popf it also holds the popf restore, with the
+    checker the checker's work on the save). Each with its 95 % interval
+    over the blocks of two rounds (paired). Per block, so per op: the
+    blocks' sums are of two rounds, halved here."""
     def diff(a, b):
-        return a - b
+        return (a - b) / 2
 
     for r in rows:
         if r["test"] == "spin_lock_unlock":
             ratio = paired(rows, "spin_lock_unlock", BASELINE, r["algo"], lambda a, b: a / b)
             if ratio:
                 r["bare_cycles"] = _row(rows, BASELINE, r["algo"])["cycles"]
-                r["harness_overhead"], r["harness_overhead_interval"] = ratio
+                r["harness_overhead"], r["harness_overhead_interval"], _ = ratio
         elif r["test"] == CONTROL:
             for key, a, b in (("pushf_pop", "spin_lock_unlock_irqsave", CONTROL),
-                              ("bookkeeping", CONTROL, "spin_lock_unlock_irq")):
+                              ("control_minus_irq", CONTROL, "spin_lock_unlock_irq")):
                 d = paired(rows, a, b, r["algo"], diff)
                 if d:
-                    r[f"{key}_cycles"], r[f"{key}_interval"] = d
+                    r[f"{key}_cycles"], r[f"{key}_interval"], _ = d
 
 
 def seed_003_verdict(rows, algo):
-    """irqsave - irq on `algo`, paired round by round, with what its
-    control says of it."""
-    d = paired(rows, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", algo,
-               lambda a, b: a - b)
+    """irqsave - irq on `algo`, paired round by round, with what irqsave's
+    control splits it into and the A/A control's own verdict."""
+    def diff(a, b):
+        return (a - b) / 2
+
+    d = paired(rows, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", algo, diff)
     if d is None:
         return None
-    v = dict(SEED_003, algo=algo, measured=d[0], interval=d[1], unit="cycles",
-             verdict=stats.verdict(d[1]))
-    control = _row(rows, CONTROL, algo)
-    if control and "bookkeeping_cycles" in control:
-        v["control"] = {k: control[k] for k in ("test", "pushf_pop_cycles", "pushf_pop_interval",
-                                                 "bookkeeping_cycles", "bookkeeping_interval")}
+    v = stats.judge(SEED_003, d[0], d[1], pairs=d[2])
+    v["algo"] = algo
+    ctl = _row(rows, CONTROL, algo)
+    if ctl and "control_minus_irq_cycles" in ctl:
+        v["pushf_control"] = {k: ctl[k] for k in (
+            "test", "pushf_pop_cycles", "pushf_pop_interval", "control_minus_irq_cycles",
+            "control_minus_irq_interval")}
+    aa = paired(rows, AA, "spin_lock_unlock_irq", algo, diff)
+    if aa:
+        v["control"] = stats.control("irq against irq", aa[0], aa[1])
     return v
 
 
@@ -211,15 +243,22 @@ def figure(value, interval, digits=2):
     return f"{value:.{digits}f} [{interval[0]:.{digits}f} .. {interval[1]:.{digits}f}]"
 
 
-def control_lines(v):
+def control_minus_irq(restore, check):
+    """What control - irq holds besides smpnet's bookkeeping of the save."""
+    extra = (["the popf restore"] if restore == "popf" else []) + (["the checker"] if check else [])
+    return ("smpnet's bookkeeping" + "".join(f" + {x}" for x in extra)
+            + ("" if extra else ", ~0"))
+
+
+def control_lines(v, restore="sti", check=False):
     """What a seed 003 verdict's control splits irqsave - irq into."""
-    if "control" not in v:
+    if "pushf_control" not in v:
         return []
-    c = v["control"]
+    c = v["pushf_control"]
     return [f"  of which the pushf; pop (irqsave - control) = "
-            f"{figure(c['pushf_pop_cycles'], c['pushf_pop_interval'])} cycles and smpnet's "
-            f"bookkeeping (control - irq) = "
-            f"{figure(c['bookkeeping_cycles'], c['bookkeeping_interval'])} cycles"]
+            f"{figure(c['pushf_pop_cycles'], c['pushf_pop_interval'])} cycles and control - irq "
+            f"({control_minus_irq(restore, check)}) = "
+            f"{figure(c['control_minus_irq_cycles'], c['control_minus_irq_interval'])} cycles"]
 
 
 def checker_text(reports, on):

@@ -1,9 +1,14 @@
 """Output: the JSON envelope every subcommand shares, and text tables.
 
-Envelope (schema 2):
-  {"schema": 2, "smpnet": VERSION, "command": NAME, "machine": {...},
+Envelope (schema 3):
+  {"schema": 3, "smpnet": VERSION, "command": NAME, "machine": {...},
    "params": {...}, "results": [...], "verdicts": [...], "warnings": [...]}
-A verdict: {"seed", "claim", "reference", "measured", "interval", "verdict"}.
+A verdict: {"seed", "claim", "reference", "unit", "kind", "measured",
+"interval", "verdict"}, with "size" and "size_ratio" (or "margin"), "pairs",
+"control" (the A/A control's result), "load", as docs/cli.md lists.
+
+Schema 3 (smpnet 0.3) against 2: rows are unchanged; verdicts carry the new
+labels and fields (stats.judge), and seed 002's "measured" is a gain in %.
 
 Schema 2 (smpnet 0.2) against 1: rows and verdicts are unchanged; params
 record "oversubscribe" where --oversubscribe applies and arp's "ncpus"; the
@@ -17,8 +22,8 @@ import math
 from . import __version__, _core, sysinfo
 from .tsc import tsc_info
 
-SCHEMA = 2
-READABLE = (1, 2)   # schemas whose rows compare reads: the rows did not change
+SCHEMA = 3
+READABLE = (1, 2, 3)   # schemas whose rows compare reads: the rows did not change
 
 
 def machine(cpus):
@@ -84,6 +89,55 @@ def _cell(v):
     if isinstance(v, float):
         return f"{v:.3f}" if abs(v) < 100 else f"{v:.1f}"
     return "-" if v is None else str(v)
+
+
+UNRELIABLE = ("this machine produced a false difference in the A/A control: the verdict "
+              "above is not reliable")
+
+
+def _figure(x):
+    if abs(x) < 1:
+        return f"{x:+.3g}"
+    return f"{x:+.2f}" if abs(x) < 1000 else f"{x:+.0f}"
+
+
+def verdict_lines(v, here=None, where=None):
+    """A verdict as a person reads it: the claim and the seed's figure; what
+    was measured here, with its interval, pairs and label, and its size
+    against the seed's; whether it is a measurement or follows from the
+    model; the A/A control's answer, and the load seen. `here` replaces the
+    measured figure (a verdict with no interval says what it saw); `where`
+    says what ran (an algorithm, a mode)."""
+    lines = [f"seed {v['seed']}" + (f" ({where})" if where else "")
+             + f": {v['claim']}; reference: {v['reference']}"]
+    if here is None:
+        lo, hi = v["interval"]
+        here = (f"{_figure(v['measured'])} {v['unit']} [95 % interval {_figure(lo)} .. "
+                f"{_figure(hi)}]" + (f", {v['pairs']} pairs" if v.get("pairs") else ""))
+    why = []
+    if "size_ratio" in v:
+        r, rlo, rhi = v["size_ratio"]
+        why.append(f"{r:.2f} x the seed's {v['size']:.3g} [{rlo:.2f} .. {rhi:.2f}]")
+    if "margin" in v:
+        why.append(f"margin +-{v['margin']:g}")
+    lines.append(f"  here: {here} -> {v['verdict']}" + (f" ({'; '.join(why)})" if why else ""))
+    if v.get("unit_note"):
+        lines.append(f"  the unit: {v['unit_note']}")
+    if v.get("kind") == "model":
+        lines.append(f"  kind: model (it follows from the model's rules: {v['rule']})")
+    elif v.get("kind"):
+        lines.append("  kind: measured (the sign could come out either way on some machine)")
+    c = v.get("control")
+    if c:
+        lo, hi = c["interval"]
+        lines.append(f"  A/A control ({c['sides']}): {_figure(c['measured'])} "
+                     f"[{_figure(lo)} .. {_figure(hi)}] -> {c['verdict']}")
+        if not c["reliable"]:
+            lines.append(f"  WARNING: {UNRELIABLE}")
+    load = v.get("load")
+    if load and load.get("high"):
+        lines.append(f"  WARNING: competing load: {load['why']}")
+    return lines
 
 
 def warnings_text(warnings):

@@ -11,15 +11,18 @@ the seed's verdicts from other experiments are its details.
 import sys
 import time
 
-from . import report, sysinfo
+from . import load, report, sysinfo
 from .cpus import format_cpus
 from .errors import Interrupted, SmpnetError
 from .experiments import EXPERIMENTS
 from .seeds import ORIGINAL, SEEDS
 
-RULE = ("The rule: reproduced when the 95 % interval lies on the side of zero the seed "
-        "claims (for 002, a ratio above 1); no measurable difference when it contains zero; "
-        "not reproduced when it lies on the other side.")
+RULE = ("The rule (docs/design.md, Statistics): with the 95 % interval on the side of zero "
+        "the seed claims, reproduced when it overlaps half to twice the seed's size, smaller or "
+        "larger than the seed's when wholly below or above; no measurable difference when it "
+        "contains zero; opposite when it lies on the other side. (model): the sign follows from "
+        "the model's rules. A/A: the same pipeline with both sides identical, which should find "
+        "no measurable difference.")
 
 
 def stages():
@@ -79,8 +82,8 @@ def _stage(e, cpus, quick, warnings):
         why = f"needs {e.min_cpus} CPUs"
         warnings.append(f"{e.name} skipped: it {why}")
         return {"params": p, "results": [], "verdicts": [], "skipped": why}
-    out = e.run(cpus, p, None)
-    warnings += [f"{e.name}: {w}" for w in out.warnings]
+    out, seen = load.around(cpus, lambda: e.run(cpus, p, None))
+    warnings += [f"{e.name}: {w}" for w in out.warnings + load.mark(out.verdicts, seen)]
     return {"params": out.params, "results": out.rows, "verdicts": out.verdicts, **out.extra}
 
 
@@ -131,10 +134,16 @@ def verdict_text(verdicts):
             here = f"{v['measured']:.3g} [{lo:.3g} .. {hi:.3g}] {v.get('unit', '')}".strip()
         else:
             here = f"{v['measured']} ({v.get('unit', '')})"
-        cells.append((v["seed"], v["original_machine"], ORIGINAL[v["seed"]][1], here,
-                      v["verdict"]))
+        size = "-"
+        if "size_ratio" in v:
+            r, lo, hi = v["size_ratio"]
+            size = f"{r:.2f} [{lo:.2f} .. {hi:.2f}]"
+        control = v.get("control")
+        cells.append((v["seed"], v["original_machine"], ORIGINAL[v["seed"]][1], here, size,
+                      v["verdict"] + (" (model)" if v.get("kind") == "model" else ""),
+                      control["verdict"] if control else "-"))
     return report.table(cells, ["seed", "original machine", "original number",
-                                "here (95 % interval)", "verdict"])
+                                "here (95 % interval)", "x the seed's", "verdict", "A/A control"])
 
 
 def text(env, pictures):
@@ -143,8 +152,12 @@ def text(env, pictures):
     lines = [f"smpnet-bench all{' --quick' if quick else ''} on CPUs {env['params']['cpus']}: "
              f"{len(env['results'])} stages", "", verdict_text(env["verdicts"]), "", RULE]
     for v in env["verdicts"]:
+        if v.get("control") and not v["control"]["reliable"]:
+            lines.append(f"  seed {v['seed']}: WARNING: {report.UNRELIABLE}")
         for d in v.get("details", []):
-            lines.append(f"  seed {d['seed']} ({d['stage']}): {d['claim']} -> {d['verdict']}")
+            lines.append(f"  seed {d['seed']} ({d['stage']}): {d['claim']} -> {d['verdict']}"
+                         + ("" if not d.get("control") or d["control"]["reliable"]
+                            else f" (WARNING: {report.UNRELIABLE})"))
     if pictures:
         lines += ["", "Pictures: " + ", ".join(pictures)]
     return "\n".join(lines) + report.warnings_text(env["warnings"])

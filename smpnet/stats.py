@@ -34,18 +34,59 @@ def median_diff_ci(a, b, confidence=0.95, resamples=RESAMPLES, rng_seed=0):
     return float(np.median(a) - np.median(b)), _interval(ma - mb, confidence)
 
 
-MIN_SAMPLES = 3  # per side, for any verdict
+# Pairs (or samples a side) for any verdict: the fewest for which the order
+# statistics give a median an interval of 95 % or more (median_ci): with n
+# pairs the widest, [min, max], misses the median with probability 2^(1-n),
+# 6.25 % at n = 5 and 3.1 % at n = 6.
+MIN_SAMPLES = 6
 
 
-def median_ci(values, confidence=0.95, resamples=RESAMPLES, rng_seed=0):
-    """median(values), with a percentile-bootstrap interval: for paired
-    differences, one value per pair. Returns (median, (low, high))."""
-    x = np.asarray(values, dtype=float)
-    if len(x) == 0:
+def _order_rank(n, confidence):
+    """The largest k such that [x(k), x(n+1-k)] (1-based order statistics)
+    covers the median with probability >= confidence, or 0 when even
+    [min, max] falls short. P(median < x(k)) = P(Binomial(n, 1/2) < k)."""
+    k, tail, term = 0, 0.0, 0.5 ** n   # term = P(B = j), from j = 0
+    for j in range(n):
+        if 2 * (tail + term) > 1 - confidence:
+            break
+        tail += term
+        k = j + 1
+        term *= (n - j) / (j + 1)
+    return k
+
+
+def median_ci(values, confidence=0.95, resamples=None, rng_seed=None):
+    """median(values), with a distribution-free interval: the order
+    statistics [x(k), x(n+1-k)] that cover the median with at least
+    `confidence` whatever the distribution (the sign-test interval). For
+    paired differences, one value per pair. With too few values for
+    `confidence` (n < 6 at 95 %), the interval is [min, max] and covers
+    less: callers give no verdict below MIN_SAMPLES. Returns (median,
+    (low, high)). (A percentile bootstrap of the median, used before, is
+    too narrow with a few pairs: with 3 it is about [min, max], which an
+    A/A comparison excludes zero from 25 % of the time.)"""
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    if n == 0:
         raise ValueError("no values")
-    rng = np.random.default_rng(rng_seed)
-    medians = np.median(x[rng.integers(0, len(x), (resamples, len(x)))], axis=1)
-    return float(np.median(x)), _interval(medians, confidence)
+    k = max(_order_rank(n, confidence), 1)
+    return float(np.median(x)), (float(x[k - 1]), float(x[n - k]))
+
+
+def paired(a, b, op):
+    """op(a[k], b[k]) over the pairs whose values are both there (not
+    None): (median, [95 % interval], pairs) by median_ci, or None with
+    fewer than MIN_SAMPLES pairs."""
+    d = [op(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    if len(d) < MIN_SAMPLES:
+        return None
+    med, ci = median_ci(d)
+    return med, list(ci), len(d)
+
+
+def gain(a, b):
+    """a over b, in %."""
+    return (a - b) / b * 100
 
 
 def median_ratio_ci(a, b, confidence=0.95, resamples=RESAMPLES, rng_seed=0):
@@ -58,24 +99,80 @@ def median_ratio_ci(a, b, confidence=0.95, resamples=RESAMPLES, rng_seed=0):
     return float(np.median(a) / np.median(b)), _interval(ma / mb, confidence)
 
 
-def verdict(interval, claim="positive"):
-    """The rule every smpnet verdict uses (docs/design.md, "Statistics").
+# The labels (docs/design.md, "Statistics")
+REPRODUCED = "reproduced"
+SMALLER = "smaller than the seed's"
+LARGER = "larger than the seed's"
+NO_MEASURABLE = "no measurable difference"
+OPPOSITE = "opposite"
+NO_DIFFERENCE = "no difference"
+INCONCLUSIVE = "inconclusive"
+DIFFERENCE = "difference found"
+# a reproduction's interval overlaps [SIZE_LOW, SIZE_HIGH] x the seed's effect
+SIZE_LOW, SIZE_HIGH = 0.5, 2.0
 
-    claim="positive" (the seed claims a difference > 0): "reproduced" when
-    the whole interval lies above zero, "not reproduced" when it lies below,
-    "no measurable difference" when it contains zero.
-    claim="none" (the seed claims no measurable difference): "no measurable
-    difference" when the interval contains zero, which is the seed's claim
-    holding, and "not reproduced" when it does not.
-    """
+
+def verdict(interval, size=None):
+    """The label for a claim of an effect > 0 whose seed measured `size`
+    (same unit as the interval; None: the seed gave none, only a
+    direction): **opposite** when the whole interval is below zero, **no
+    measurable difference** when it contains zero; otherwise, in the
+    claimed direction, **smaller than the seed's** when the interval lies
+    wholly below half the seed's size, **larger than the seed's** when
+    wholly above twice it, and **reproduced** when it overlaps
+    [half, twice]."""
     lo, hi = interval
-    if claim == "none":
-        return "no measurable difference" if lo <= 0 <= hi else "not reproduced"
-    if lo > 0:
-        return "reproduced"
     if hi < 0:
-        return "not reproduced"
-    return "no measurable difference"
+        return OPPOSITE
+    if lo <= 0:
+        return NO_MEASURABLE
+    if size is None:
+        return REPRODUCED
+    if hi < SIZE_LOW * size:
+        return SMALLER
+    if lo > SIZE_HIGH * size:
+        return LARGER
+    return REPRODUCED
+
+
+def equivalence(interval, margin=None):
+    """The label for a claim of no difference: **no difference** when the
+    interval lies within +-margin, **inconclusive** when it contains zero
+    but reaches past the margin, **difference found** when it excludes
+    zero. Without a margin (an A/A control: any difference is false), the
+    interval containing zero is **no measurable difference**."""
+    lo, hi = interval
+    if lo > 0 or hi < 0:
+        return DIFFERENCE
+    if margin is None:
+        return NO_MEASURABLE
+    return NO_DIFFERENCE if -margin <= lo and hi <= margin else INCONCLUSIVE
+
+
+def judge(claim, measured, interval, pairs=None):
+    """A verdict: the claim (a seeds.SEED_* record) with what was measured
+    here, in the claim's unit, and its label by the claim's rule. A claim
+    with a `size` also gets `size_ratio`: [measured, low, high] / size."""
+    v = dict(claim, measured=measured, interval=list(interval))
+    if "margin" in claim:
+        v["verdict"] = equivalence(interval, claim["margin"])
+    else:
+        v["verdict"] = verdict(interval, claim.get("size"))
+        if claim.get("size"):
+            v["size_ratio"] = [x / claim["size"] for x in (measured, *interval)]
+    if pairs is not None:
+        v["pairs"] = pairs
+    return v
+
+
+def control(sides, measured, interval):
+    """An A/A control's result: the same pipeline with both sides identical
+    (`sides` says how), whose honest answer is "no measurable difference";
+    anything else is a false difference this machine produced, and marks
+    the real verdict beside it as unreliable (`reliable`)."""
+    label = equivalence(interval)
+    return {"sides": sides, "measured": measured, "interval": list(interval),
+            "verdict": label, "reliable": label == NO_MEASURABLE}
 
 
 def jain_fairness(values):

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from smpnet import run_all
+from smpnet import run_all, stats
 from smpnet.cli import main
 
 STAGES = [e.name for e in run_all.stages()]   # the registry's, in its order
@@ -21,7 +21,7 @@ def quick_run(tmp_path_factory):
 
 def test_all_quick_has_every_stage_and_a_verdict_per_seed(quick_run, allowed):
     rc, env, _ = quick_run
-    assert rc == 0 and env["command"] == "all" and env["schema"] == 2
+    assert rc == 0 and env["command"] == "all" and env["schema"] == 3
     assert [s["stage"] for s in env["results"]] == STAGES
     for stage in env["results"]:
         assert "params" in stage and "results" in stage
@@ -30,10 +30,19 @@ def test_all_quick_has_every_stage_and_a_verdict_per_seed(quick_run, allowed):
         else:
             assert stage["results"], stage["stage"]
     assert [v["seed"] for v in env["verdicts"]] == ["000", "002", "003"]
+    labels = (stats.REPRODUCED, stats.SMALLER, stats.LARGER, stats.NO_MEASURABLE,
+              stats.OPPOSITE, "not measured")
     for v in env["verdicts"]:
-        assert v["verdict"] in ("reproduced", "not reproduced", "no measurable difference",
-                                "not measured")
+        assert v["verdict"] in labels
         assert v["original_machine"] and v["reference"]
+        if v["verdict"] != "not measured":
+            # the size against the seed's, what kind of verdict, its A/A control
+            assert v["size_ratio"][0] == pytest.approx(v["measured"] / v["size"])
+            assert v["kind"] in ("measured", "model") and v["pairs"] >= stats.MIN_SAMPLES
+            assert v["control"]["verdict"] in (stats.NO_MEASURABLE, stats.DIFFERENCE)
+    expected = {"000": "model", "002": "measured", "003": "measured"}
+    assert all(v["kind"] == expected[v["seed"]] for v in env["verdicts"]
+               if v["verdict"] != "not measured")
 
 
 def test_all_plots_are_pngs(quick_run, allowed):

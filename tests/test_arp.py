@@ -149,7 +149,8 @@ def test_arp_json(capsys, allowed):
         ["--ncpus", "2", "--oversubscribe"]
     assert main(["arp", "--json", "--trials", "20", "--hz", "1000"] + two) == 0
     env = json.loads(capsys.readouterr().out)
-    assert [r["probe"] for r in env["results"]] == ["timer", "immediate"]
+    # immediate runs twice: seed 000's A/A control
+    assert [r["probe"] for r in env["results"]] == ["timer", "immediate", arp.AA]
     for r in env["results"]:
         assert {"probe", "hz", "trials", "first_ms", "later_ms", "solicits", "unres_discards",
                 "failed"} <= set(r)
@@ -158,6 +159,11 @@ def test_arp_json(capsys, allowed):
     if len(allowed) >= 2:
         (v,) = env["verdicts"]
         assert v["seed"] == "000" and v["interval"][0] <= v["measured"] <= v["interval"][1]
+        assert v["kind"] == "model" and v["rule"] and v["unit"] == "ms"
+        # pairs: the trials both modes answered; the seed's size at HZ=1000 is a tenth
+        assert 6 <= v["pairs"] <= 20 and v["size"] == pytest.approx((9.91 - 0.152) / 10)
+        assert v["size_ratio"][0] == pytest.approx(v["measured"] / v["size"])
+        assert v["control"]["sides"] == "immediate against immediate"
 
 
 def test_arp_text(capsys):
@@ -165,7 +171,8 @@ def test_arp_text(capsys):
                  "--oversubscribe"]) == 0
     out = capsys.readouterr().out
     assert "PING 192.168.20.108 (192.168.20.108) 56(84) bytes of data." in out
-    assert out.count("64 bytes from 192.168.20.108: icmp_seq=") == 6
+    # each side's first trial: timer, immediate and immediate again (the A/A control)
+    assert out.count("64 bytes from 192.168.20.108: icmp_seq=") == 9
     assert "median" in out and "p99" in out
 
 
@@ -182,7 +189,8 @@ def test_arp_bad_input_exit_2(capsys, argv):
 
 def test_the_rng_seed_starts_the_random_moments(monkeypatch, tmp_path, allowed):
     """A given rng_seed reaches host A's C loop for every probe mode (a
-    benchmark's rounds then repeat); without one, each mode draws its own."""
+    benchmark's rounds then repeat); without one, a run draws one for all its
+    modes (so that their trials pair by phase), and the next run another."""
     log = tmp_path / "seeds"
     real = _core.arp_ping_run
 
@@ -194,8 +202,10 @@ def test_the_rng_seed_starts_the_random_moments(monkeypatch, tmp_path, allowed):
     monkeypatch.setattr(_core, "arp_ping_run", recording)
     two = dict(ncpus=2, oversubscribe=len(allowed) < 2, trials=3)
     arp.run(allowed, rng_seed=12345, **two)
-    assert log.read_text().split() == ["12345", "12345"]
+    assert log.read_text().split() == ["12345"] * 3
     log.unlink()
     arp.run(allowed, **two)
+    arp.run(allowed, **two)
     drawn = log.read_text().split()
-    assert len(drawn) == 2 and drawn[0] != drawn[1]
+    assert len(drawn) == 6 and len(set(drawn[:3])) == len(set(drawn[3:])) == 1
+    assert drawn[0] != drawn[3]

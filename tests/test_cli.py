@@ -27,7 +27,7 @@ def test_info_json_envelope(capsys, allowed, tmp_path):
     assert main(["info", "--json", "--cpus", str(allowed[0]), "--output", str(out_file)]) == 0
     env = json.loads(capsys.readouterr().out)
     assert set(env) == ENVELOPE_KEYS
-    assert env["schema"] == 2 and env["command"] == "info"
+    assert env["schema"] == 3 and env["command"] == "info"
     assert MACHINE_KEYS <= set(env["machine"])
     assert env["machine"]["selected_cpus"] == [allowed[0]]
     assert env["machine"]["allowed_cpus"] == allowed

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smpnet import compare, experiments, run_all
+from smpnet import compare, experiments, report, run_all
 from smpnet import results as result_files
 from smpnet.cli import main
 
@@ -97,7 +97,7 @@ def _one_line_exit_2(capsys, argv, *expect):
 def test_a_result_compared_with_itself(capsys, results, name):
     a, _ = results[name]
     env = _compare_json(capsys, a, a)
-    assert set(env) == ENVELOPE_KEYS and env["command"] == "compare" and env["schema"] == 2
+    assert set(env) == ENVELOPE_KEYS and env["command"] == "compare" and env["schema"] == report.SCHEMA
     assert env["params"] == {"a": str(a), "b": str(a),
                              "command": "all" if name == "all" else RUNS[name][0][0]}
     assert env["warnings"] == []
@@ -146,7 +146,9 @@ def test_scaling_and_contended_rows_by_cpu_count_stay_apart(capsys, results):
             for r in rows if r["table"] == "contended"]
     ncpu = len(os.sched_getaffinity(0))
     assert {c for _, c in loop} == set(range(1, ncpu + 1))
-    assert len(set(loop)) == len(loop) == 3 * ncpu
+    # three modes at every CPU count, and netif_rx's A/A control at the verdict's
+    assert len(set(loop)) == len(loop) == 3 * ncpu + 1
+    assert [k for k in loop if k[0] == "netif_rx (A/A)"] == [("netif_rx (A/A)", ncpu)]
     assert {len(c) - 1 for c in cont} == set(range(1, ncpu + 1))
     assert len(set(cont)) == len(cont)
 
@@ -335,7 +337,7 @@ MALFORMED = {
     "no_schema": (_drop(_good_info(), "schema"), "no schema"),
     "no_command": (_drop(_good_info(), "command"), "no schema or command"),
     "no_results": (_drop(_good_info(), "results"), "no results"),
-    "other_schema": (dict(_good_info(), schema=3), "schema 3, this smpnet reads schemas 1, 2"),
+    "other_schema": (dict(_good_info(), schema=4), "schema 4, this smpnet reads schemas 1, 2, 3"),
     "schema_true": (dict(_good_info(), schema=True), "schema true/false, this smpnet reads"),
     "schema_a_list": (dict(_good_info(), schema=[1]), "schema"),
     "command_a_list": (dict(_good_info(), command=["info"]), "command is a list"),

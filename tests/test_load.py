@@ -1,5 +1,6 @@
 """smpnet.load: the arithmetic on made-up counters, exactly, and one real
 competitor on a real CPU (a lower bound only, no timing)."""
+import json
 import collections
 import os
 import subprocess
@@ -204,3 +205,22 @@ def test_a_busy_process_on_the_selected_cpu_is_seen():
     assert facts["cpus"] == [cpu]
     assert others > 0.1
     assert facts["others_share"] > 0
+
+
+def test_a_high_load_is_recorded_and_said_on_the_verdict(monkeypatch, capsys):
+    # the sample around the run (faked here: what it says, not how it is
+    # measured) reaches every verdict, the warnings and the verdict's text
+    from smpnet.cli import main
+
+    seen = {"cpus": [0], "seconds": 1.0, "busy_share": 0.9, "others_share": 0.4,
+            "steal_share": 0.0, "steal_known": True, "threshold": load.HIGH_SHARE,
+            "high": True, "why": "other processes used 40 % of CPU 0 during the run"}
+    monkeypatch.setattr(load, "finish", lambda sample: seen)
+    assert main(["locks", "--json", "--rounds", "12", "--loops", "1000",
+                 "--variant", "irq,irqsave"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    (v,) = env["verdicts"]
+    assert v["load"] == seen
+    assert any("competing load" in w and "40 %" in w for w in env["warnings"])
+    assert main(["locks", "--rounds", "12", "--loops", "1000", "--variant", "irq,irqsave"]) == 0
+    assert "WARNING: competing load: other processes used 40 %" in capsys.readouterr().out

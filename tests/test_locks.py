@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from smpnet import Machine, WorkerDied, _core, layout, time_bench
+from smpnet import Machine, WorkerDied, _core, layout, stats, time_bench
 from smpnet.cli import main
 from smpnet import lockbench as locks
 from smpnet.experiments import contended
@@ -227,8 +227,13 @@ def test_checker_quiet_on_every_variant_under_contention(allowed):
 
 # ------------------------------------------------------------------ CLI
 
+def _blocks(a, b, op):
+    """op over blocks of two rounds (A B, then B A), as lockbench.paired pairs them."""
+    return [op(a[k] + a[k + 1], b[k] + b[k + 1]) for k in range(0, len(a) - 1, 2)]
+
+
 def test_locks_suite_json(capsys, allowed):
-    assert main(["locks", "--json", "--loops", "2000", "--rounds", "3",
+    assert main(["locks", "--json", "--loops", "2000", "--rounds", "12",
                  "--algo", "qspinlock,ticket", "--check"]) == 0
     env = json.loads(capsys.readouterr().out)
     tests = [(r["test"], r["algo"]) for r in env["results"]]
@@ -236,35 +241,47 @@ def test_locks_suite_json(capsys, allowed):
     for test, variant in time_bench.SUITE:
         expected += [(test, None)] if variant is None else [(test, "qspinlock"), (test, "ticket")]
     for algo in ("qspinlock", "ticket"):   # the instruments, after the suite
-        expected += [(locks.BASELINE, algo), (locks.CONTROL, algo)]
+        expected += [(locks.BASELINE, algo), (locks.CONTROL, algo), (locks.AA, algo)]
     assert tests == expected
     by = {(r["test"], r["algo"]): r for r in env["results"]}
+
+    def diff(a, b):
+        return (a - b) / 2
+
     for algo in ("qspinlock", "ticket"):
-        # what pairs rounds is computed from the rounds: smpnet / bare, irqsave - control,
-        # control - irq, each the median of the rounds' ratios or differences
+        # what pairs rounds is computed from the blocks of two rounds: smpnet /
+        # bare, irqsave - control, control - irq, each their median
         smp, ref = by["spin_lock_unlock", algo], by[locks.BASELINE, algo]
         assert smp["bare_cycles"] == ref["cycles"]
         assert smp["harness_overhead"] == pytest.approx(
-            np.median(np.array(smp["samples"]) / np.array(ref["samples"])))
+            np.median(_blocks(smp["samples"], ref["samples"], lambda a, b: a / b)))
         lo, hi = smp["harness_overhead_interval"]
         assert lo <= smp["harness_overhead"] <= hi
         ctl = by[locks.CONTROL, algo]
         for key, a, b in (("pushf_pop", "spin_lock_unlock_irqsave", locks.CONTROL),
-                          ("bookkeeping", locks.CONTROL, "spin_lock_unlock_irq")):
-            assert ctl[f"{key}_cycles"] == pytest.approx(
-                np.median(np.array(by[a, algo]["samples"]) - np.array(by[b, algo]["samples"])))
+                          ("control_minus_irq", locks.CONTROL, "spin_lock_unlock_irq")):
+            assert ctl[f"{key}_cycles"] == pytest.approx(np.median(
+                _blocks(by[a, algo]["samples"], by[b, algo]["samples"], diff)))
     for r in env["results"]:
         assert {"test", "algo", "variant", "restore", "cpus", "contended", "cycles",
                 "cycles_min", "cycles_max", "ns", "loops", "rounds"} <= set(r)
-        assert r["loops"] == 2000 and r["rounds"] == 3 and not r["contended"]
+        assert r["loops"] == 2000 and r["rounds"] == 12 and not r["contended"]
         assert r["cycles_min"] <= r["cycles"] <= r["cycles_max"]
     (v,) = env["verdicts"]
-    assert v["seed"] == "003" and v["algo"] == "qspinlock"
-    assert set(v) >= {"seed", "claim", "reference", "measured", "interval", "verdict"}
+    assert v["seed"] == "003" and v["algo"] == "qspinlock" and v["pairs"] == 6
+    assert v["kind"] == "measured" and v["size"] == 14.0 and v["unit"] == "cycles"
     lo, hi = v["interval"]
     assert lo <= v["measured"] <= hi
-    assert v["verdict"] in ("reproduced", "not reproduced", "no measurable difference")
-    assert v["control"]["pushf_pop_cycles"] == by[locks.CONTROL, "qspinlock"]["pushf_pop_cycles"]
+    assert v["verdict"] == stats.verdict(v["interval"], 14.0)
+    q = {t: by[t, "qspinlock"]["samples"] for t in ("spin_lock_unlock_irqsave",
+                                                     "spin_lock_unlock_irq", locks.AA)}
+    assert v["measured"] == pytest.approx(np.median(
+        _blocks(q["spin_lock_unlock_irqsave"], q["spin_lock_unlock_irq"], diff)))
+    assert v["control"]["measured"] == pytest.approx(np.median(
+        _blocks(q[locks.AA], q["spin_lock_unlock_irq"], diff)))
+    assert v["control"]["sides"] == "irq against irq"
+    assert v["pushf_control"]["pushf_pop_cycles"] == \
+        by[locks.CONTROL, "qspinlock"]["pushf_pop_cycles"]
     assert env["params"]["checker_reports"] == {}
 
 
@@ -273,35 +290,43 @@ def _rows(**samples):
             for t, s in samples.items()]
 
 
-def test_paired_figures_pair_round_k_with_round_k():
-    # irqsave - irq is the median of the rounds' differences, not the
-    # difference of the medians (31 - 25 = 6 here): the rounds are paired
-    rows = _rows(spin_lock_unlock_irqsave=[30, 35, 31], spin_lock_unlock_irq=[19, 25, 29],
-                 spin_lock_unlock_irqsave_nopushf=[20, 26, 29],
-                 spin_lock_unlock=[20, 22, 21], ref_spin_lock_unlock=[10, 11, 10])
+def test_paired_figures_take_blocks_of_two_rounds():
+    # irqsave - irq is the median over blocks of two rounds of the per-op
+    # difference, not the difference of the medians: the rounds are paired.
+    # A drift of +1 cycle a round, in A B / B A order, cancels in each block.
+    irq = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]
+    irqsave = [x + 11 + (1 if k % 2 == 0 else -1) for k, x in enumerate(irq)]
+    rows = _rows(spin_lock_unlock_irqsave=irqsave, spin_lock_unlock_irq=irq,
+                 spin_lock_unlock_irqsave_nopushf=[x + 1 for x in irq],
+                 **{locks.AA: [x + (0.5 if k % 2 else -0.5) for k, x in enumerate(irq)]},
+                 spin_lock_unlock=[20] * 12, ref_spin_lock_unlock=[10] * 12)
     locks.derived(rows)
     v = locks.seed_003_verdict(rows, "qspinlock")
-    assert v["measured"] == 10 and v["interval"][0] <= 10 <= v["interval"][1]
-    ctl = v["control"]
-    assert ctl["pushf_pop_cycles"] == 9 and ctl["bookkeeping_cycles"] == 1
+    assert v["measured"] == 11 and v["interval"] == [11, 11] and v["pairs"] == 6
+    assert v["verdict"] == stats.REPRODUCED and v["size_ratio"][0] == pytest.approx(11 / 14)
+    ctl = v["pushf_control"]
+    assert ctl["pushf_pop_cycles"] == 10 and ctl["control_minus_irq_cycles"] == 1
+    assert v["control"]["measured"] == 0 and v["control"]["reliable"]
     (smp,) = [r for r in rows if r["test"] == "spin_lock_unlock"]
     assert smp["harness_overhead"] == 2.0 and smp["bare_cycles"] == 10
 
 
 def test_no_paired_figure_from_too_few_or_unequal_rounds():
-    rows = _rows(spin_lock_unlock_irqsave=[30, 31], spin_lock_unlock_irq=[20, 21],
-                 spin_lock_unlock=[20, 22, 21], ref_spin_lock_unlock=[10, 11])
+    rows = _rows(spin_lock_unlock_irqsave=[30] * 10, spin_lock_unlock_irq=[20] * 10,
+                 spin_lock_unlock=[20] * 12, ref_spin_lock_unlock=[10] * 11)
     locks.derived(rows)
-    assert locks.seed_003_verdict(rows, "qspinlock") is None
-    assert all("harness_overhead" not in r for r in rows)
+    assert locks.seed_003_verdict(rows, "qspinlock") is None   # 5 blocks
+    assert all("harness_overhead" not in r for r in rows)      # unequal rounds
 
 
 def test_the_checker_run_says_its_figures_include_the_checker(capsys):
-    assert main(["locks", "--loops", "1000", "--rounds", "3", "--variant", "plain,irq,irqsave",
+    assert main(["locks", "--loops", "1000", "--rounds", "12", "--variant", "plain,irq,irqsave",
                  "--check"]) == 0
     out = capsys.readouterr().out
     assert "Harness overhead" in out and "smpnet's figures include the checker" in out
     assert "irqsave - control (pushf; pop)" in out and "of which the pushf; pop" in out
+    # with the checker, control - irq is not smpnet's bookkeeping alone, and says so
+    assert "control - irq (smpnet's bookkeeping + the checker)" in out
 
 
 def test_the_locks_text_has_time_bench_lines(capsys):

@@ -1,6 +1,8 @@
 """The loopback fast path: lstats, the depth guard, the stack overflow, the backlog."""
 import json
 
+import numpy as np
+
 import pytest
 
 from smpnet import Machine, _core, layout, net
@@ -106,9 +108,10 @@ def test_netif_rx_schedules_the_backlog_once(one_cpu):
 def test_loopback_json_and_verdict(capsys, allowed):
     two = ["--cpus", ",".join(map(str, allowed[:2]))] if len(allowed) >= 2 else \
         ["--ncpus", "2", "--oversubscribe"]
-    assert main(["loopback", "--json", "--duration", "0.03", "--repeat", "3"] + two) == 0
+    assert main(["loopback", "--json", "--duration", "0.03", "--repeat", "6"] + two) == 0
     env = json.loads(capsys.readouterr().out)
-    assert [r["mode"] for r in env["results"]] == list(MODES)
+    # netif_rx runs twice, the second just before it: seed 002's A/A control
+    assert [r["mode"] for r in env["results"]] == [loopback.AA] + list(MODES)
     for r in env["results"]:
         assert ROW_KEYS <= set(r) and r["lstats_packets"] == r["packets"]
     if len(allowed) < 2:
@@ -116,14 +119,22 @@ def test_loopback_json_and_verdict(capsys, allowed):
         return
     (v,) = env["verdicts"]
     assert v["seed"] == "002" and v["interval"][0] <= v["measured"] <= v["interval"][1]
+    # a gain in % against the seed's +5 %, paired run by run
+    assert v["pairs"] == 6 and v["size"] == 5.0 and v["kind"] == "measured"
+    by = {r["mode"]: r for r in env["results"]}
+    gains = [d / n * 100 - 100 for d, n in zip(by["direct"]["tps_samples"],
+                                                by["netif_rx"]["tps_samples"])]
+    assert v["measured"] == pytest.approx(np.median(gains))
+    assert v["control"]["sides"] == "netif_rx against netif_rx"
 
 
 def test_loopback_scaling(capsys):
     assert main(["loopback", "--json", "--scaling", "--duration", "0.02", "--repeat", "1",
                  "--ncpus", "2", "--oversubscribe", "--mode", "netif_rx,direct"]) == 0
     env = json.loads(capsys.readouterr().out)
+    # the A/A control only at the verdict's CPU count
     assert [(r["mode"], r["cpus"]) for r in env["results"]] == \
-        [("netif_rx", 1), ("direct", 1), ("netif_rx", 2), ("direct", 2)]
+        [("netif_rx", 1), ("direct", 1), (loopback.AA, 2), ("netif_rx", 2), ("direct", 2)]
 
 
 def test_loopback_text_shows_the_oops_and_the_verdict(capsys):

@@ -99,7 +99,7 @@ def test_stdout_a_pipe_to_head(tmp_path):
               'echo "${PIPESTATUS[0]}" > rc', tmp_path)
     assert r.returncode == 0
     got = (tmp_path / "got").read_text()
-    assert len(got) == 100 and got.startswith("{") and '"schema": 2' in got
+    assert len(got) == 100 and got.startswith("{") and '"schema": 3' in got
     assert (tmp_path / "rc").read_text().strip() == "0", r.stderr
 
 

@@ -132,8 +132,9 @@ cdef class Neigh:
 def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_region,
                  int neigh_region, int ctl_region, uint32_t hz, str probe, uint32_t trials,
                  uint32_t count, uint64_t seed):
-    """Host A: `trials` times, `arp -d` the peer, wait a random part of a
-    tick (a person's typing is not in phase with the timer wheel), then
+    """Host A: `trials` times, `arp -d` the peer, wait for the next tick
+    boundary and then a random part of a tick (a person's typing is not in
+    phase with the timer wheel), then
     `ping -c count`: each echo request waits for its reply (or error)
     before the next, except with the peer down, when all go at once and wait
     together for resolution to fail. Returns its TSC cycles."""
@@ -181,7 +182,13 @@ def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_r
             x ^= x << 13
             x ^= x >> 7
             x ^= x << 17
-            until = tsc_read_unordered() + <uint64_t>((x % 1000000) * 1e-6 * h.tick_cycles)
+            # the ping starts at a random phase of a tick, counted from the
+            # next tick boundary (not from now): trial k of two runs with
+            # one RNG seed starts at the same phase, so the probe modes'
+            # trials pair (experiments/arp.py)
+            t1 = tsc_read_unordered() - h.boot_tsc
+            until = h.boot_tsc + <uint64_t>(
+                (<uint64_t>(t1 / h.tick_cycles) + 1 + (x % 1000000) * 1e-6) * h.tick_cycles)
             while tsc_read_unordered() < until:
                 link.host_a_poll(&h)
             if peer_down:

@@ -9,7 +9,7 @@ spread between runs is the noise against which strategies are compared.
 """
 import statistics
 
-from .. import _core, layout, lockbench, machine, net, stats
+from .. import _core, layout, lockbench, machine, net, report, stats
 from ..bounds import MAX_DEFER_MAX, MAX_REPEAT, MAX_SKBS
 from ..cpus import format_cpus
 from ..errors import BadInput
@@ -21,14 +21,18 @@ from ..seeds import SEED_003_RATE
 STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))
 DEFER_MAX = 64          # sysctl net.core.skb_defer_max (128 since late 2025)
 BATCH = 16
-REPEAT = 5
+REPEAT = 8
 DURATION = 0.3
 # For run-time estimates with --skbs: a typical rate (about 20 M skbs/s on
 # 2 vCPUs). A slower run (the checker on, oversubscribed) keeps the watchdog
 # waiting by its progress count.
 TYPICAL_SKBS_PER_S = 1e7
-
-
+AA = "irq (A/A)"            # seed 003's A/A control: irq a second time, in the same rounds
+STRATEGY_OF = {AA: "irq"}   # the strategy a side runs
+# seed 003's per-op cost, uncontended: its two variants, irqsave's control and the A/A
+OP_VARIANTS = ["irq", "irqsave"]
+OP_PLAN = lockbench.suite_plan(["qspinlock"], OP_VARIANTS, locks_only=True)
+OP_ROUNDS = 20   # 10 blocks of two rounds, as locks
 
 
 def pool_size(ncpus, n_rx, n_consumers, defer_max):
@@ -56,17 +60,12 @@ def validate(rx, ncpus, skbs, duration, defer_max, batch, repeat):
         raise BadInput(f"--repeat {repeat}: give 1 to {MAX_REPEAT}")
 
 
-# seed 003's per-op cost, uncontended: its two variants and irqsave's control
-OP_VARIANTS = ["irq", "irqsave"]
-OP_PLAN = lockbench.suite_plan(["qspinlock"], OP_VARIANTS, locks_only=True)
-
-
 def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, real_cpus=2):
     """The whole experiment: every run, then the uncontended per-op suite."""
     work = machine.work_seconds(skbs, duration or (None if skbs else DURATION),
                                 TYPICAL_SKBS_PER_S)
     return (n_strategies * repeat * machine.run_seconds(work, ncpus, real_cpus, bool(skbs))
-            + lockbench.suite_seconds(len(OP_PLAN)))
+            + lockbench.suite_seconds(len(OP_PLAN), rounds=OP_ROUNDS))
 
 
 def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_max=DEFER_MAX,
@@ -86,8 +85,14 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
                ("skb_stats", layout.SKB_STATS, n),
                ("rings", layout.SKB_RING, rx * n_cons),
                ("defer_ctl", layout.DEFER_CTL, 1)]
-    runs = {s: [] for s in strategies}
-    plan = [(r, s) for r in range(repeat) for s in strategies]
+    # the A/A control right after irq, so the pair it is set against runs side by side
+    sides = [x for s in strategies
+             for x in ([s, AA] if s == "irq" and "irqsave" in strategies else [s])]
+    runs = {s: [] for s in sides}
+    # interleaved, and each repeat in the reverse order of the one before
+    # (A B .. B A), so a drift over the run reaches every side alike; run r
+    # of one side pairs with run r of another
+    plan = [(r, s) for r in range(repeat) for s in (sides if r % 2 == 0 else sides[::-1])]
     with Machine(cpus=cpus, ncpus=ncpus, oversubscribe=oversubscribe, regions=regions) as m:
         names = m.segment.region_names
         idx = tuple(names.index(r) for r in net.NET_REGIONS)
@@ -102,7 +107,8 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
             spins0 = m.region("irq")["spins"].copy()
             checks0 = int(m.region("irq")["lock_checks"].sum())
             bugs0 = m.region("irq")["bugs"].sum(axis=0).copy()
-            out = m.run(_cpu_body, idx, ring, ctl, _core.DEFER_STRATEGIES[strategy], defer_max,
+            out = m.run(_cpu_body, idx, ring, ctl,
+                        _core.DEFER_STRATEGIES[STRATEGY_OF.get(strategy, strategy)], defer_max,
                         rx, n_cons, skbs or 0, duration or 0.0, batch, check,
                         expected=machine.work_seconds(skbs, duration, TYPICAL_SKBS_PER_S),
                         progress=_progress)
@@ -111,7 +117,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
         timing_valid = m.timing_valid
         cpu_map = [int(c) for c in m.cpu_map]
     rows = [_row(s, runs[s], cpu_map, rx, defer_max, batch, overhead, timing_valid)
-            for s in strategies]
+            for s in sides]
     if "irq" not in runs or "irqsave" not in runs:
         return rows, [], "seed 003's verdicts need the irq and irqsave strategies"
     if repeat < stats.MIN_SAMPLES:
@@ -233,24 +239,24 @@ def _verdicts(runs, cpu, lock_algo, progress):
     out = []
     if progress:
         progress(0, 1, "the per-op cost of irq and irqsave, uncontended")
-    suite, _ = lockbench.run_suite(cpu, [lock_algo], OP_VARIANTS, rounds=10, locks_only=True)
+    suite, _ = lockbench.run_suite(cpu, [lock_algo], OP_VARIANTS, rounds=OP_ROUNDS, locks_only=True)
     op = lockbench.seed_003_verdict(suite, lock_algo)
-    a = [r["flush_lock_cycles"] for r in runs["irqsave"] if r["flush_lock_cycles"] is not None]
-    b = [r["flush_lock_cycles"] for r in runs["irq"] if r["flush_lock_cycles"] is not None]
+    def values(side, key="skbs_per_s"):
+        return [r[key] for r in runs.get(side, [])]
+
     if op is not None:
-        if len(a) >= stats.MIN_SAMPLES and len(b) >= stats.MIN_SAMPLES:
-            delta, ci = stats.median_diff_ci(a, b)
-            op["in_flush"] = {"measured": delta, "interval": list(ci),
+        d = stats.paired(values("irqsave", "flush_lock_cycles"), values("irq", "flush_lock_cycles"),
+                         lambda a, b: a - b)
+        if d:
+            op["in_flush"] = {"measured": d[0], "interval": d[1],
                               "unit": "cycles per flush's locked section"}
         out.append(op)
-    irq = [r["skbs_per_s"] for r in runs["irq"]]
-    irqsave = [r["skbs_per_s"] for r in runs["irqsave"]]
-    base = statistics.median(irqsave)
-    delta, ci = stats.median_diff_ci(irq, irqsave)
-    label = stats.verdict(ci, claim="none")
-    out.append(dict(SEED_003_RATE, measured=delta / base * 100, unit="% skbs/s, irq over irqsave",
-                    interval=[ci[0] / base * 100, ci[1] / base * 100], verdict=label,
-                    agrees_with_seed=label == "no measurable difference"))
+    d = stats.paired(values("irq"), values("irqsave"), stats.gain)
+    rate = stats.judge(SEED_003_RATE, *d)
+    aa = stats.paired(values(AA), values("irq"), stats.gain)
+    if aa:
+        rate["control"] = stats.control("irq against irq", aa[0], aa[1])
+    out.append(rate)
     return out
 
 
@@ -304,7 +310,7 @@ def _run(cpus, p, progress=None):
 def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "ncpus": len(cpus), "rx_cpus": None,
             "strategy": list(STRATEGIES), "skbs": None, "duration_s": 0.1 if quick else 0.3,
-            "defer_max": DEFER_MAX, "batch": BATCH, "repeat": 3 if quick else 5,
+            "defer_max": DEFER_MAX, "batch": BATCH, "repeat": 6 if quick else 8,
             "lock": "qspinlock", "check": False, "oversubscribe": False}
 
 
@@ -351,17 +357,13 @@ def text(env, extra):
         f"skb_attempt_defer_free).")
     lines.append("")
     for v in verdicts:
-        lo, hi = v["interval"]
-        lines.append(f"seed {v['seed']}: {v['claim']}; reference: {v['reference']}")
-        lines.append(f"  here: {v['measured']:+.2f} {v['unit']} [95 % interval {lo:+.2f} .. "
-                     f"{hi:+.2f}] -> {v['verdict']}"
-                     + (" (as the seed predicts)" if v.get("agrees_with_seed") else ""))
-        lines += lockbench.control_lines(v)
+        text = report.verdict_lines(v)
+        lines += text[:2] + lockbench.control_lines(v)
         if "in_flush" in v:
             f = v["in_flush"]
             lines.append(f"  in the flush itself (contended line): irqsave - irq = "
-                         f"{f['measured']:+.2f} {f['unit']} [95 % interval "
-                         f"{f['interval'][0]:+.2f} .. {f['interval'][1]:+.2f}]")
+                         f"{lockbench.figure(f['measured'], f['interval'])} {f['unit']}")
+        lines += text[2:]
     if not verdicts:
         lines.append("seed 003: no verdict (see the warnings)")
     if p["check"]:

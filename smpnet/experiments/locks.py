@@ -9,9 +9,10 @@ from ..cpus import format_cpus
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
 from ..lockbench import ALGOS, VARIANTS
+from .. import report
 from ..report import table
 
-ROUNDS = 10
+ROUNDS = 20   # 10 blocks of two rounds: a 95 % interval from the 2nd to the 9th
 
 
 def add_options(p):
@@ -57,9 +58,9 @@ def run(cpus, p, progress=None):
 
 def plan(cpus, quick):
     if quick:
-        algos, variants, rounds = ["qspinlock", "ticket", "tas"], ["plain", "irq", "irqsave"], 7
+        algos, variants, rounds = ["qspinlock", "ticket", "tas"], ["plain", "irq", "irqsave"], 12
     else:
-        algos, variants, rounds = list(ALGOS), list(VARIANTS), 10
+        algos, variants, rounds = list(ALGOS), list(VARIANTS), ROUNDS
     return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants, "restore": "sti",
             "check": False, "contended": False, "loops": None, "rounds": rounds,
             "cpu": cpus[0]}
@@ -89,46 +90,47 @@ def text(env, extra):
     if overhead is not None:
         lines.append(f"Loop overhead: for_loop = {overhead:.2f} cycles per iteration, "
                      "included in every figure above.")
-    lines += harness_text(rows, p["check"])
+    lines += harness_text(rows, p["check"], p["restore"])
     lines.append("")
     for v in verdicts:
-        lo, hi = v["interval"]
-        lines.append(f"seed {v['seed']}: {v['reference']}; here ({v['algo']}, "
-                     f"restore={p['restore']}): irqsave - irq = {v['measured']:.2f} cycles "
-                     f"[95 % interval {lo:.2f} .. {hi:.2f}] -> {v['verdict']}")
-        lines += lockbench.control_lines(v)
+        text = report.verdict_lines(v, where=f"{v['algo']}, restore={p['restore']}")
+        lines += text[:2] + lockbench.control_lines(v, p["restore"], p["check"]) + text[2:]
     if not verdicts:
         lines.append(f"seed 003: no verdict (it needs the irq and irqsave variants and "
-                     f"--rounds {stats.MIN_SAMPLES} or more)")
+                     f"--rounds {2 * stats.MIN_SAMPLES} or more: {stats.MIN_SAMPLES} blocks of two)")
     lines.append(lockbench.checker_text(p.get("checker_reports", {}), p["check"]))
     return "\n".join(lines)
 
 
-def harness_text(rows, check):
+def harness_text(rows, check, restore):
     """What the harness adds (smpnet / the bare-C baseline) and irqsave's
     control, per algorithm, from the paired rounds (lockbench.derived)."""
     lines = []
     base = [r for r in rows if "harness_overhead" in r]
-    if base:
+    if not base:
+        lines += ["", "Harness overhead: not measured (it needs the plain variant and "
+                  f"--rounds {2 * stats.MIN_SAMPLES} or more)"]
+    else:
         lines += ["", "Harness overhead, spin_lock_unlock: smpnet / hand-written C "
-                  f"({lockbench.BASELINE}), median of the rounds' ratios [95 % interval]"
+                  f"({lockbench.BASELINE}), median over blocks of two rounds [95 % interval]"
                   + (" (checker on: smpnet's figures include the checker)" if check else "")]
         lines.append(table([(r["algo"], r["cycles"], r["bare_cycles"],
                              lockbench.figure(r["harness_overhead"], r["harness_overhead_interval"], 3))
                             for r in base],
                            ["algo", "smpnet cycles", "bare cycles", "smpnet / bare [95 % interval]"]))
-    ctl = [r for r in rows if "pushf_pop_cycles" in r or "bookkeeping_cycles" in r]
+    ctl = [r for r in rows if "pushf_pop_cycles" in r or "control_minus_irq_cycles" in r]
     if ctl:
         lines += ["", f"irqsave's control ({lockbench.CONTROL}: irqsave without its pushf; pop), "
-                  "cycles, median of the rounds' differences [95 % interval]"]
+                  "cycles, median over blocks of two rounds [95 % interval]"]
         lines.append(table([(r["algo"], r["cycles"],
                              lockbench.figure(r["pushf_pop_cycles"], r["pushf_pop_interval"])
                              if "pushf_pop_cycles" in r else None,
-                             lockbench.figure(r["bookkeeping_cycles"], r["bookkeeping_interval"])
-                             if "bookkeeping_cycles" in r else None)
+                             lockbench.figure(r["control_minus_irq_cycles"],
+                                              r["control_minus_irq_interval"])
+                             if "control_minus_irq_cycles" in r else None)
                             for r in ctl],
                            ["algo", "control cycles", "irqsave - control (pushf; pop)",
-                            "control - irq (bookkeeping, ~0)"]))
+                            f"control - irq ({lockbench.control_minus_irq(restore, check)})"]))
     return lines
 
 

@@ -7,7 +7,7 @@ direct path not at all. Each mode runs `repeat` times, interleaved.
 """
 import statistics
 
-from .. import _core, layout, machine, net, stats
+from .. import _core, layout, machine, net, report, stats
 from ..bounds import MAX_PACKETS, MAX_REPEAT
 from ..cpus import format_cpus
 from ..errors import BadInput
@@ -20,7 +20,9 @@ MODES = tuple(sorted(_core.LOOPBACK_MODES, key=_core.LOOPBACK_MODES.get))
 STACKS = {"8k": 8192, "16k": 16384}
 SIZE = 100
 DURATION = 0.2
-REPEAT = 5
+REPEAT = 8
+AA = "netif_rx (A/A)"
+MODE_OF = {AA: "netif_rx"}   # the mode a side runs
 # For run-time estimates with --packets: a typical rate (15-19 M packets/s
 # per CPU on 2 vCPUs). A slower run keeps the watchdog waiting by its
 # progress count.
@@ -67,8 +69,19 @@ def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=Tru
     if packets is None and duration is None:
         duration = DURATION
     counts = list(range(1, n + 1)) if scaling else [n]
-    plan = [(k, r, mode) for k in counts for r in range(repeat) for mode in modes]
-    runs = {(k, mode): [] for k in counts for mode in modes}
+    # seed 002's A/A control, on the verdict's CPU count: netif_rx a second time
+    aa = [AA] if {"netif_rx", "direct"} <= set(modes) and not ack_storm else []
+
+    def sides(k):   # the control right before netif_rx, which runs next to both
+        return [x for m in modes for x in ((aa if k == n else []) + [m] if m == "netif_rx"
+                                          else [m])]
+
+    # interleaved, each repeat in the reverse order of the one before (A B ..
+    # B A), so a drift reaches every mode alike; run r of one mode pairs
+    # with run r of another
+    plan = [(k, r, mode) for k in counts for r in range(repeat)
+            for mode in (sides(k) if r % 2 == 0 else sides(k)[::-1])]
+    runs = {(k, mode): [] for k in counts for mode in sides(k)}
     machines = {}
     try:
         for i, (k, r, mode) in enumerate(plan):
@@ -77,9 +90,9 @@ def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=Tru
             if k not in machines:
                 machines[k] = _open(cpus, k, oversubscribe or k > len(cpus))
             m = machines[k]
-            runs[(k, mode)].append(_one_run(m, mode, packets, duration, size, ack_in_rx,
-                                            ack_storm, STACKS[stack]))
-        rows = [_row(mode, k, runs[(k, mode)], machines[k]) for k in counts for mode in modes]
+            runs[(k, mode)].append(_one_run(m, MODE_OF.get(mode, mode), packets, duration, size,
+                                            ack_in_rx, ack_storm, STACKS[stack]))
+        rows = [_row(mode, k, runs[(k, mode)], machines[k]) for k in counts for mode in sides(k)]
     finally:
         for m in machines.values():
             m.close()
@@ -223,11 +236,14 @@ def _verdicts(rows, runs, n, modes, repeat, ack_storm):
     row = next(r for r in rows if r["cpus"] == n and r["mode"] == "direct")
     if not row["timing_valid"]:
         return out, "an oversubscribed machine gives no timing verdict"
-    direct = [r["transactions"] / r["seconds"] for r in runs[(n, "direct")]]
-    base = [r["transactions"] / r["seconds"] for r in runs[(n, "netif_rx")]]
-    ratio, ci = stats.median_ratio_ci(direct, base)
-    out.append(dict(SEED_002, measured=ratio, unit="direct / netif_rx, transactions/s",
-                    interval=list(ci), verdict=stats.verdict((ci[0] - 1, ci[1] - 1))))
+    def tps(mode):
+        return [r["transactions"] / r["seconds"] for r in runs.get((n, mode), [])]
+
+    v = stats.judge(SEED_002, *stats.paired(tps("direct"), tps("netif_rx"), stats.gain))
+    aa = stats.paired(tps(AA), tps("netif_rx"), stats.gain)
+    if aa:
+        v["control"] = stats.control("netif_rx against netif_rx", aa[0], aa[1])
+    out.append(v)
     return out, why
 
 
@@ -282,7 +298,7 @@ def _run(cpus, p, progress=None):
 def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "ncpus": len(cpus), "mode": list(MODES),
             "packets": None, "duration_s": 0.1 if quick else 0.2, "size": SIZE,
-            "ack_in_rx": True, "ack_storm": False, "stack": "16k", "repeat": 5,
+            "ack_in_rx": True, "ack_storm": False, "stack": "16k", "repeat": 6 if quick else 8,
             "scaling": True, "oversubscribe": False}
 
 
@@ -327,18 +343,14 @@ def text(env, extra):
                 if r["cycles_per_packet"] is not None))
     lines.append("")
     for v in verdicts:
-        lines.append(f"seed {v['seed']}: {v['claim']}; reference: {v['reference']}")
-        if v["interval"] is not None:
-            lo, hi = v["interval"]
-            lines.append(f"  here: {v['measured']:.3f} {v['unit']} [95 % interval {lo:.3f} .. "
-                         f"{hi:.3f}] -> {v['verdict']}")
-        else:
+        here = None
+        if v["interval"] is None:
             guard = ("overflowed too" if v["guarded_overflow"] else
                      f"survived by queueing ({v['guarded_drops']} backlog drops)")
             unguarded = (f"overflowed at depth {v['measured']}" if v["measured"]
                          else "did not overflow")
-            lines.append(f"  here: direct {guard}; direct-unguarded {unguarded} "
-                         f"-> {v['verdict']}")
+            here = f"direct {guard}; direct-unguarded {unguarded}"
+        lines += report.verdict_lines(v, here)
     if not verdicts:
         lines.append("seed 002: no verdict (see the warnings)")
     return "\n".join(lines)
