@@ -200,12 +200,14 @@ def test_the_rng_seed_starts_the_random_moments(monkeypatch, tmp_path, allowed):
         return real(*args)
 
     monkeypatch.setattr(_core, "arp_ping_run", recording)
-    two = dict(ncpus=2, oversubscribe=len(allowed) < 2, trials=3)
+    two = dict(ncpus=2, oversubscribe=len(allowed) < 2, trials=3)   # 3 chunks of one trial
     arp.run(allowed, rng_seed=12345, **two)
-    assert log.read_text().split() == ["12345"] * 3
+    # chunk by chunk, every side in turn, in alternating orders: one seed per
+    # chunk, the same for each side, derived from the given one
+    chunk = [12345, 12345 + 0x9E3779B97F4A7C15, (12345 + 2 * 0x9E3779B97F4A7C15) % 2 ** 64]
+    assert [int(x) for x in log.read_text().split()] == [c for c in chunk for _ in range(3)]
     log.unlink()
     arp.run(allowed, **two)
     arp.run(allowed, **two)
     drawn = log.read_text().split()
-    assert len(drawn) == 6 and len(set(drawn[:3])) == len(set(drawn[3:])) == 1
-    assert drawn[0] != drawn[3]
+    assert len(drawn) == 18 and len(set(drawn[:3])) == 1 and drawn[0] != drawn[9]

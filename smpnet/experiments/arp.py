@@ -27,6 +27,7 @@ PEER_DOWN_TRIALS = 1   # each waits ~3 s (3 probes, 1 s apart) for resolution to
 MAX_PEER_DOWN_TRIALS = 20
 COUNT = 3
 AA = "immediate (A/A)"        # seed 000's A/A control: immediate a second time
+CHUNKS = 10                   # runs a side, each of trials / CHUNKS trials: the pairs
 PROBE_OF = {AA: "immediate"}  # the probe mode a side runs
 PEER_IP = "192.168.20.108"
 OWN_IP = "192.168.20.1"
@@ -73,39 +74,56 @@ def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, 
                        "(with one real CPU: --ncpus 2 --oversubscribe)")
     regions = [("link", layout.LINK_RING, 2), ("ping", layout.PING_RESULT, trials * count),
                ("neigh", layout.NEIGH_TABLE, 1), ("arp_ctl", layout.ARP_CTL, 1)]
-    rows, samples, transcripts = [], {}, {}
+    transcripts = {}
     sides = list(probes) + ([AA] if {"timer", "immediate"} <= set(probes) and not peer_down
                             else [])
     seed = int.from_bytes(os.urandom(8), "little") if rng_seed is None else rng_seed
+    # the trials in up to CHUNKS chunks, each run once by every side, in
+    # alternating orders; a chunk's sides share an RNG seed, so trial k of
+    # each starts at the same phase of a tick. The pair is the chunk (the
+    # median of its trials' differences): each run is a fork of its own,
+    # whose offset (~0.1 us on a first ping here) trials of one run share
+    chunks = [trials // n_chunks + (1 if c < trials % n_chunks else 0)
+              for n_chunks in [1 if peer_down else min(CHUNKS, trials)] for c in range(n_chunks)]
+    runs = {side: [] for side in sides}
     with Machine(cpus=cpus[:2] if len(cpus) >= 2 else cpus, ncpus=2,
                  oversubscribe=oversubscribe or len(cpus) < 2, regions=regions) as m:
         names = m.segment.region_names
         idx = {r: names.index(r) for r in ("link", "ping", "neigh", "arp_ctl")}
-        for i, probe in enumerate(sides):
+        plan = [(c, side) for c in range(len(chunks))
+                for side in (sides if c % 2 == 0 else sides[::-1])]
+        for i, (c, probe) in enumerate(plan):
             if progress:
-                progress(i, len(sides), f"{probe} probe, {trials} trials of ping -c {count}")
+                progress(i, len(plan), f"{probe} probe, {chunks[c]} trials of ping -c {count} "
+                                       f"(part {c + 1} of {len(chunks)})")
             for r in ("link", "ping", "neigh", "arp_ctl"):
                 m.region(r).view(np.uint8)[:] = 0
             m.region("arp_ctl")[0:1]["peer_down"] = int(peer_down)
-            m.run(_host, idx, hz, PROBE_OF.get(probe, probe), trials, count, seed,
-                  expected=2 * probe_seconds(hz, trials, count, peer_down), progress=_progress)
-            row, first, later = _row(m, probe, hz, trials, count)
-            rows.append(row)
-            samples[probe] = row.pop("first_by_trial")
-            transcripts[probe] = transcript(m, count)
+            m.run(_host, idx, hz, PROBE_OF.get(probe, probe), chunks[c], count,
+                  (seed + c * 0x9E3779B97F4A7C15) % 2 ** 64,
+                  expected=2 * probe_seconds(hz, chunks[c], count, peer_down),
+                  progress=_progress)
+            runs[probe].append(_row(m, probe, hz, chunks[c], count))
+            if c == 0:
+                transcripts[probe] = transcript(m, chunks[c], count)
         timing_valid = m.timing_valid
+    rows = [_merge(runs[side]) for side in sides]
+    samples = {side: [r["first_by_trial"] for r in runs[side]] for side in sides}
+    for r in rows:
+        del r["first_by_trial"]
     verdicts, why = [], None
     if peer_down:
         why = "with the peer down there is no latency to compare"
     elif "timer" not in samples or "immediate" not in samples:
         why = "seed 000's verdict needs the timer and immediate probes"
     elif len(_pairs(samples, "timer", "immediate")) < stats.MIN_SAMPLES:
-        why = f"seed 000's verdict needs --trials {stats.MIN_SAMPLES} or more answered"
+        why = (f"seed 000's verdict needs {stats.MIN_SAMPLES} chunks of trials answered "
+               f"(--trials {stats.MIN_SAMPLES} or more)")
     elif not timing_valid:
         why = "an oversubscribed machine gives no timing verdict"
     else:
         tick = 1000.0 / hz
-        timer, immediate = (_answered(samples[p]) for p in ("timer", "immediate"))
+        timer, immediate = (_answered(np.concatenate(samples[p])) for p in ("timer", "immediate"))
         later = next(r for r in rows if r["probe"] == "immediate")["later_ms"]
         ratio = (float(np.median(immediate)) / later["median"]
                  if later and later["median"] else None)
@@ -147,12 +165,33 @@ def _answered(first):
 
 
 def _pairs(samples, a, b):
-    """a's first ping minus b's, trial by trial (the same phase of a tick),
-    over the trials both answered (ms)."""
+    """Per chunk, the median of a's first ping minus b's, trial by trial
+    (the same phase of a tick), over the trials both answered (ms)."""
     if a not in samples or b not in samples:
         return []
-    d = samples[a] - samples[b]
-    return [float(x) for x in d[np.isfinite(d)]]
+    out = []
+    for x, y in zip(samples[a], samples[b]):
+        d = _answered(x - y)
+        out += [float(np.median(d))] if len(d) else []
+    return out
+
+
+def _merge(chunks):
+    """One side's row from its chunks' rows: counts summed, latencies
+    over every trial."""
+    later = np.concatenate([r.pop("later") for r in chunks])
+    if len(chunks) == 1:
+        return chunks[0]
+    first = np.concatenate([r["first_by_trial"] for r in chunks])
+    row = dict(chunks[0], trials=sum(r["trials"] for r in chunks),
+               first_ms=_dist(_answered(first)), later_ms=_dist(later),
+               first_samples_ms=[float(x) for x in _answered(first)],
+               first_by_trial=first, timing_valid=all(r["timing_valid"] for r in chunks),
+               peer_learned_state=chunks[-1]["peer_learned_state"])
+    for k in ("solicits", "unres_discards", "failed", "replies", "errors", "timeouts",
+              "peer_arp_requests"):
+        row[k] = sum(r[k] for r in chunks)
+    return row
 
 
 def _dist(ms):
@@ -164,7 +203,7 @@ def _dist(ms):
 
 def _row(m, probe, hz, trials, count):
     hz_tsc = float(m.header["tsc_hz"])
-    res = m.region("ping")
+    res = m.region("ping")[:trials * count]
     status = res["status"].reshape(trials, count)
     ms = (res["rtt"] / hz_tsc * 1e3).reshape(trials, count)
     ok = status == layout.PING_OK
@@ -186,8 +225,8 @@ def _row(m, probe, hz, trials, count):
         "peer_arp_requests": int(ctl["b_arp_requests"]),
         "peer_learned_state": int(ctl["b_learned"]),
         "timing_valid": m.timing_valid,
-        "first_by_trial": by_trial,
-    }, first, later
+        "first_by_trial": by_trial, "later": later,
+    }
 
 
 def _unreachable(m, hz_tsc):
@@ -208,11 +247,10 @@ def ping_ms(ms):
     return f"{ms:.0f}"
 
 
-def transcript(m, count):
+def transcript(m, trials, count):
     """The median trial (by its first ping), as ping prints it."""
     hz_tsc = float(m.header["tsc_hz"])
-    res = m.region("ping")
-    trials = len(res) // count
+    res = m.region("ping")[:trials * count]
     first = res["rtt"].reshape(trials, count)[:, 0]
     ok = np.flatnonzero(res["status"].reshape(trials, count)[:, 0] == layout.PING_OK)
     t = int(ok[np.argsort(first[ok])[len(ok) // 2]]) if len(ok) else 0
