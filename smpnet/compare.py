@@ -18,14 +18,14 @@ import math
 import numpy as np
 
 from . import stats
+from .errors import BadInput
+from .results import MAX_BYTES, commands, load, metric  # noqa: F401 (the command's API)
+from .results import _key_text, _shown
 
 # samples a side for the bootstrap: two independent runs' samples, not
 # pairs, so the verdicts' order-statistics rule (stats.MIN_SAMPLES) does
 # not apply; below this, the [min, max] ranges judge
 MIN_SAMPLES = 3
-from .errors import BadInput
-from .results import MAX_BYTES, commands, load, metric  # noqa: F401 (the command's API)
-from .results import _key_text, _shown
 
 MAX_BOOTSTRAP = 200               # samples per side the bootstrap uses (evenly thinned above)
 

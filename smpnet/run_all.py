@@ -157,7 +157,8 @@ def text(env, pictures):
         for d in v.get("details", []):
             lines.append(f"  seed {d['seed']} ({d['stage']}): {d['claim']} -> {d['verdict']}"
                          + ("" if not d.get("control") or d["control"]["reliable"]
-                            else f" (WARNING: {report.UNRELIABLE})"))
+                            else " (WARNING: its A/A control found a false difference: "
+                                 "not reliable)"))
     if pictures:
         lines += ["", "Pictures: " + ", ".join(pictures)]
     return "\n".join(lines) + report.warnings_text(env["warnings"])

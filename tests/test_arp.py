@@ -1,6 +1,8 @@
 """ARP resolution: the neighbour state machine on an injected clock, the hosts, the CLI."""
 import json
 
+import numpy as np
+
 import pytest
 
 from smpnet import _core
@@ -160,8 +162,9 @@ def test_arp_json(capsys, allowed):
         (v,) = env["verdicts"]
         assert v["seed"] == "000" and v["interval"][0] <= v["measured"] <= v["interval"][1]
         assert v["kind"] == "model" and v["rule"] and v["unit"] == "ms"
-        # pairs: the trials both modes answered; the seed's size at HZ=1000 is a tenth
-        assert 6 <= v["pairs"] <= 20 and v["size"] == pytest.approx((9.91 - 0.152) / 10)
+        # pairs: the chunks of trials (20 trials: 10 chunks of 2); the seed's size at
+        # HZ=1000 is a tenth of its 9.76 ms
+        assert v["pairs"] == arp.CHUNKS and v["size"] == pytest.approx((9.91 - 0.152) / 10)
         assert v["size_ratio"][0] == pytest.approx(v["measured"] / v["size"])
         assert v["control"]["sides"] == "immediate against immediate"
 
@@ -211,3 +214,14 @@ def test_the_rng_seed_starts_the_random_moments(monkeypatch, tmp_path, allowed):
     arp.run(allowed, **two)
     drawn = log.read_text().split()
     assert len(drawn) == 18 and len(set(drawn[:3])) == 1 and drawn[0] != drawn[9]
+
+
+def test_pairs_are_chunk_medians_of_the_trials_both_modes_answered():
+    nan = float("nan")
+    samples = {"timer": [np.array([5.0, 7.0, nan]), np.array([4.0, 9.0, 6.0])],
+               "immediate": [np.array([1.0, 1.0, 1.0]), np.array([nan, 2.0, 2.0])]}
+    # chunk 1: trials 1-2 answered by both: 4, 6 -> 5; chunk 2: trials 2-3: 7, 4 -> 5.5
+    assert arp._pairs(samples, "timer", "immediate") == [5.0, 5.5]
+    assert arp._pairs(samples, "timer", arp.AA) == []
+    assert arp.arp_sides(["immediate", "timer"]) == ["immediate", arp.AA, "timer"]
+    assert arp.arp_sides(["timer", "immediate"], peer_down=True) == ["timer", "immediate"]

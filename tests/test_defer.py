@@ -1,6 +1,8 @@
 """The skb defer-free list: conservation, the IPI kick, the fallback, the checker."""
 import json
 
+import numpy as np
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -252,6 +254,12 @@ def test_defer_json(capsys, allowed):
     assert op["size"] == 14 and op["size_ratio"][0] == pytest.approx(op["measured"] / 14)
     assert op["pairs"] == defer.OP_ROUNDS // 2
     assert rate["margin"] == 1.0 and rate["pairs"] == 6 and "size_ratio" not in rate
+    # the rate is irq's gain over irqsave, run r against run r (the samples' order)
+    by = {r["strategy"]: r["skbs_per_s_samples"] for r in env["results"]}
+    gains = [(a - b) / b * 100 for a, b in zip(by["irq"], by["irqsave"])]
+    assert rate["measured"] == pytest.approx(np.median(gains))
+    aa = [(a - b) / b * 100 for a, b in zip(by[defer.AA], by["irq"])]
+    assert rate["control"]["measured"] == pytest.approx(np.median(aa))
     assert rate["verdict"] == stats.equivalence(rate["interval"], 1.0)
 
 

@@ -18,6 +18,9 @@ from smpnet import stats
     ((0.09, 0.27), 14.0, stats.SMALLER),             # the AMD guest's 0.18 of the seed's 14
     ((0.1, 6.99), 14.0, stats.SMALLER),
     ((28.01, 40.0), 14.0, stats.LARGER),
+    ((1.0, 7.0), 14.0, stats.REPRODUCED),            # touching half is overlapping
+    ((1.0, 6.999), 14.0, stats.SMALLER),
+    ((28.0, 40.0), 14.0, stats.REPRODUCED),          # touching twice is overlapping
     ((33.0, 55.0), 5.0, stats.LARGER),               # 002's +33 to +55 % against +5 %
     ((-1.0, 2.0), 14.0, stats.NO_MEASURABLE),
     ((0.0, 2.0), 14.0, stats.NO_MEASURABLE),         # touching zero is containing it
@@ -66,6 +69,15 @@ def _coverage(n, k):
 def test_the_median_interval_covers_95_percent_and_no_more_than_it_must(n):
     k = stats._order_rank(n, 0.95)
     assert _coverage(n, k) >= 0.95 > _coverage(n, k + 1)
+
+
+def test_the_median_interval_holds_for_many_pairs():
+    # counted in integers: 0.5 ** n underflows past n = 1074
+    for n in (1074, 1080, 2000):
+        k = stats._order_rank(n, 0.95)
+        assert 0 < k < n / 2 and abs(k - (n / 2 - 0.98 * n ** 0.5)) < 3
+    lo, hi = stats.median_ci(range(2000))[1]
+    assert lo < 999.5 < hi
 
 
 def test_the_median_interval_is_its_order_statistics():

@@ -40,9 +40,10 @@ def default_trials(trials, peer_down):
 
 
 def probe_seconds(hz, trials, count, peer_down=False):
-    """One probe mode's trials: each waits up to two ticks (the timer, the
-    random start), then its pings; with the peer down, 3 probes 1 s apart."""
-    per_trial = 2.0 / hz + count * 1e-4 + (3.2 if peer_down else 0.0)
+    """One probe mode's trials: each waits up to three ticks (to the next
+    tick boundary, the random start within a tick, the timer), then its
+    pings; with the peer down, 3 probes 1 s apart."""
+    per_trial = 3.0 / hz + count * 1e-4 + (3.2 if peer_down else 0.0)
     return trials * per_trial
 
 
@@ -75,8 +76,7 @@ def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, 
     regions = [("link", layout.LINK_RING, 2), ("ping", layout.PING_RESULT, trials * count),
                ("neigh", layout.NEIGH_TABLE, 1), ("arp_ctl", layout.ARP_CTL, 1)]
     transcripts = {}
-    sides = list(probes) + ([AA] if {"timer", "immediate"} <= set(probes) and not peer_down
-                            else [])
+    sides = arp_sides(probes, peer_down)
     seed = int.from_bytes(os.urandom(8), "little") if rng_seed is None else rng_seed
     # the trials in up to CHUNKS chunks, each run once by every side, in
     # alternating orders; a chunk's sides share an RNG seed, so trial k of
@@ -158,6 +158,13 @@ def _host(ctx, idx, hz, probe, trials, count, rng_seed):
         return _core.arp_ping_run(ctx.seg, 0, idx["link"], idx["ping"], idx["neigh"],
                                   idx["arp_ctl"], hz, probe, trials, count, rng_seed)
     return _core.arp_responder_run(ctx.seg, 1, idx["link"], idx["arp_ctl"], hz)
+
+
+def arp_sides(probes, peer_down=False):
+    """The probe modes a run measures: the A/A control right after immediate
+    when both modes run (not with the peer down: no latency to compare)."""
+    aa = {"timer", "immediate"} <= set(probes) and not peer_down
+    return [x for p in probes for x in ([p, AA] if p == "immediate" and aa else [p])]
 
 
 def _answered(first):
@@ -297,7 +304,8 @@ def params(args, cpus):
 
 
 def seconds(p, cpus):
-    return len(p["probe"]) * probe_seconds(p["hz"], p["trials"], p["count"], p["peer_down"])
+    return len(arp_sides(p["probe"], p["peer_down"])) * probe_seconds(
+        p["hz"], p["trials"], p["count"], p["peer_down"])
 
 
 def _run(cpus, p, progress=None):

@@ -60,6 +60,12 @@ def validate(rx, ncpus, skbs, duration, defer_max, batch, repeat):
         raise BadInput(f"--repeat {repeat}: give 1 to {MAX_REPEAT}")
 
 
+def defer_sides(strategies):
+    """The strategies a run measures: irq's A/A control right after irq (its pair)."""
+    return [x for s in strategies
+            for x in ([s, AA] if s == "irq" and "irqsave" in strategies else [s])]
+
+
 def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, real_cpus=2):
     """The whole experiment: every run, then the uncontended per-op suite."""
     work = machine.work_seconds(skbs, duration or (None if skbs else DURATION),
@@ -85,13 +91,10 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
                ("skb_stats", layout.SKB_STATS, n),
                ("rings", layout.SKB_RING, rx * n_cons),
                ("defer_ctl", layout.DEFER_CTL, 1)]
-    # the A/A control right after irq, so the pair it is set against runs side by side
-    sides = [x for s in strategies
-             for x in ([s, AA] if s == "irq" and "irqsave" in strategies else [s])]
+    sides = defer_sides(strategies)
     runs = {s: [] for s in sides}
-    # interleaved, and each repeat in the reverse order of the one before
-    # (A B .. B A), so a drift over the run reaches every side alike; run r
-    # of one side pairs with run r of another
+    # interleaved, each repeat in the reverse order of the one before (A B ..
+    # B A): a drift reaches every side alike; run r of each side is a pair
     plan = [(r, s) for r in range(repeat) for s in (sides if r % 2 == 0 else sides[::-1])]
     with Machine(cpus=cpus, ncpus=ncpus, oversubscribe=oversubscribe, regions=regions) as m:
         names = m.segment.region_names
@@ -116,8 +119,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
             runs[strategy][-1]["lock_checks"] = int(m.region("irq")["lock_checks"].sum()) - checks0
         timing_valid = m.timing_valid
         cpu_map = [int(c) for c in m.cpu_map]
-    rows = [_row(s, runs[s], cpu_map, rx, defer_max, batch, overhead, timing_valid)
-            for s in sides]
+    rows = [_row(s, runs[s], cpu_map, rx, defer_max, batch, overhead, timing_valid) for s in sides]
     if "irq" not in runs or "irqsave" not in runs:
         return rows, [], "seed 003's verdicts need the irq and irqsave strategies"
     if repeat < stats.MIN_SAMPLES:
@@ -231,11 +233,9 @@ def _row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
 
 
 def _verdicts(runs, cpu, lock_algo, progress):
-    """Seed 003's two claims. The per-op saving is measured as the seed did,
-    uncontended (the lock suite's spin_lock_unlock_irqsave and _irq on the
-    defer lock's algorithm); the flush's own locked section, measured in the
-    runs, is given beside it: there the lock's cache line comes from the
-    consumers, and the saving has that transfer's spread to stand out from."""
+    """Seed 003's two claims: the per-op saving as the seed measured it
+    (uncontended, the lock suite's irqsave and irq), with the flush's own
+    locked section beside it (docs/experiments/defer.md), and the rate."""
     out = []
     if progress:
         progress(0, 1, "the per-op cost of irq and irqsave, uncontended")
@@ -293,7 +293,7 @@ def params(args, cpus):
 
 
 def seconds(p, cpus):
-    return estimate_seconds(len(p["strategy"]), p["repeat"], p["skbs"], p["duration_s"],
+    return estimate_seconds(len(defer_sides(p["strategy"])), p["repeat"], p["skbs"], p["duration_s"],
                             p["ncpus"], len(cpus))
 
 

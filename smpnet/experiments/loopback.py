@@ -58,6 +58,11 @@ def estimate_seconds(ncpus, n_modes, repeat, packets=None, duration=None, scalin
                for k in counts)
 
 
+
+def has_control(modes, ack_storm):
+    """Whether a run adds seed 002's A/A control (netif_rx a second time)."""
+    return {"netif_rx", "direct"} <= set(modes) and not ack_storm
+
 def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=True,
         ack_storm=False, stack="16k", repeat=REPEAT, ncpus=None, oversubscribe=False,
         scaling=False, progress=None):
@@ -70,7 +75,7 @@ def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=Tru
         duration = DURATION
     counts = list(range(1, n + 1)) if scaling else [n]
     # seed 002's A/A control, on the verdict's CPU count: netif_rx a second time
-    aa = [AA] if {"netif_rx", "direct"} <= set(modes) and not ack_storm else []
+    aa = [AA] if has_control(modes, ack_storm) else []
 
     def sides(k):   # the control right before netif_rx, which runs next to both
         return [x for m in modes for x in ((aa if k == n else []) + [m] if m == "netif_rx"
@@ -282,7 +287,9 @@ def params(args, cpus):
 
 
 def seconds(p, cpus):
-    return estimate_seconds(p["ncpus"], len(p["mode"]), p["repeat"], p["packets"],
+    # (the A/A control counted at every CPU count: it runs at one; an estimate errs high)
+    return estimate_seconds(p["ncpus"], len(p["mode"]) + has_control(p["mode"], p["ack_storm"]),
+                            p["repeat"], p["packets"],
                             p["duration_s"], p["scaling"], len(cpus))
 
 
