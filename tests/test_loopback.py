@@ -59,6 +59,54 @@ def test_ack_storm_overflows_only_without_the_guard(allowed, stack, depth):
     assert v["verdict"] == "reproduced" and v["measured"] == depth
 
 
+def trace_bytes(trace):
+    """The emulated stack a recorded trace stands for: its frames and the base."""
+    return _core.STACK_BASE + sum(_core.STACK_FRAME_BYTES[f] for f in trace)
+
+
+@pytest.mark.parametrize("stack", ["8k", "16k"])
+def test_the_oops_records_the_frames_on_the_emulated_stack(allowed, stack):
+    rows, _, _ = loopback.run(allowed, ["direct", "direct-unguarded"], duration=0.05,
+                              ack_storm=True, stack=stack, repeat=1, ncpus=2, oversubscribe=True)
+    guarded, u = rows
+    assert not guarded["overflow"]
+    assert (guarded["oops_trace"], guarded["oops_frames"], guarded["oops_refused"]) == ([], 0, None)
+    trace, size = u["oops_trace"], loopback.STACKS[stack]
+    assert u["overflow"] and u["oops_frames"] == len(trace) > 0
+    # innermost first: the receive whose ACK (tcp_send_ack) was refused, then
+    # transmit and receive in turn, down to the client's loopback_xmit
+    assert trace[0] == "netif_receive_skb" and trace[-1] == "loopback_xmit"
+    assert all(a != b for a, b in zip(trace, trace[1:]))
+    assert trace.count("loopback_xmit") == u["overflow_depth"]
+    assert u["oops_refused"] == "loopback_xmit"
+    # the frames fill the stack: the refused one would have passed its end
+    assert trace_bytes(trace) <= size < trace_bytes(trace) + _core.STACK_FRAME_BYTES["loopback_xmit"]
+    assert size - trace_bytes(trace) < max(_core.STACK_FRAME_BYTES.values())
+
+
+def test_the_oops_trace_leaves_out_the_frames_already_left(one_cpu):
+    # guarded, with ACKs of ACKs, on a stack of 4000 bytes: the request's
+    # transmit, receive and ACK (queued at depth 1) fit, and are left; then
+    # the backlog's receive of that ACK, the ACK of it sent directly (depth
+    # 0) and its receive are entered, and their ACK is refused. The oops
+    # holds these three frames, not the six entered in all
+    m, c = one_cpu
+    names = m.segment.region_names
+    c.attach_loopback(names.index("net_device"), names.index("lo_stats"), "direct",
+                      ack_storm=True, thread_size=4000)
+    c.loopback_send("request")
+    lo = m.region("lo_stats")[0]
+    n = int(lo["oops_frames"])
+    trace = [loopback.FRAME_NAMES[int(k)] for k in lo["oops_trace"][:n]]
+    refused = loopback.FRAME_NAMES[int(lo["oops_refused"])]
+    assert int(lo["overflow"]) and int(lo["xmits"]) > 1
+    assert trace == ["netif_receive_skb", "loopback_xmit", "netif_receive_skb"]
+    assert refused == "loopback_xmit"
+    assert trace_bytes(trace) <= 4000 < trace_bytes(trace) + _core.STACK_FRAME_BYTES[refused]
+    assert not lo["oops_trace"][n:].any()    # nothing kept past the frames recorded
+    c.loopback_purge()
+
+
 @pytest.fixture
 def one_cpu(allowed):
     regions = [("skb", layout.SK_BUFF, 4096), ("skb_pool", layout.SKB_POOL, 1),
@@ -143,6 +191,24 @@ def test_loopback_text_shows_the_oops_and_the_verdict(capsys):
     out = capsys.readouterr().out
     assert "oops (direct-unguarded" in out and "depth 6" in out
     assert "direct survived by queueing" in out and "-> reproduced" in out
+
+
+def test_the_oops_text_prints_the_recorded_chain(capsys):
+    assert main(["loopback", "--json", "--ack-storm", "--stack", "8k", "--repeat", "1",
+                 "--duration", "0.03", "--ncpus", "2", "--oversubscribe",
+                 "--mode", "direct-unguarded"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    (r,) = env["results"]
+    line = next(x for x in loopback.text(env, None).splitlines() if x.startswith("oops"))
+    assert r["oops_trace"][:2] == ["netif_receive_skb", "loopback_xmit"]
+    assert line.endswith(" <- ".join(["loopback_xmit (refused)"] + r["oops_trace"][:8])
+                         + " <- ... (12 frames, 6 loopback_xmit)")
+    # the chain is the row's, whatever it holds
+    r.update(oops_trace=["netif_receive_skb", "netif_receive_skb", "loopback_xmit"],
+             oops_frames=3, oops_refused="netif_receive_skb")
+    line = next(x for x in loopback.text(env, None).splitlines() if x.startswith("oops"))
+    assert line.endswith(": netif_receive_skb (refused) <- netif_receive_skb <- "
+                         "netif_receive_skb <- loopback_xmit (3 frames, 1 loopback_xmit)")
 
 
 def test_packets_are_met_in_whole_transactions(allowed):

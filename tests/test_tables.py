@@ -20,6 +20,7 @@ TABLES = {
     "LOOPBACK_MODES": ("loopback.h", "LO_MODE_TABLE", "LO_NR_MODES"),
     "PROBE_MODES": ("neighbour.h", "PROBE_MODE_TABLE", "NR_PROBE_MODES"),
     "LOCKDEP_BUGS": ("percpu.h", "LOCKDEP_BUG_TABLE", "LOCKDEP_NR_BUGS"),
+    "STACK_FRAMES": ("dev.h", "STACK_FRAME_TABLE", "NR_STACK_FRAMES"),
 }
 
 

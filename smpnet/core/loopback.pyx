@@ -5,6 +5,12 @@
 LOOPBACK_MODES = c_enum(loopback.lo_mode_names, loopback.LO_NR_MODES)
 PACKET_TYPES = {"request": loopback.PKT_REQUEST, "reply": loopback.PKT_REPLY, "ack": loopback.PKT_ACK}
 NETDEV_MAX_BACKLOG = dev.NETDEV_MAX_BACKLOG
+# the emulated stack's frame kinds, name -> enum value (dev.h's STACK_FRAME_TABLE;
+# "none", 0, is no frame), their bytes, and the bytes below the first
+STACK_FRAMES = c_enum(dev.stack_frame_names, dev.NR_STACK_FRAMES)
+STACK_FRAME_BYTES = {name: dev.stack_frame_bytes[k] for name, k in STACK_FRAMES.items()
+                     if k}
+STACK_BASE = dev.STACK_BASE
 
 loopback.loopback_init()   # the protocol's receive, in ptype_base
 
@@ -16,9 +22,11 @@ cdef int loopback_setup(net_ctx *n, cpu_ctx *c, int dev_region, int lo_region, i
     check_region(hdr, dev_region, sizeof(dev.net_device), 1)
     check_region(hdr, lo_region, sizeof(dev.lo_stats), hdr.nr_cpus)
     check_enum(mode, loopback.LO_NR_MODES, "loopback mode")
-    if not dev.STACK_BASE < thread_size <= 65536:
+    if not dev.STACK_BASE < thread_size <= dev.THREAD_SIZE_MAX:
         # the emulated recursion is real C recursion: keep it far from the real stack's end
-        raise ValueError(f"thread_size must be {dev.STACK_BASE + 1} to 65536 bytes, got {thread_size}")
+        # (and net_ctx.stack_frames holds THREAD_SIZE_MAX's frames)
+        raise ValueError(f"thread_size must be {dev.STACK_BASE + 1} to {dev.THREAD_SIZE_MAX} "
+                         f"bytes, got {thread_size}")
     n.dev = per_cpu_ptr(hdr, dev_region, 0)
     n.lo = per_cpu_ptr(hdr, lo_region, c.cpu)
     n.lo_mode = mode
@@ -26,6 +34,7 @@ cdef int loopback_setup(net_ctx *n, cpu_ctx *c, int dev_region, int lo_region, i
     n.ack_storm = ack_storm
     n.thread_size = thread_size
     n.stack_used = dev.STACK_BASE
+    n.stack_depth = 0
     return 0
 
 

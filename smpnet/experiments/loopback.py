@@ -28,6 +28,8 @@ MODE_OF = {AA: "netif_rx"}   # the mode a side runs
 # progress count.
 TYPICAL_PPS = 1e7
 POOL = 16384  # skb heads, at least: see pool_size()
+# emulated stack frame kinds, named by the function charging them (dev.h; 0: none)
+FRAME_NAMES = {v: name for name, v in _core.STACK_FRAMES.items() if v}
 
 
 def pool_size(ncpus):
@@ -172,6 +174,7 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
         "stack_max": int(st["stack_max"].max()),
         "overflow": bool(st["overflow"].any()),
         "overflow_depth": int(st["overflow_depth"].max()),
+        **_oops(st),
         "drops": int(m.softnet["dropped"].sum()),
         "purged": int(st["purged"].sum()),
         "lstats_packets": int(m.lstats["packets"].sum()),
@@ -180,6 +183,18 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
         "refcnt_after": int(m.region("net_device")[0]["refcnt"]),
         "allocated": int(skb["allocated"].sum()), "freed": int(skb["freed"].sum()),
     }
+
+
+def _oops(st):
+    """The deepest oops of the run's CPUs as recorded: the frames on the emulated
+    stack (innermost first, OOPS_TRACE at most), how many, and the one refused."""
+    cpu = max(range(len(st)), key=lambda i: (bool(st["overflow"][i]), int(st["oops_frames"][i])))
+    if not st["overflow"][cpu]:
+        return {"oops_trace": [], "oops_frames": 0, "oops_refused": None}
+    kept = min(int(st["oops_frames"][cpu]), len(st["oops_trace"][cpu]))
+    return {"oops_trace": [FRAME_NAMES[int(k)] for k in st["oops_trace"][cpu][:kept]],
+            "oops_frames": int(st["oops_frames"][cpu]),
+            "oops_refused": FRAME_NAMES[int(st["oops_refused"][cpu])]}
 
 
 def _cpu_body(ctx, idx, dev, lo, mode, ack_in_rx, ack_storm, size, packets, duration,
@@ -211,6 +226,8 @@ def _row(mode, k, runs, m):
         **{k: sum(r[k] for r in runs) for k in SUMMED},
         **{k: max(r[k] for r in runs) for k in HIGHEST},
         "overflow": any(r["overflow"] for r in runs),
+        **{k: max(runs, key=lambda r: r["oops_frames"])[k]
+           for k in ("oops_trace", "oops_frames", "oops_refused")},
         "depth_returns_to_0": all(d == 0 for r in runs for d in r["depth_after"]),
         "refcnt_returns_to_0": all(r["refcnt_after"] == 0 for r in runs),
         "conserved": all(r["allocated"] == r["freed"] for r in runs),
@@ -330,14 +347,7 @@ def text(env, extra):
                  "CPUs, median of the runs; cycles/pkt: per CPU, its run time over its "
                  "packets; softirqs: NET_RX runs; lstats packets equal the packets sent; "
                  "--packets is met in whole transactions per CPU.")
-    for r in rows:
-        if r["overflow"]:
-            frames = " <- ".join(["loopback_xmit", "tcp_send_ack", "tcp_v4_rcv",
-                                  "netif_receive_skb"] * 2)
-            lines.append(f"oops ({r['mode']}, {r['cpus']} CPU(s)): emulated kernel stack "
-                         f"overflow at loopback_xmit depth {r['overflow_depth']} "
-                         f"({r['stack_max']} of {p['stack']} bytes): {frames} <- ... "
-                         f"({r['overflow_depth']} times)")
+    lines += [oops_line(r, p["stack"]) for r in rows if r["overflow"]]
     by_mode = {}
     for r in rows:
         by_mode.setdefault(r["mode"], []).append(r)
@@ -361,6 +371,16 @@ def text(env, extra):
     if not verdicts:
         lines.append("seed 002: no verdict (see the warnings)")
     return "\n".join(lines)
+
+
+def oops_line(r, stack, shown=8):
+    """The recorded oops: the frame refused, then the stack's, innermost first."""
+    trace = r["oops_trace"]  # all of 8k's and 16k's frames (OOPS_TRACE keeps 64)
+    chain = " <- ".join([f"{r['oops_refused']} (refused)"] + trace[:shown]
+                        + (["..."] if r["oops_frames"] > shown else []))
+    return (f"oops ({r['mode']}, {r['cpus']} CPU(s)): emulated kernel stack overflow at "
+            f"loopback_xmit depth {r['overflow_depth']} ({r['stack_max']} of {stack} bytes): "
+            f"{chain} ({r['oops_frames']} frames, {trace.count('loopback_xmit')} loopback_xmit)")
 
 
 def plot(ax, rows):

@@ -87,6 +87,27 @@ struct net_device {
 	uint8_t  _pad1[SMP_CACHE_BYTES - 8];
 };
 
+/* The frames of the emulated kernel stack, by kind: each kind charges the
+ * bytes of the kernel functions it stands for, and is named by the one of
+ * them that charges it here (stack_enter()'s caller). 0 is no frame. */
+#define STACK_FRAME_TABLE(X)							\
+	X(STACK_FRAME_NONE,	"none")						\
+	X(STACK_FRAME_XMIT,	"loopback_xmit")	/* ip_queue_xmit, dev_queue_xmit, loopback_xmit */ \
+	X(STACK_FRAME_RCV,	"netif_receive_skb")	/* netif_receive_skb, ip_rcv, tcp_v4_rcv, tcp_send_ack */
+
+SMP_ENUM(stack_frame, STACK_FRAME_TABLE, NR_STACK_FRAMES);
+
+#define STACK_BASE		2048	/* entry, syscall and socket layers below loopback_xmit */
+#define XMIT_FRAME		384	/* ip_queue_xmit, dev_queue_xmit, loopback_xmit */
+#define RCV_FRAME		640	/* netif_receive_skb, ip_rcv, tcp_v4_rcv, tcp_send_ack */
+#define THREAD_SIZE_MAX		65536	/* the largest emulated stack loopback_setup() takes */
+#define OOPS_TRACE		64	/* frames an oops keeps, innermost first */
+
+static const uint32_t stack_frame_bytes[NR_STACK_FRAMES] = {
+	[STACK_FRAME_XMIT] = XMIT_FRAME,
+	[STACK_FRAME_RCV] = RCV_FRAME,
+};
+
 /* Per-CPU counters of the loopback experiment (loopback.h fills most). */
 struct lo_stats {
 	uint64_t xmits;			/* packets through loopback_xmit */
@@ -108,35 +129,58 @@ struct lo_stats {
 	uint32_t overflow_depth;	/* loopback_xmit frames on the stack then */
 	uint32_t server_pending;	/* requests waiting for the server application */
 	uint32_t client_pending;	/* replies waiting for the client application */
-	uint32_t _pad;
+	/* The oops: what was on the emulated stack at the first overflow, so
+	 * that the report prints the call chain the model recorded. */
+	uint32_t oops_frames;		/* frames on the stack then (all, not only those kept) */
+	uint8_t  oops_refused;		/* the frame refused, enum stack_frame; 0: no oops */
+	uint8_t  _pad[63];
+	uint8_t  oops_trace[OOPS_TRACE];	/* their kinds, innermost first; the top
+					 * OOPS_TRACE when there were more */
 };
 
 /* The emulated kernel stack: each frame charges its bytes against
- * THREAD_SIZE. Going past it is an overflow, recorded like an oops; the
- * frame is refused instead of entered, so the worker lives to report it. */
-#define STACK_BASE		2048	/* entry, syscall and socket layers below loopback_xmit */
-#define XMIT_FRAME		384	/* ip_queue_xmit, dev_queue_xmit, loopback_xmit */
-#define RCV_FRAME		640	/* netif_receive_skb, ip_rcv, tcp_v4_rcv, tcp_send_ack */
+ * THREAD_SIZE, and its kind goes on net_ctx.stack_frames (one store and an
+ * index increment; the array holds as many frames of the smallest kind as
+ * THREAD_SIZE_MAX does). Going past THREAD_SIZE is an overflow, recorded
+ * like an oops, with the frames on the stack then; the frame is refused
+ * instead of entered, so the worker lives to report it. */
+_Static_assert(XMIT_FRAME <= RCV_FRAME, "stack_frames[] is sized by XMIT_FRAME, the smallest");
+_Static_assert(sizeof(((struct net_ctx *)0)->stack_frames) >= (THREAD_SIZE_MAX - STACK_BASE) / XMIT_FRAME,
+	       "stack_frames[] must hold a full THREAD_SIZE_MAX of the smallest frames");
 
-static inline int stack_enter(struct net_ctx *n, uint32_t frame)
+static void __attribute__((cold, noinline)) stack_oops(struct net_ctx *n, enum stack_frame refused)
 {
+	uint32_t i, kept = n->stack_depth < OOPS_TRACE ? n->stack_depth : OOPS_TRACE;
+
+	n->lo->overflow = 1;
+	n->lo->overflow_depth = n->lo->max_depth;
+	n->lo->oops_frames = n->stack_depth;
+	n->lo->oops_refused = (uint8_t)refused;
+	for (i = 0; i < kept; i++)
+		n->lo->oops_trace[i] = n->stack_frames[n->stack_depth - 1 - i];
+}
+
+static inline int stack_enter(struct net_ctx *n, enum stack_frame kind)
+{
+	uint32_t frame = stack_frame_bytes[kind];
+
 	if (n->stack_used + frame > n->thread_size) {
-		if (!n->lo->overflow) {
-			n->lo->overflow = 1;
-			n->lo->overflow_depth = n->lo->max_depth;
-		}
+		if (!n->lo->overflow)
+			stack_oops(n, kind);
 		n->lo->stack_drops++;
 		return -1;
 	}
 	n->stack_used += frame;
+	n->stack_frames[n->stack_depth++] = (uint8_t)kind;
 	if (n->stack_used > n->lo->stack_max)
 		n->lo->stack_max = n->stack_used;
 	return 0;
 }
 
-static inline void stack_leave(struct net_ctx *n, uint32_t frame)
+static inline void stack_leave(struct net_ctx *n, enum stack_frame kind)
 {
-	n->stack_used -= frame;
+	n->stack_used -= stack_frame_bytes[kind];
+	n->stack_depth--;
 }
 
 static inline void dev_hold(struct net_ctx *n)
@@ -161,7 +205,7 @@ static void netif_receive_skb(struct cpu_ctx *c, struct net_ctx *n, struct sk_bu
 		kfree_skb_local(c, n, skb);
 		return;
 	}
-	if (stack_enter(n, RCV_FRAME)) {
+	if (stack_enter(n, STACK_FRAME_RCV)) {
 		kfree_skb_local(c, n, skb);
 		return;
 	}
@@ -169,7 +213,7 @@ static void netif_receive_skb(struct cpu_ctx *c, struct net_ctx *n, struct sk_bu
 		n->lo->max_rx_nest = n->rx_nest;
 	deliver(c, n, skb);
 	n->rx_nest--;
-	stack_leave(n, RCV_FRAME);
+	stack_leave(n, STACK_FRAME_RCV);
 }
 
 static inline void backlog_enqueue(struct net_ctx *n, struct softnet_data *sd, struct sk_buff *skb)

@@ -5,6 +5,10 @@ cdef extern from "dev.h" nogil:
     enum: NETDEV_BUDGET_USECS
     enum: NETDEV_MAX_BACKLOG
     enum: STACK_BASE
+    enum: THREAD_SIZE_MAX
+    enum: NR_STACK_FRAMES
+    const char *const stack_frame_names[]
+    const uint32_t stack_frame_bytes[]
 
     struct net_device:
         uint32_t refcnt

@@ -258,6 +258,9 @@ static const struct smp_field lo_stats_fields[] = {
 	SMP_FIELD(lo_stats, overflow_depth),
 	SMP_FIELD(lo_stats, server_pending),
 	SMP_FIELD(lo_stats, client_pending),
+	SMP_FIELD(lo_stats, oops_frames),
+	SMP_FIELD(lo_stats, oops_refused),
+	SMP_ARRAY(lo_stats, oops_trace),
 	{ 0 }
 };
 
@@ -444,6 +447,8 @@ static const struct smp_const smp_consts[] = {
 	SMP_CONST(SPIN_NR_VARIANTS),
 	SMP_CONST(DEFER_NR_STRATEGIES),
 	SMP_CONST(LO_NR_MODES),
+	SMP_CONST(NR_STACK_FRAMES),
+	SMP_CONST(OOPS_TRACE),
 	SMP_CONST(NR_PROBE_MODES),
 	{ 0 }
 };

@@ -38,7 +38,7 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 	struct pcpu_lstats *lb_stats = this_lstats(c);
 	int rc = 0;
 
-	if (stack_enter(n, XMIT_FRAME)) {
+	if (stack_enter(n, STACK_FRAME_XMIT)) {
 		kfree_skb_local(c, n, skb);
 		return -1;
 	}
@@ -77,7 +77,7 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 		netif_receive_skb(c, n, skb);
 		lb_stats->depth--;
 	}
-	stack_leave(n, XMIT_FRAME);
+	stack_leave(n, STACK_FRAME_XMIT);
 	return rc;
 }
 

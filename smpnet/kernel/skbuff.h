@@ -31,6 +31,8 @@
 #define NAPI_SKB_CACHE_HALF	(NAPI_SKB_CACHE_SIZE / 2)
 #define FLUSH_HIST_BUCKETS	8	/* flush sizes 1, 2-3, 4-7, ..., >= 128 */
 #define DEFER_SAMPLE_MASK	7	/* time 1 skb_attempt_defer_free in 8 */
+#define STACK_FRAMES_MAX	168	/* net_ctx.stack_frames: dev.h checks it holds the
+					 * deepest emulated stack loopback_setup() allows */
 
 /* The strategies above: enumerator, and its name as Python offers it. */
 #define DEFER_STRATEGY_TABLE(X)		\
@@ -120,6 +122,9 @@ struct net_ctx {
 	uint32_t thread_size;		/* the emulated kernel stack */
 	uint32_t stack_used;
 	uint32_t rx_nest;		/* netif_receive_skb() calls nested now */
+	uint32_t stack_depth;		/* frames on the emulated stack now */
+	uint8_t stack_frames[STACK_FRAMES_MAX];	/* their kinds (dev.h's enum stack_frame),
+					 * outermost first: what an oops prints */
 };
 
 static inline struct sk_buff *skb_of(struct net_ctx *n, uint32_t handle)

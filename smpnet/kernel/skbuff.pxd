@@ -71,6 +71,7 @@ cdef extern from "skbuff.h" nogil:
         int ack_storm
         uint32_t thread_size
         uint32_t stack_used
+        uint32_t stack_depth
 
     sk_buff *skb_of(net_ctx *n, uint32_t handle)
     uint32_t skb_handle(net_ctx *n, sk_buff *skb)
