@@ -5,7 +5,7 @@ import numpy as np
 
 import pytest
 
-from smpnet import Machine, _core, layout, net
+from smpnet import Machine, _core, kstack, layout, net
 from smpnet.cli import main
 from smpnet.experiments import loopback
 
@@ -97,8 +97,8 @@ def test_the_oops_trace_leaves_out_the_frames_already_left(one_cpu):
     c.loopback_send("request")
     lo = m.region("lo_stats")[0]
     n = int(lo["oops_frames"])
-    trace = [loopback.FRAME_NAMES[int(k)] for k in lo["oops_trace"][:n]]
-    refused = loopback.FRAME_NAMES[int(lo["oops_refused"])]
+    trace = [kstack.FRAME_NAMES[int(k)] for k in lo["oops_trace"][:n]]
+    refused = kstack.FRAME_NAMES[int(lo["oops_refused"])]
     assert int(lo["overflow"]) and int(lo["xmits"]) > 1
     assert trace == ["netif_receive_skb", "loopback_xmit", "netif_receive_skb"]
     assert refused == "loopback_xmit"

@@ -7,7 +7,7 @@ direct path not at all. Each mode runs `repeat` times, interleaved.
 """
 import statistics
 
-from .. import _core, layout, machine, net, report, stats
+from .. import _core, kstack, layout, machine, net, report, stats
 from ..bounds import MAX_PACKETS, MAX_REPEAT
 from ..cpus import format_cpus
 from ..errors import BadInput
@@ -29,7 +29,6 @@ MODE_OF = {AA: "netif_rx"}   # the mode a side runs
 TYPICAL_PPS = 1e7
 POOL = 16384  # skb heads, at least: see pool_size()
 # emulated stack frame kinds, named by the function charging them (dev.h; 0: none)
-FRAME_NAMES = {v: name for name, v in _core.STACK_FRAMES.items() if v}
 
 
 def pool_size(ncpus):
@@ -174,7 +173,7 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
         "stack_max": int(st["stack_max"].max()),
         "overflow": bool(st["overflow"].any()),
         "overflow_depth": int(st["overflow_depth"].max()),
-        **_oops(st),
+        **kstack.recorded_oops(st),
         "drops": int(m.softnet["dropped"].sum()),
         "purged": int(st["purged"].sum()),
         "lstats_packets": int(m.lstats["packets"].sum()),
@@ -183,18 +182,6 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
         "refcnt_after": int(m.region("net_device")[0]["refcnt"]),
         "allocated": int(skb["allocated"].sum()), "freed": int(skb["freed"].sum()),
     }
-
-
-def _oops(st):
-    """The deepest oops of the run's CPUs as recorded: the frames on the emulated
-    stack (innermost first, OOPS_TRACE at most), how many, and the one refused."""
-    cpu = max(range(len(st)), key=lambda i: (bool(st["overflow"][i]), int(st["oops_frames"][i])))
-    if not st["overflow"][cpu]:
-        return {"oops_trace": [], "oops_frames": 0, "oops_refused": None}
-    kept = min(int(st["oops_frames"][cpu]), len(st["oops_trace"][cpu]))
-    return {"oops_trace": [FRAME_NAMES[int(k)] for k in st["oops_trace"][cpu][:kept]],
-            "oops_frames": int(st["oops_frames"][cpu]),
-            "oops_refused": FRAME_NAMES[int(st["oops_refused"][cpu])]}
 
 
 def _cpu_body(ctx, idx, dev, lo, mode, ack_in_rx, ack_storm, size, packets, duration,
@@ -347,7 +334,7 @@ def text(env, extra):
                  "CPUs, median of the runs; cycles/pkt: per CPU, its run time over its "
                  "packets; softirqs: NET_RX runs; lstats packets equal the packets sent; "
                  "--packets is met in whole transactions per CPU.")
-    lines += [oops_line(r, p["stack"]) for r in rows if r["overflow"]]
+    lines += [kstack.oops_line(r, p["stack"]) for r in rows if r["overflow"]]
     by_mode = {}
     for r in rows:
         by_mode.setdefault(r["mode"], []).append(r)
@@ -371,16 +358,6 @@ def text(env, extra):
     if not verdicts:
         lines.append("seed 002: no verdict (see the warnings)")
     return "\n".join(lines)
-
-
-def oops_line(r, stack, shown=8):
-    """The recorded oops: the frame refused, then the stack's, innermost first."""
-    trace = r["oops_trace"]  # all of 8k's and 16k's frames (OOPS_TRACE keeps 64)
-    chain = " <- ".join([f"{r['oops_refused']} (refused)"] + trace[:shown]
-                        + (["..."] if r["oops_frames"] > shown else []))
-    return (f"oops ({r['mode']}, {r['cpus']} CPU(s)): emulated kernel stack overflow at "
-            f"loopback_xmit depth {r['overflow_depth']} ({r['stack_max']} of {stack} bytes): "
-            f"{chain} ({r['oops_frames']} frames, {trace.count('loopback_xmit')} loopback_xmit)")
 
 
 def plot(ax, rows):
