@@ -23,8 +23,9 @@ from .errors import BadInput
 
 # What `compare` matches and compares in a row: the fields that identify it,
 # the value compared (a field, or a (field, key) path into a dict field), its
-# per-run samples, and its low and high ends (None where a row has none).
-Metric = namedtuple("Metric", "keys value samples lo hi")
+# per-run samples, and its low and high ends (None where a row has none);
+# `defaults`: the value of a key that rows written before it existed had.
+Metric = namedtuple("Metric", "keys value samples lo hi defaults", defaults=(None,))
 
 
 @dataclass

@@ -167,6 +167,9 @@ def _check_row(shown, table, row, where):
     m = metric(kind)
     key = {}
     for field in m.keys:
+        if field not in row and field in (m.defaults or {}):
+            key[field] = m.defaults[field]
+            continue
         if field not in row:
             raise BadInput(f"{shown}: {where}: no {field!r} field")
         key[field] = _key_value(shown, where, field, row[field])

@@ -132,7 +132,7 @@ def test_hosts_resolve_and_ping(allowed):
         assert r["peer_learned_state"] == STALE     # B learned A from its request
         assert r["first_ms"]["min"] <= r["first_ms"]["median"] <= r["first_ms"]["max"]
         assert len(r["first_samples_ms"]) == 5
-    assert transcripts["timer"][2].startswith("64 bytes from 192.168.20.108: icmp_seq=1 ttl=64")
+    assert transcripts[arp.transcript_key("timer", "uniform")][2].startswith("64 bytes from 192.168.20.108: icmp_seq=1 ttl=64")
 
 
 def test_peer_down_errors_every_queued_ping(allowed):
@@ -142,7 +142,7 @@ def test_peer_down_errors_every_queued_ping(allowed):
     assert r["errors"] == 3 and r["failed"] == 3 and r["replies"] == 0
     assert r["solicits"] == 3 and verdicts == [] and "peer down" in why
     assert 2.9 < r["unreachable_after_s"] < 6  # three probes, retrans_time (1 s) apart
-    assert transcripts["immediate"][2] == \
+    assert transcripts[arp.transcript_key("immediate", "uniform")][2] == \
         "From 192.168.20.1 icmp_seq=1 Destination Host Unreachable"
 
 
@@ -199,7 +199,7 @@ def test_the_rng_seed_starts_the_random_moments(monkeypatch, tmp_path, allowed):
 
     def recording(*args):
         with open(log, "a") as f:
-            f.write(f"{args[-1]}\n")
+            f.write(f"{args[-2]}\n")   # the RNG seed; last: the phase
         return real(*args)
 
     monkeypatch.setattr(_core, "arp_ping_run", recording)
@@ -225,3 +225,34 @@ def test_pairs_are_chunk_medians_of_the_trials_both_modes_answered():
     assert arp._pairs(samples, "timer", arp.AA) == []
     assert arp.arp_sides(["immediate", "timer"]) == ["immediate", arp.AA, "timer"]
     assert arp.arp_sides(["timer", "immediate"], peer_down=True) == ["timer", "immediate"]
+
+
+def test_each_phase_reaches_host_a_and_names_its_rows(monkeypatch, tmp_path, allowed):
+    # --phase runs every send phase in turn: tick asks host A to start each
+    # ping just after a tick boundary, uniform at a random point of a tick
+    log = tmp_path / "phases"
+    real = _core.arp_ping_run
+
+    def recording(*args):
+        with open(log, "a") as f:
+            f.write(f"{args[7]} {args[-1]}\n")   # the probe mode, at_tick
+        return real(*args)
+
+    monkeypatch.setattr(_core, "arp_ping_run", recording)
+    rows, verdicts, _, transcripts = arp.run(
+        allowed, ["immediate"], trials=1, count=1, ncpus=2, oversubscribe=len(allowed) < 2,
+        phases=["tick", "uniform"])
+    assert log.read_text().split("\n")[:2] == ["immediate True", "immediate False"]
+    assert [(r["probe"], r["phase"]) for r in rows] == [("immediate", "tick"),
+                                                        ("immediate", "uniform")]
+    assert set(transcripts) == {arp.transcript_key("immediate", p) for p in ("tick", "uniform")}
+
+
+def test_a_result_from_before_phase_compares_as_uniform(tmp_path):
+    from smpnet import results
+    row = {"probe": "timer", "hz": 100, "first_ms": {"median": 5.0, "min": 1.0, "max": 9.0}}
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps({"schema": 2, "command": "arp", "results": [row]}))
+    (table,) = results.load(str(p)).tables.values()
+    (r,) = table.values()
+    assert r.key == {"probe": "timer", "hz": 100, "phase": "uniform"}

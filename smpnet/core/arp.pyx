@@ -131,10 +131,11 @@ cdef class Neigh:
 
 def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_region,
                  int neigh_region, int ctl_region, uint32_t hz, str probe, uint32_t trials,
-                 uint32_t count, uint64_t seed):
+                 uint32_t count, uint64_t seed, bint at_tick=False):
     """Host A: `trials` times, `arp -d` the peer, wait for the next tick
     boundary and then a random part of a tick (a person's typing is not in
-    phase with the timer wheel), then
+    phase with the timer wheel), or with `at_tick` nothing more (ping woken
+    by a tick-driven scheduler runs just after the tick), then
     `ping -c count`: each echo request waits for its reply (or error)
     before the next, except with the peer down, when all go at once and wait
     together for resolution to fail. Returns its TSC cycles."""
@@ -188,7 +189,8 @@ def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_r
             # trials pair (experiments/arp.py)
             t1 = tsc_read_unordered() - h.boot_tsc
             until = h.boot_tsc + <uint64_t>(
-                (<uint64_t>(t1 / h.tick_cycles) + 1 + (x % 1000000) * 1e-6) * h.tick_cycles)
+                (<uint64_t>(t1 / h.tick_cycles) + 1 + (0 if at_tick else (x % 1000000) * 1e-6))
+                * h.tick_cycles)
             while tsc_read_unordered() < until:
                 link.host_a_poll(&h)
             if peer_down:

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from .. import _core, layout, report, stats
+from .. import _core, layout, ping, report, stats
 from ..bounds import MAX_COUNT, MAX_TRIALS
 from ..cpus import format_cpus
 from ..errors import BadInput
@@ -27,10 +27,10 @@ PEER_DOWN_TRIALS = 1   # each waits ~3 s (3 probes, 1 s apart) for resolution to
 MAX_PEER_DOWN_TRIALS = 20
 COUNT = 3
 AA = "immediate (A/A)"        # seed 000's A/A control: immediate a second time
+# when in a tick each ping starts (arp_ping_run): at random, or just after a boundary
+PHASES = ("uniform", "tick")
 CHUNKS = 10                   # runs a side, each of trials / CHUNKS trials: the pairs
 PROBE_OF = {AA: "immediate"}  # the probe mode a side runs
-PEER_IP = "192.168.20.108"
-OWN_IP = "192.168.20.1"
 
 
 
@@ -60,8 +60,30 @@ def validate(hz, trials, count, peer_down=False):
 
 
 def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, ncpus=None,
-        oversubscribe=False, progress=None, rng_seed=None):
-    """Returns (rows, verdicts, why there is no verdict or None, transcripts).
+        oversubscribe=False, progress=None, rng_seed=None, phases=("uniform",)):
+    """Every send phase in turn (PHASES); returns (rows, verdicts, why there
+    is no verdict or None, transcripts), each row and verdict naming its
+    phase, the transcripts by transcript_key()."""
+    out = ([], [], None, {})
+    for phase in phases:
+        rows, verdicts, why, transcripts = _run_phase(
+            cpus, probes, hz, trials, count, peer_down, ncpus, oversubscribe, progress,
+            rng_seed, phase)
+        out[0].extend(dict(r, phase=phase) for r in rows)
+        out[1].extend(dict(v, phase=phase) for v in verdicts)
+        out[3].update({transcript_key(p, phase): t for p, t in transcripts.items()})
+        out = out[:2] + (out[2] or why,) + out[3:]
+    return out
+
+
+def transcript_key(probe, phase):
+    return f"{probe} {phase}"
+
+
+def _run_phase(cpus, probes, hz, trials, count, peer_down, ncpus, oversubscribe, progress,
+               rng_seed, phase):
+    """One send phase: returns (rows, verdicts, why there is no verdict or
+    None, transcripts by probe).
     rng_seed: where the random moments within a tick start from (a benchmark
     fixes it so that its rounds repeat); None: a fresh one per run. Every
     probe mode of a run starts from the same one, so trial k of each starts
@@ -100,12 +122,13 @@ def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, 
                 m.region(r).view(np.uint8)[:] = 0
             m.region("arp_ctl")[0:1]["peer_down"] = int(peer_down)
             m.run(_host, idx, hz, PROBE_OF.get(probe, probe), chunks[c], count,
-                  (seed + c * 0x9E3779B97F4A7C15) % 2 ** 64,
+                  (seed + c * 0x9E3779B97F4A7C15) % 2 ** 64, phase == "tick",
                   expected=2 * probe_seconds(hz, chunks[c], count, peer_down),
                   progress=_progress)
             runs[probe].append(_row(m, probe, hz, chunks[c], count))
             if c == 0:
-                transcripts[probe] = transcript(m, chunks[c], count)
+                transcripts[probe] = ping.transcript(m.region("ping"), float(m.header["tsc_hz"]),
+                                                     chunks[c], count)
         timing_valid = m.timing_valid
     rows = [_merge(runs[side]) for side in sides]
     samples = {side: [r["first_by_trial"] for r in runs[side]] for side in sides}
@@ -153,10 +176,10 @@ def _progress(m):
             + int(ctl["b_echoes"]))
 
 
-def _host(ctx, idx, hz, probe, trials, count, rng_seed):
+def _host(ctx, idx, hz, probe, trials, count, rng_seed, at_tick):
     if ctx.cpu == 0:
         return _core.arp_ping_run(ctx.seg, 0, idx["link"], idx["ping"], idx["neigh"],
-                                  idx["arp_ctl"], hz, probe, trials, count, rng_seed)
+                                  idx["arp_ctl"], hz, probe, trials, count, rng_seed, at_tick)
     return _core.arp_responder_run(ctx.seg, 1, idx["link"], idx["arp_ctl"], hz)
 
 
@@ -243,38 +266,6 @@ def _unreachable(m, hz_tsc):
     return float(np.median(err)) / hz_tsc if len(err) else None
 
 
-def ping_ms(ms):
-    """As iputils' ping prints a time: three significant digits, at most."""
-    if ms < 1:
-        return f"{ms:.3f}"
-    if ms < 10:
-        return f"{ms:.2f}"
-    if ms < 100:
-        return f"{ms:.1f}"
-    return f"{ms:.0f}"
-
-
-def transcript(m, trials, count):
-    """The median trial (by its first ping), as ping prints it."""
-    hz_tsc = float(m.header["tsc_hz"])
-    res = m.region("ping")[:trials * count]
-    first = res["rtt"].reshape(trials, count)[:, 0]
-    ok = np.flatnonzero(res["status"].reshape(trials, count)[:, 0] == layout.PING_OK)
-    t = int(ok[np.argsort(first[ok])[len(ok) // 2]]) if len(ok) else 0
-    lines = [f"# arp -d {PEER_IP} ; ping -c {count} {PEER_IP}",
-             f"PING {PEER_IP} ({PEER_IP}) 56(84) bytes of data."]
-    for k in range(count):
-        r = res[t * count + k]
-        if r["status"] == layout.PING_OK:
-            lines.append(f"64 bytes from {PEER_IP}: icmp_seq={k + 1} ttl=64 "
-                         f"time={ping_ms(r['rtt'] / hz_tsc * 1e3)} ms")
-        elif r["status"] == layout.PING_ERROR:
-            lines.append(f"From {OWN_IP} icmp_seq={k + 1} Destination Host Unreachable")
-        else:
-            lines.append(f"(no reply to icmp_seq={k + 1})")
-    return lines
-
-
 # ------------------------------------------------------------------ the command
 
 def add_options(p):
@@ -287,6 +278,10 @@ def add_options(p):
                         f"{PEER_DOWN_TRIALS} with --peer-down)")
     p.add_argument("--count", type=bounded("--count"), default=COUNT, metavar="N",
                    help=f"pings per trial, as ping -c (default: {COUNT})")
+    p.add_argument("--phase", default="uniform", metavar="LIST",
+                   help="when in a tick each ping starts: uniform (at random), tick (just "
+                        "after a tick boundary, as a ping woken by a tick-driven scheduler), "
+                        "a list or all (default: uniform)")
     p.add_argument("--peer-down", action="store_true",
                    help="host B answers nothing: 3 probes, then FAILED and an error to each "
                         "queued ping (about 3 s per trial)")
@@ -294,17 +289,18 @@ def add_options(p):
 
 def params(args, cpus):
     probes = parse_list(args.probe, PROBES, "probe mode")
+    phases = parse_list(args.phase, PHASES, "send phase")
     if args.ncpus not in (None, 2):
         raise BadInput("the ARP experiment runs two hosts: --ncpus 2 or nothing")
     trials = default_trials(args.trials, args.peer_down)
     validate(args.hz, trials, args.count, args.peer_down)
     return {"cpus": format_cpus(cpus), "probe": probes, "hz": args.hz, "trials": trials,
             "count": args.count, "peer_down": args.peer_down, "ncpus": 2,
-            "oversubscribe": args.oversubscribe}
+            "oversubscribe": args.oversubscribe, "phase": phases}
 
 
 def seconds(p, cpus):
-    return len(arp_sides(p["probe"], p["peer_down"])) * probe_seconds(
+    return len(p["phase"]) * len(arp_sides(p["probe"], p["peer_down"])) * probe_seconds(
         p["hz"], p["trials"], p["count"], p["peer_down"])
 
 
@@ -314,7 +310,8 @@ def _run(cpus, p, progress=None):
                        "(with one real CPU: --ncpus 2 --oversubscribe)")
     rows, verdicts, why_not, transcripts = run(
         cpus, p["probe"], hz=p["hz"], trials=p["trials"], count=p["count"],
-        peer_down=p["peer_down"], ncpus=2, oversubscribe=p["oversubscribe"], progress=progress)
+        peer_down=p["peer_down"], ncpus=2, oversubscribe=p["oversubscribe"], progress=progress,
+        phases=p["phase"])
     return Outcome(p, rows, verdicts, [f"no verdict: {why_not}"] if why_not else [],
                    extra={"transcripts": transcripts})
 
@@ -322,44 +319,47 @@ def _run(cpus, p, progress=None):
 def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "probe": list(PROBES), "hz": 100,
             "trials": 60 if quick else 200, "count": COUNT, "peer_down": False, "ncpus": 2,
-            "oversubscribe": False}
+            "oversubscribe": False, "phase": ["tick", "uniform"]}
 
 
 def text(env, extra):
     p, rows, verdicts = env["params"], env["results"], env["verdicts"]
     lines = []
     for r in rows:
-        lines.append(f"# probe {r['probe']}, HZ={r['hz']} (a tick is {1000 / r['hz']:g} ms)")
-        lines.extend(extra["transcripts"][r["probe"]])
+        lines.append(f"# probe {r['probe']}, HZ={r['hz']} (a tick is {1000 / r['hz']:g} ms), "
+                     f"phase {r['phase']}")
+        lines.extend(extra["transcripts"][transcript_key(r["probe"], r["phase"])])
         lines.append("")
     cells = []
     for r in rows:
         for which in ("first_ms", "later_ms"):
             d = r[which]
-            cells.append((r["probe"], which.split("_")[0], *(
+            cells.append((r["probe"], r["phase"], which.split("_")[0], *(
                 [f"{d[k]:.4g}" for k in ("min", "median", "p99", "max")] if d else [None] * 4)))
     lines.append(f"Round trips over {p['trials']} trials, in ms (first: the ping that "
                  f"waits for resolution; later: the rest):")
-    lines.append(table(cells, ["probe", "ping", "min", "median", "p99", "max"]))
-    lines.append(table([(r["probe"], r["solicits"], r["unres_discards"], r["failed"],
+    lines.append(table(cells, ["probe", "phase", "ping", "min", "median", "p99", "max"]))
+    lines.append(table([(r["probe"], r["phase"], r["solicits"], r["unres_discards"], r["failed"],
                          r["replies"], r["errors"], r["timeouts"],
                          None if r["unreachable_after_s"] is None
                          else f"{r['unreachable_after_s']:.2f} s") for r in rows],
-                       ["probe", "solicits", "unres_discards", "failed", "replies", "errors",
+                       ["probe", "phase", "solicits", "unres_discards", "failed", "replies", "errors",
                         "timeouts", "unreachable after"]))
     lines.append("")
     for v in verdicts:
-        text = report.verdict_lines(v)
+        text = report.verdict_lines(v, where=f"phase {v['phase']}")
         lines += text[:2]
         lines.append(f"  first ping {v['timer_first_ms']:.3g} ms -> "
                      f"{v['immediate_first_ms']:.3g} ms (medians; a tick is {v['tick_ms']:g} ms)")
         ratio = v["immediate_first_over_later"]
+        model = ("about 0.5, and none over one tick" if v["phase"] == "uniform" else
+                 "just over 1: the tick, then the round trip")
         lines.append(f"  measured within it: timer-mode first pings' median at "
-                     f"{v['timer_median_ticks']:.2f} of a tick (the model: about 0.5), "
-                     f"{v['timer_over_one_tick'] * 100:.0f} % over one tick (the model: 0; "
-                     f"scheduling delays on this machine add the rest); immediate-mode first "
-                     f"ping {'-' if ratio is None else f'{ratio:.1f}'} times the later pings' "
-                     f"median (target: at most 3; the seed: 2.3)")
+                     f"{v['timer_median_ticks']:.2f} of a tick, {v['timer_over_one_tick'] * 100:.0f}"
+                     f" % over one tick (the model: {model}; scheduling delays on this machine "
+                     f"add the rest); immediate-mode first ping "
+                     f"{'-' if ratio is None else f'{ratio:.1f}'} times the later pings' median "
+                     f"(target: at most 3; the seed: 2.3)")
         lines += text[2:]
     if not verdicts:
         lines.append("seed 000: no verdict (see the warnings)")
@@ -387,7 +387,8 @@ EXPERIMENT = Experiment(
                 "first ARP request sent from the timer at the next tick (timer, before "
                 "the patch) or at once (immediate, after).",
     add_options=add_options, params=params, seconds=seconds, run=_run, text=text,
-    metric=Metric(("probe", "hz"), ("first_ms", "median"), "first_samples_ms",
-                  ("first_ms", "min"), ("first_ms", "max")),
+    # results before --phase (smpnet 0.2) ran the uniform phase
+    metric=Metric(("probe", "hz", "phase"), ("first_ms", "median"), "first_samples_ms",
+                  ("first_ms", "min"), ("first_ms", "max"), {"phase": "uniform"}),
     plan=plan, min_cpus=2, seeds=("000",), plot=plot,
 )
