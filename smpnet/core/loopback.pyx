@@ -59,7 +59,9 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
         raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     if size < 1 or size > 65535:
         raise ValueError(f"size must be 1 to 65535 bytes, got {size}")
-    cpu_ctx_init(&c, hdr, cpu, check, False)
+    # every mode is 2.6.24's (the seed's kernel, with or without its patch):
+    # local_irq_restore() was a popf until Linux 5.12
+    cpu_ctx_init(&c, hdr, cpu, check, True)
     net_ctx_setup(&n, &c, regions, skbuff.DEFER_IRQ, 64)
     loopback_setup(&n, &c, dev_region, lo_region, mode, ack_in_rx, ack_storm, thread_size)
     lo = <dev.lo_stats *>n.lo

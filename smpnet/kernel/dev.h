@@ -253,9 +253,14 @@ static int netif_rx(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
 		if (!sd->input_qlen &&		/* napi_schedule(&queue->backlog) */
 		    !(__atomic_fetch_or(&sd->backlog_state, NAPI_STATE_SCHED,
 					__ATOMIC_SEQ_CST) & NAPI_STATE_SCHED)) {
+			/* 2.6.24's __napi_schedule() saved and restored the
+			 * flags again, inside netif_rx()'s own save */
+			unsigned long nested = local_irq_save(c);
+
 			sd->poll_list |= NAPI_BACKLOG;
 			raise_softirq(c, NET_RX_SOFTIRQ);
 			n->lo->softirq_raises++;
+			local_irq_restore(c, nested);
 		}
 		dev_hold(n);
 		backlog_enqueue(n, sd, skb);
