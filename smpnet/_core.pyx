@@ -13,6 +13,7 @@ extension, one C translation unit, so every header's static tables
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
 from posix.time cimport timespec, nanosleep
+from libc.errno cimport errno, EINTR, EIO
 
 # The model, smpnet/kernel/*.pxd: one per header, cimported whole where a
 # file uses its structs (percpu.smp_header, skbuff.sk_buff, ...), by name
@@ -57,3 +58,4 @@ include "core/time_bench.pyx"
 include "core/net.pyx"
 include "core/loopback.pyx"
 include "core/arp.pyx"
+include "core/kernel.pyx"

@@ -33,6 +33,7 @@ LONG_RUN_GRACE = 1.05
 #   --batch      layout.SKB_RING_SIZE, the ring's length
 #   --size       65535, an IPv4 datagram
 #   --count      64, ping results per trial in the segment
+#   --transactions  10^8: minutes per round at the ~7 µs a loopback one costs
 #   --trials     100000 (20 with --peer-down: each waits ~3 s)
 BOUNDS = {
     "--ncpus": (1, MAX_CPUS, "emulated CPUs"),
@@ -50,6 +51,7 @@ BOUNDS = {
     "--trials": (1, MAX_TRIALS, "trials"),
     "--count": (1, MAX_COUNT, "pings"),
     "--hz": (100, 1000, "Hz"),
+    "--transactions": (1, 10**8, "transactions"),
 }
 
 _INTEGER = re.compile(r"[0-9]{1,20}")

@@ -40,7 +40,7 @@ def build_parser():
     from .experiments import EXPERIMENTS
 
     parser = _Parser(prog="smpnet-bench",
-                     description="Reproduce kernel per-CPU and locking patches as "
+                     description="Reproduce Linux per-CPU and locking patches as "
                                  "before/after experiments, in user space.")
     parser.add_argument("--version", action="version", version=f"smpnet {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

@@ -1,9 +1,9 @@
 """The registry: every experiment smpnet-bench runs, in the order `all` runs
 them and `--help` lists them. Adding an experiment is one line here (and its
 module; see docs/contributing.md). Nothing else names an experiment."""
-from . import arp, contended, defer, info, locks, loopback, null
+from . import arp, contended, defer, info, kernel, locks, loopback, null
 
-EXPERIMENTS = tuple(m.EXPERIMENT for m in (info, locks, contended, defer, loopback, arp, null))
+EXPERIMENTS = tuple(m.EXPERIMENT for m in (info, locks, contended, defer, loopback, arp, kernel, null))
 BY_NAME = {e.name: e for e in EXPERIMENTS}
 
 

@@ -1,0 +1,175 @@
+"""kernel: the host kernel's own costs on this machine, beside the model.
+
+TCP request/response over 127.0.0.1, as tbench and netperf's TCP_RR do it:
+a one-byte request and a one-byte reply on a TCP_NODELAY connection, the
+loop in the C core (real send and recv system calls, no Python in it),
+timed with the TSC. Client and server are two forked workers pinned to one
+CPU (the first selected) or to two (the first two), the placements
+alternated round by round after a warm-up round of each. It measures; it
+judges nothing: no verdict. The host's sysctls that parameterise the models
+are recorded beside the figures. No root needed.
+"""
+import os
+import socket
+
+from .. import _core, stats
+from ..cpus import format_cpus
+from ..errors import BadInput, RunFailed
+from ..experiment import Experiment, Metric, Outcome, bounded
+from ..machine import Machine
+from ..report import table
+
+PLACEMENTS = ("same-cpu", "two-cpus")
+SERVER, CLIENT = 0, 1           # the emulated CPU each end runs on
+# the sysctls smpnet's models take a value from (net.core.X), where readable
+SYSCTLS = ("netdev_max_backlog", "netdev_budget", "dev_weight", "skb_defer_max")
+SYSCTL_DIR = "/proc/sys/net/core"
+WARM_MAX = 1000                 # untimed transactions on each new connection
+SLOW_TRANSACTION_S = 200e-6     # the watchdog's allowance per transaction
+
+
+def add_options(p):
+    p.add_argument("--transactions", type=bounded("--transactions"), default=20000,
+                   metavar="N", help="transactions per round (default: 20000)")
+    p.add_argument("--rounds", type=bounded("--rounds"), default=10, metavar="R",
+                   help="measured rounds per placement, after one warm-up round (default: 10)")
+
+
+def read_sysctls(folder=SYSCTL_DIR):
+    """{net.core.X: int} for the SYSCTLS this host has and lets us read."""
+    out = {}
+    for name in SYSCTLS:
+        try:
+            with open(os.path.join(folder, name)) as f:
+                out[f"net.core.{name}"] = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def params(args, cpus):
+    if not cpus:
+        raise BadInput("kernel needs at least one CPU")
+    placements = list(PLACEMENTS if len(cpus) >= 2 else PLACEMENTS[:1])
+    return {"cpus": format_cpus(cpus), "transactions": args.transactions,
+            "rounds": args.rounds, "placements": placements, "sysctls": read_sysctls()}
+
+
+def warm(n):
+    return min(n, WARM_MAX)
+
+
+def seconds(p, cpus):
+    per_round = 0.05 + (p["transactions"] + warm(p["transactions"])) * 20e-6
+    return len(p["placements"]) * (p["rounds"] + 1) * per_round
+
+
+def placement_cpus(placement, cpus):
+    return [cpus[0]] if placement == "same-cpu" else list(cpus[:2])
+
+
+def order(rounds, placements):
+    """The placements round by round: in order, then reversed (ABBA)."""
+    return [tuple(placements) if r % 2 == 0 else tuple(placements[::-1]) for r in range(rounds)]
+
+
+def _check(what, n, result):
+    cycles, wall_ns, done, err = result
+    if err == _core.RR_PEER_CLOSED:
+        raise RunFailed(f"{what}: the peer closed the connection after {done} of {n} transactions")
+    if err:
+        raise RunFailed(f"{what}: {os.strerror(err)} after {done} of {n} transactions")
+    return cycles, wall_ns
+
+
+def transact(ctx, listener, port, n):
+    """One round, run by both workers: the server accepts and answers
+    warm + n transactions; the client connects, warms up, and times n."""
+    total = warm(n) + n
+    if ctx.cpu == SERVER:
+        conn, _ = listener.accept()
+        with conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _check("server", total, _core.tcp_rr(conn.fileno(), total, False))
+        return None
+    listener.close()   # the client's copy: only the server accepts
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _check("client warm-up", warm(n), _core.tcp_rr(s.fileno(), warm(n), True))
+        return _check("client", n, _core.tcp_rr(s.fileno(), n, True))
+
+
+def run(cpus, p, progress=None):
+    n, rounds, placements = p["transactions"], p["rounds"], p["placements"]
+    warnings = []
+    if len(placements) < len(PLACEMENTS):
+        warnings.append("two-cpus skipped: it needs two CPUs and one is selected")
+    samples = {pl: ([], []) for pl in placements}     # (transactions/s, cycles per transaction)
+    expected = 0.5 + (n + warm(n)) * SLOW_TRANSACTION_S
+    machines = {pl: Machine(cpus=placement_cpus(pl, cpus), ncpus=2, oversubscribe=True)
+                for pl in placements}
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        for m in machines.values():
+            m.open()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        plan = [(None, pl) for pl in placements] + \
+               [(r, pl) for r, pls in enumerate(order(rounds, placements)) for pl in pls]
+        for i, (r, pl) in enumerate(plan):
+            if progress:
+                progress(i, len(plan), f"{pl} " + ("warm-up" if r is None else f"round {r + 1}"))
+            cycles, wall_ns = machines[pl].run(transact, listener, port, n,
+                                               expected=expected)[CLIENT]
+            if r is not None:
+                samples[pl][0].append(n * 1e9 / max(wall_ns, 1))
+                samples[pl][1].append(cycles / n)
+    finally:
+        listener.close()
+        for m in machines.values():
+            m.close()
+    rows = []
+    for pl in placements:
+        tps, cyc = samples[pl]
+        tps_med, (tps_lo, tps_hi) = stats.median_ci(tps)
+        cyc_med, (cyc_lo, cyc_hi) = stats.median_ci(cyc)
+        rows.append({"placement": pl, "cpus": format_cpus(placement_cpus(pl, cpus)),
+                     "transactions": n, "rounds": rounds,
+                     "tps": tps_med, "tps_lo": tps_lo, "tps_hi": tps_hi,
+                     "cycles": cyc_med, "cycles_lo": cyc_lo, "cycles_hi": cyc_hi,
+                     "us": 1e6 / tps_med, "tps_samples": tps, "cycles_samples": cyc})
+    if rounds < stats.MIN_SAMPLES:
+        warnings.append(f"the intervals cover less than 95 %: give --rounds "
+                        f"{stats.MIN_SAMPLES} or more")
+    return Outcome(p, rows, [], warnings)
+
+
+def text(env, extra):
+    p, rows = env["params"], env["results"]
+    lines = [f"# kernel: TCP request/response over 127.0.0.1 (1-byte messages, TCP_NODELAY), "
+             f"{p['rounds']} rounds of {p['transactions']} transactions per placement"]
+    lines.append(table([(r["placement"], r["cpus"], r["tps"],
+                         f"{r['tps_lo']:.0f} .. {r['tps_hi']:.0f}", r["cycles"],
+                         f"{r['cycles_lo']:.0f} .. {r['cycles_hi']:.0f}", r["us"])
+                        for r in rows],
+                       ["placement", "cpus", "transactions/s", "95 % interval",
+                        "cycles/transaction", "95 % interval", "us/transaction"]))
+    sysctls = p.get("sysctls") or {}
+    lines.append("host sysctls: " + (", ".join(f"{k} = {v}" for k, v in sysctls.items())
+                                     or "none readable"))
+    return "\n".join(lines)
+
+
+EXPERIMENT = Experiment(
+    name="kernel",
+    help="the host kernel's real costs: TCP request/response over 127.0.0.1",
+    description="Times one-byte TCP request/response transactions over 127.0.0.1 "
+                "(TCP_NODELAY) from the C core, real system calls, client and server pinned "
+                "to one CPU and to two, rounds alternated: transactions per second and "
+                "cycles per transaction with 95 % intervals, and the host's net.core "
+                "sysctls. It calibrates; it gives no verdict. No root needed.",
+    add_options=add_options, params=params, seconds=seconds, run=run, text=text,
+    metric=Metric(("placement",), "cycles", "cycles_samples", "cycles_lo", "cycles_hi"),
+    machine_options=False,
+)

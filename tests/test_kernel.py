@@ -1,0 +1,156 @@
+"""kernel: the C core's TCP request/response loop does exactly the
+transactions asked, turns every failure into an error code (never a hang),
+and the experiment's run leaves no process behind. Behaviour, not timing."""
+import errno
+import json
+import socket
+import struct
+import threading
+
+import psutil
+import pytest
+
+from smpnet import _core
+from smpnet.cli import main
+from smpnet.experiments import kernel
+
+GUARD_S = 10.0   # no test may hang: a loop still running after this has failed
+
+
+def in_thread(fn, *args):
+    """Run fn(*args) in a thread (the C loop lets the GIL go); a join()
+    that returns its result or fails the test past GUARD_S."""
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", fn(*args)), daemon=True)
+    t.start()
+
+    def join():
+        t.join(GUARD_S)
+        assert not t.is_alive(), "the loop hung"
+        return out["r"]
+    return join
+
+
+def echo_counting(sock, limit):
+    """A Python server: answer each byte with one, count the bytes until EOF."""
+    n = 0
+    while n < limit:
+        b = sock.recv(1)
+        if not b:
+            break
+        n += 1
+        sock.sendall(b)
+    return n
+
+
+def test_the_client_loop_does_exactly_n_transactions_on_a_socketpair():
+    a, b = socket.socketpair()
+    with a, b:
+        server = in_thread(echo_counting, b, 10**6)
+        cycles, wall_ns, done, err = _core.tcp_rr(a.fileno(), 257, True)
+        a.shutdown(socket.SHUT_WR)
+        assert (done, err) == (257, 0) and cycles > 0 and wall_ns > 0
+        assert server() == 257
+
+
+@pytest.fixture
+def loopback_pair():
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        c = socket.create_connection(listener.getsockname())
+        s, _ = listener.accept()
+    for x in (c, s):
+        x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with c, s:
+        yield c, s
+
+
+def test_the_server_loop_answers_exactly_n_on_a_real_loopback_connection(loopback_pair):
+    c, s = loopback_pair
+    server = in_thread(_core.tcp_rr, s.fileno(), 100, False)
+    for _ in range(100):
+        c.sendall(b"q")
+        assert c.recv(1) == b"q"   # the byte it got, sent back
+    assert server()[2:] == (100, 0)
+    # the server stopped at 100: a 101st request gets no answer
+    c.sendall(b"q")
+    c.settimeout(0.2)
+    with pytest.raises(socket.timeout):
+        c.recv(1)
+
+
+def test_a_closed_peer_is_an_error_code_not_a_hang(loopback_pair):
+    c, s = loopback_pair
+    s.close()
+    cycles, wall_ns, done, err = in_thread(_core.tcp_rr, c.fileno(), 1000, True)()
+    assert done == 0 and err in (_core.RR_PEER_CLOSED, errno.ECONNRESET, errno.EPIPE)
+
+
+def test_a_silent_peer_times_out_as_an_error_code(loopback_pair):
+    c, s = loopback_pair
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 100_000))
+    _, _, done, err = in_thread(_core.tcp_rr, c.fileno(), 5, True)()
+    assert done == 0 and err in (errno.EAGAIN, errno.EWOULDBLOCK)
+    assert s.recv(1) == b"x"   # the request went out; no reply came
+
+
+def test_a_peer_that_closes_midway_stops_the_loop_there():
+    a, b = socket.socketpair()
+    with a, b:
+        server = in_thread(lambda: (echo_counting(b, 7), b.close()))
+        _, _, done, err = _core.tcp_rr(a.fileno(), 100, True)
+        server()
+        assert done == 7 and err != 0
+
+
+def test_placements_alternate_and_sysctls_are_read(tmp_path):
+    assert kernel.order(3, ["same-cpu", "two-cpus"]) == [
+        ("same-cpu", "two-cpus"), ("two-cpus", "same-cpu"), ("same-cpu", "two-cpus")]
+    (tmp_path / "dev_weight").write_text("64\n")
+    (tmp_path / "netdev_budget").write_text("junk\n")
+    assert kernel.read_sysctls(str(tmp_path)) == {"net.core.dev_weight": 64}
+
+
+def test_the_json_has_its_rows_and_leaves_no_process(capsys, allowed):
+    assert main(["kernel", "--json", "--transactions", "50", "--rounds", "2"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    p = env["params"]
+    assert env["command"] == "kernel" and env["verdicts"] == []
+    assert p["transactions"] == 50 and p["rounds"] == 2 and isinstance(p["sysctls"], dict)
+    placements = ["same-cpu", "two-cpus"] if len(allowed) >= 2 else ["same-cpu"]
+    assert [r["placement"] for r in env["results"]] == p["placements"] == placements
+    for r in env["results"]:
+        assert r["transactions"] == 50 and len(r["cycles_samples"]) == len(r["tps_samples"]) == 2
+        assert r["cycles_lo"] <= r["cycles"] <= r["cycles_hi"] and r["cycles"] > 0
+        assert r["tps_lo"] <= r["tps"] <= r["tps_hi"]
+    assert env["results"][0]["cpus"] == str(allowed[0])
+    assert psutil.Process().children(recursive=True) == []
+
+
+def test_one_cpu_skips_two_cpus_with_a_warning(capsys, allowed):
+    assert main(["kernel", "--json", "--cpus", str(allowed[0]), "--transactions", "20",
+                 "--rounds", "1"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert [r["placement"] for r in env["results"]] == ["same-cpu"]
+    assert any("two-cpus skipped" in w for w in env["warnings"])
+
+
+@pytest.mark.parametrize("argv", [["--transactions", "0"], ["--transactions", "1e3"],
+                                  ["--rounds", "0"], ["--transactions", "100000001"]])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv):
+    assert main(["kernel"] + argv) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_a_failing_end_stops_the_run_and_leaves_no_process(monkeypatch, capsys):
+    real = _core.tcp_rr
+
+    def failing_client(fd, n, client):   # the workers are forked: they see this
+        return (0, 0, 0, errno.EIO) if client else real(fd, n, client)
+
+    monkeypatch.setattr(_core, "tcp_rr", failing_client)
+    assert main(["kernel", "--transactions", "20", "--rounds", "1"]) == 1
+    err = capsys.readouterr().err
+    # whichever end the coordinator hears from first: the client's error, or
+    # the server's end of file when the client's process has gone
+    assert "run stopped" in err and ("Input/output error" in err or "peer closed" in err)
+    assert psutil.Process().children(recursive=True) == []
