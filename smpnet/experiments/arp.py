@@ -318,7 +318,7 @@ def _run(cpus, p, progress=None):
 
 def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "probe": list(PROBES), "hz": 100,
-            "trials": 60 if quick else 200, "count": COUNT, "peer_down": False, "ncpus": 2,
+            "trials": 60 if quick else 100, "count": COUNT, "peer_down": False, "ncpus": 2,
             "oversubscribe": False, "phase": ["tick", "uniform"]}
 
 
