@@ -181,12 +181,15 @@ def paired(rows, a, b, algo, op):
     ra, rb = _row(rows, a, algo), _row(rows, b, algo)
     if ra is None or rb is None or len(ra["samples"]) != len(rb["samples"]):
         return None
-    xa, xb = ra["samples"], rb["samples"]
-    blocks = [op(xa[k] + xa[k + 1], xb[k] + xb[k + 1]) for k in range(0, len(xa) - 1, 2)]
-    if len(blocks) < stats.MIN_SAMPLES:
-        return None
-    med, ci = stats.median_ci(blocks)
-    return med, list(ci), len(blocks)
+    def blocks(x):
+        return [x[k] + x[k + 1] for k in range(0, len(x) - 1, 2)]
+
+    return stats.paired(blocks(ra["samples"]), blocks(rb["samples"]), op)
+
+
+def per_op_diff(a, b):
+    """a - b per op, from two blocks' sums of two rounds each"""
+    return (a - b) / 2
 
 
 def derived(rows):
@@ -197,11 +200,8 @@ def derived(rows):
     own bookkeeping of the save, expected about 0 with restore=sti and the
     checker off; with popf it also holds the popf restore, with the
     checker the checker's work on the save). Each with its 95 % interval
-    over the blocks of two rounds (paired). Per block, so per op: the
-    blocks' sums are of two rounds, halved here."""
-    def diff(a, b):
-        return (a - b) / 2
-
+    over the blocks of two rounds (paired); a difference is halved per op
+    (per_op_diff), a block being two rounds' sum."""
     for r in rows:
         if r["test"] == "spin_lock_unlock":
             ratio = paired(rows, "spin_lock_unlock", BASELINE, r["algo"], lambda a, b: a / b)
@@ -211,7 +211,7 @@ def derived(rows):
         elif r["test"] == CONTROL:
             for key, a, b in (("pushf_pop", "spin_lock_unlock_irqsave", CONTROL),
                               ("control_minus_irq", CONTROL, "spin_lock_unlock_irq")):
-                d = paired(rows, a, b, r["algo"], diff)
+                d = paired(rows, a, b, r["algo"], per_op_diff)
                 if d:
                     r[f"{key}_cycles"], r[f"{key}_interval"], _ = d
 
@@ -219,10 +219,7 @@ def derived(rows):
 def seed_003_verdict(rows, algo):
     """irqsave - irq on `algo`, paired round by round, with what irqsave's
     control splits it into and the A/A control's own verdict."""
-    def diff(a, b):
-        return (a - b) / 2
-
-    d = paired(rows, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", algo, diff)
+    d = paired(rows, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", algo, per_op_diff)
     if d is None:
         return None
     v = stats.judge(SEED_003, d[0], d[1], pairs=d[2])
@@ -232,7 +229,7 @@ def seed_003_verdict(rows, algo):
         v["pushf_control"] = {k: ctl[k] for k in (
             "test", "pushf_pop_cycles", "pushf_pop_interval", "control_minus_irq_cycles",
             "control_minus_irq_interval")}
-    aa = paired(rows, AA, "spin_lock_unlock_irq", algo, diff)
+    aa = paired(rows, AA, "spin_lock_unlock_irq", algo, per_op_diff)
     if aa:
         v["control"] = stats.control("irq against irq", aa[0], aa[1])
     return v

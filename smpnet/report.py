@@ -118,7 +118,7 @@ def verdict_lines(v, here=None, where=None):
     if "size_ratio" in v:
         r, rlo, rhi = v["size_ratio"]
         why.append(f"{r:.2f} x the seed's {v['size']:.3g} [{rlo:.2f} .. {rhi:.2f}]")
-    if "margin" in v:
+    if v.get("margin") is not None:
         why.append(f"margin +-{v['margin']:g}")
     lines.append(f"  here: {here} -> {v['verdict']}" + (f" ({'; '.join(why)})" if why else ""))
     if v.get("unit_note"):
