@@ -25,7 +25,7 @@ from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp
 from smpnet.kernel.atomic cimport (atomic_set, atomic_read, atomic_cmpxchg, this_cpu_cmpxchg,
                                    atomic_inc)
 from smpnet.kernel.percpu cimport smp_header, cpu_state, softnet_data, per_cpu_ptr, REGION_CPU
-from smpnet.kernel.skbuff cimport net_ctx, sk_buff
+from smpnet.kernel.skbuff cimport net_ctx, sk_buff, SK_CLIENT, SK_SERVER
 from smpnet.kernel.smp cimport (cpu_ctx, cpu_ctx_init, smp_barrier_wait, cpu_idle_poll,
                                 smp_should_stop, smp_spin_wait)
 from smpnet.kernel.preempt cimport preempt_disable, preempt_enable, irqs_disabled

@@ -18,7 +18,7 @@ PAGES = ROOT / "docs" / "experiments"
      + tuple(t for t, _ in time_bench.SUITE)),
     ("contended.md", lockbench.ALGOS),
     ("defer.md", defer.STRATEGIES),
-    ("loopback.md", loopback.MODES + tuple(loopback.STACKS)),
+    ("loopback.md", loopback.MODES + loopback.PROTOCOLS + tuple(loopback.STACKS)),
     ("arp.md", arp.PROBES + tuple(str(hz) for hz in arp.HZ_VALUES)),
 ])
 def test_every_choice_is_on_its_page(page, names):

@@ -183,29 +183,55 @@ cdef class Cpu:
         self.n.to_send = packets
         fake_nic.fake_nic_irq(&self.c)
 
-    def attach_loopback(self, int dev_region, int lo_region, str mode, bint ack_in_rx=True,
+    def attach_loopback(self, int dev_region, int lo_region, str mode, str proto="ack-every",
                         bint ack_storm=False, uint32_t thread_size=16384):
         """Run the loopback device and protocol on this CPU (after attach_net)."""
         self._net()
         if mode not in LOOPBACK_MODES:
             raise ValueError(f"no loopback mode {mode!r}")
+        if proto not in LOOPBACK_PROTOS:
+            raise ValueError(f"no loopback protocol {proto!r}")
         loopback_setup(&self.n, &self.c, dev_region, lo_region, LOOPBACK_MODES[mode],
-                       ack_in_rx, ack_storm, thread_size)
+                       LOOPBACK_PROTOS[proto], ack_storm, thread_size)
 
-    def loopback_send(self, str type, uint32_t size=100, bint bh=True):
-        """Send one packet; with bh, inside dev_queue_xmit's BH section, so
+    def loopback_send(self, str type, uint32_t size=100, bint bh=True, str to=None):
+        """Send one packet to socket `to` ("client" or "server"; by default
+        the peer its type goes to: a request to the server, a reply or an
+        ACK to the client); with bh, inside dev_queue_xmit's BH section, so
         the NET_RX softirq it raised runs at the end, as the kernel's would."""
         cdef net_ctx *n = self._net()
-        cdef int rc
+        cdef int rc, sk
         if n.lo == NULL:
             raise ValueError("attach_loopback() first")
         if type not in PACKET_TYPES:
             raise ValueError(f"no packet type {type!r}")
+        if to is None:
+            to = "server" if type == "request" else "client"
+        if to not in ("client", "server"):
+            raise ValueError(f"no socket {to!r}: client or server")
+        sk = SK_SERVER if to == "server" else SK_CLIENT
         self._begin()
         if bh:
-            rc = xmit_bh(&self.c, n, PACKET_TYPES[type], size)
+            rc = loopback.dev_queue_xmit(&self.c, n, PACKET_TYPES[type], sk, size)
         else:
-            rc = loopback.loopback_send(&self.c, n, PACKET_TYPES[type], size)
+            rc = loopback.loopback_send(&self.c, n, PACKET_TYPES[type], sk, size)
+        self._end()
+        return rc == 0
+
+    def tcp_sendmsg(self, str sock, str type, uint32_t size=100):
+        """The application on socket `sock` ("client" or "server") sends one
+        data segment of `type`: lock_sock, dev_queue_xmit, release_sock."""
+        cdef net_ctx *n = self._net()
+        cdef int rc
+        if n.lo == NULL:
+            raise ValueError("attach_loopback() first")
+        if type not in ("request", "reply"):
+            raise ValueError(f"no data segment type {type!r}: request or reply")
+        if sock not in ("client", "server"):
+            raise ValueError(f"no socket {sock!r}: client or server")
+        self._begin()
+        rc = loopback.tcp_sendmsg(&self.c, n, SK_SERVER if sock == "server" else SK_CLIENT,
+                                  PACKET_TYPES[type], size)
         self._end()
         return rc == 0
 

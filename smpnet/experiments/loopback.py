@@ -4,31 +4,37 @@ Every emulated CPU runs a tbench-like client and server over the one
 loopback device, in the chosen mode; all CPUs share the device's refcnt
 line, which netif_rx() writes twice per packet (dev_hold, dev_put) and the
 direct path not at all. Each mode runs `repeat` times, interleaved.
+
+With a calibration profile (the `kernel` experiment's), every send and
+receive also does the host kernel's per-transaction cost less the model's
+own, as real work (calibration.py): the saving of direct delivery is then
+weighed against a transaction that costs what the host kernel's costs.
 """
 import statistics
 
-from .. import _core, kstack, layout, machine, net, report, stats
+from .. import _core, calibration, kstack, layout, machine, net, seed002
 from ..bounds import MAX_PACKETS, MAX_REPEAT
 from ..cpus import format_cpus
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
 from ..machine import Machine
 from ..report import table
-from ..seeds import SEED_002, SEED_002_STORM
 
 MODES = tuple(sorted(_core.LOOPBACK_MODES, key=_core.LOOPBACK_MODES.get))
+PROTOCOLS = tuple(sorted(_core.LOOPBACK_PROTOS, key=_core.LOOPBACK_PROTOS.get))
 STACKS = {"8k": 8192, "16k": 16384}
 SIZE = 100
 DURATION = 0.2
 REPEAT = 8
-AA = "netif_rx (A/A)"
-MODE_OF = {AA: "netif_rx"}   # the mode a side runs
+AA = seed002.AA
+# the raw model beside a calibrated run: no stack work
+RAW = dict(zip(seed002.RAW, ("netif_rx", "direct")))
+MODE_OF = {AA: "netif_rx", **RAW}   # the mode a side runs
 # For run-time estimates with --packets: a typical rate (15-19 M packets/s
 # per CPU on 2 vCPUs). A slower run keeps the watchdog waiting by its
 # progress count.
 TYPICAL_PPS = 1e7
 POOL = 16384  # skb heads, at least: see pool_size()
-# emulated stack frame kinds, named by the function charging them (dev.h; 0: none)
 
 
 def pool_size(ncpus):
@@ -36,13 +42,15 @@ def pool_size(ncpus):
     return max(POOL, ncpus * (_core.NETDEV_MAX_BACKLOG + 1 + 64) + 1024)
 
 
-def validate(ncpus, packets, duration, size, repeat, ack_in_rx, ack_storm):
+def validate(ncpus, packets, duration, size, repeat, protocol, ack_storm):
     if packets is not None and duration is not None:
         raise BadInput("give --packets or --duration, not both")
     if duration is not None and not 0 < duration <= 3600:
         raise BadInput(f"--duration {duration}: give (0, 3600] seconds")
-    if ack_storm and not ack_in_rx:
-        raise BadInput("--ack-storm needs --ack-in-rx: the storm starts from an ACK")
+    if protocol not in PROTOCOLS:
+        raise BadInput(f"--protocol {protocol}: choose {', '.join(PROTOCOLS)}")
+    if ack_storm and protocol != "ack-every":
+        raise BadInput("--ack-storm needs --protocol ack-every: the storm starts from an ACK")
     if packets is not None and not ncpus <= packets <= MAX_PACKETS:
         raise BadInput(f"--packets {packets}: give {ncpus} (one per CPU) to {MAX_PACKETS}")
     if not 1 <= size <= 65535:
@@ -60,26 +68,42 @@ def estimate_seconds(ncpus, n_modes, repeat, packets=None, duration=None, scalin
 
 
 
+def default_protocol(ack_storm):
+    """tbench's, but for the storm, which starts from an ACK of every segment."""
+    return "ack-every" if ack_storm else "tbench"
+
+
 def has_control(modes, ack_storm):
     """Whether a run adds seed 002's A/A control (netif_rx a second time)."""
     return {"netif_rx", "direct"} <= set(modes) and not ack_storm
 
-def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=True,
+
+def extra_sides(modes, ack_storm, calibrated):
+    """The sides a run adds at the verdict's CPU count: the A/A control,
+    and with a calibration the raw model's netif_rx and direct."""
+    if not has_control(modes, ack_storm):
+        return []
+    return [AA] + (list(RAW) if calibrated else [])
+
+
+def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, protocol=None,
         ack_storm=False, stack="16k", repeat=REPEAT, ncpus=None, oversubscribe=False,
-        scaling=False, progress=None):
-    """Returns (rows, verdicts, why there is no verdict or None)."""
+        scaling=False, kernel_cycles=None, progress=None):
+    """Returns (rows, verdicts, why there is no verdict or None).
+    kernel_cycles: the host kernel's cycles per TCP transaction on one CPU
+    (a calibration profile's); None runs the raw model."""
     n = ncpus or len(cpus)
-    validate(n, packets, duration, size, repeat, ack_in_rx, ack_storm)
+    protocol = protocol or default_protocol(ack_storm)
+    validate(n, packets, duration, size, repeat, protocol, ack_storm)
     if stack not in STACKS:
         raise BadInput(f"--stack {stack}: choose {' or '.join(STACKS)}")
     if packets is None and duration is None:
         duration = DURATION
     counts = list(range(1, n + 1)) if scaling else [n]
-    # seed 002's A/A control, on the verdict's CPU count: netif_rx a second time
-    aa = [AA] if has_control(modes, ack_storm) else []
+    extra = extra_sides(modes, ack_storm, kernel_cycles is not None)
 
-    def sides(k):   # the control right before netif_rx, which runs next to both
-        return [x for m in modes for x in ((aa if k == n else []) + [m] if m == "netif_rx"
+    def sides(k):   # the added sides right before netif_rx, which runs next to them
+        return [x for m in modes for x in ((extra if k == n else []) + [m] if m == "netif_rx"
                                           else [m])]
 
     # interleaved, each repeat in the reverse order of the one before (A B ..
@@ -88,21 +112,33 @@ def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, ack_in_rx=Tru
     plan = [(k, r, mode) for k in counts for r in range(repeat)
             for mode in (sides(k) if r % 2 == 0 else sides(k)[::-1])]
     runs = {(k, mode): [] for k in counts for mode in sides(k)}
-    machines = {}
+    machines, sizing = {}, None
+
+    def one(k, mode, work):
+        if k not in machines:
+            machines[k] = _open(cpus, k, oversubscribe or k > len(cpus))
+        return _one_run(machines[k], MODE_OF.get(mode, mode), packets, duration, size, protocol,
+                        ack_storm, STACKS[stack], work)
+
     try:
+        if kernel_cycles is not None:
+            # the model's own cost of a transaction, on the verdict's CPU
+            # count, in the baseline the host kernel runs (netif_rx)
+            if progress:
+                progress(0, len(plan) + 1, "sizing the stack work: netif_rx, raw")
+            sizing = calibration.stack_work(kernel_cycles,
+                                            one(n, "netif_rx", 0)["cycles_per_transaction"])
+        work = sizing["per_call"] if sizing else 0
         for i, (k, r, mode) in enumerate(plan):
             if progress:
-                progress(i, len(plan), f"{mode} on {k} CPU(s) (run {r + 1} of {repeat})")
-            if k not in machines:
-                machines[k] = _open(cpus, k, oversubscribe or k > len(cpus))
-            m = machines[k]
-            runs[(k, mode)].append(_one_run(m, MODE_OF.get(mode, mode), packets, duration, size,
-                                            ack_in_rx, ack_storm, STACKS[stack]))
+                progress(i + bool(sizing), len(plan) + bool(sizing),
+                         f"{mode} on {k} CPU(s) (run {r + 1} of {repeat})")
+            runs[(k, mode)].append(one(k, mode, 0 if mode in RAW else work))
         rows = [_row(mode, k, runs[(k, mode)], machines[k]) for k in counts for mode in sides(k)]
     finally:
         for m in machines.values():
             m.close()
-    return (rows,) + _verdicts(rows, runs, n, modes, repeat, ack_storm)
+    return (rows,) + seed002.verdicts(rows, runs, n, modes, repeat, ack_storm, sizing)
 
 
 INVARIANTS = (
@@ -137,7 +173,7 @@ def _open(cpus, k, oversubscribe):
     return Machine(cpus=real, ncpus=k, oversubscribe=oversubscribe, regions=regions).open()
 
 
-def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size):
+def _one_run(m, mode, packets, duration, size, protocol, ack_storm, thread_size, work):
     names = m.segment.region_names
     idx = tuple(names.index(r) for r in net.NET_REGIONS)
     dev, lo = names.index("net_device"), names.index("lo_stats")
@@ -146,8 +182,9 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
     m.region("net_device")[:] = 0
     m.lstats[:] = 0
     softirqs0 = m.region("irq")["softirqs"].copy()
-    cycles = m.run(_cpu_body, idx, dev, lo, _core.LOOPBACK_MODES[mode], ack_in_rx, ack_storm,
-                   size, packets or 0, duration or 0.0, thread_size,
+    cycles = m.run(_cpu_body, idx, dev, lo, _core.LOOPBACK_MODES[mode],
+                   _core.LOOPBACK_PROTOS[protocol], ack_storm, size, packets or 0,
+                   duration or 0.0, thread_size, work,
                    expected=machine.work_seconds(packets, duration, TYPICAL_PPS),
                    progress=_progress)
     st = m.region("lo_stats")
@@ -163,6 +200,13 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
         "acks": int(st["acks"].sum()),
         "cycles_per_packet": statistics.median(c / x for c, x in zip(cycles, xmits) if x)
         if any(xmits) else None,
+        "cycles_per_transaction": statistics.median(
+            c / t for c, t in zip(cycles, st["transactions"]) if t)
+        if st["transactions"].any() else None,
+        "stack_work_cycles": int(st["stack_work_cycles"].sum()),
+        "stack_work_per_call": work,
+        "sk_backlogged": int(st["sk_backlogged"].sum()),
+        "recursion_drops": int(st["recursion_drops"].sum()),
         "refcnt_atomics": int(st["refcnt_atomics"].sum()),
         "softirqs": int((m.region("irq")["softirqs"] - softirqs0).sum()),
         "backlog_schedules": int(st["softirq_raises"].sum()),
@@ -184,17 +228,18 @@ def _one_run(m, mode, packets, duration, size, ack_in_rx, ack_storm, thread_size
     }
 
 
-def _cpu_body(ctx, idx, dev, lo, mode, ack_in_rx, ack_storm, size, packets, duration,
-              thread_size):
+def _cpu_body(ctx, idx, dev, lo, mode, protocol, ack_storm, size, packets, duration,
+              thread_size, work):
     # CPU i sends its share of the packets, in whole transactions
     quota = packets // ctx.nr_cpus + (1 if ctx.cpu < packets % ctx.nr_cpus else 0)
-    return _core.loopback_run(ctx.seg, ctx.cpu, idx, dev, lo, mode, ack_in_rx, ack_storm,
-                              size, quota, duration, thread_size)
+    return _core.loopback_run(ctx.seg, ctx.cpu, idx, dev, lo, mode, protocol, ack_storm,
+                              size, quota, duration, thread_size, work)
 
 
 # per-run counts a row adds up, and high-water marks it keeps the highest of
 SUMMED = ("softirqs", "backlog_schedules", "alloc_failed", "requests", "replies", "acks",
-          "direct", "queued", "drops", "purged", "lstats_packets", "lstats_bytes")
+          "direct", "queued", "drops", "purged", "lstats_packets", "lstats_bytes",
+          "transactions", "sk_backlogged", "recursion_drops", "stack_work_cycles")
 HIGHEST = ("max_depth", "max_rx_nest", "stack_max", "overflow_depth")
 
 
@@ -203,12 +248,16 @@ def _row(mode, k, runs, m):
     tps = [r["transactions"] / r["seconds"] for r in runs]
     packets = sum(r["packets"] for r in runs)
     cpp = [r["cycles_per_packet"] for r in runs if r["cycles_per_packet"] is not None]
+    cpt = [r["cycles_per_transaction"] for r in runs if r["cycles_per_transaction"] is not None]
     return {
         "mode": mode, "cpus": k, "real_cpus": [int(c) for c in m.cpu_map], "runs": len(runs),
         "packets": packets,
         "pps": statistics.median(pps), "pps_samples": pps,
         "tps": statistics.median(tps), "tps_samples": tps,
         "cycles_per_packet": statistics.median(cpp) if cpp else None,
+        "cycles_per_transaction": statistics.median(cpt) if cpt else None,
+        "cpt_samples": cpt,
+        "stack_work_per_call": runs[0]["stack_work_per_call"],
         "refcnt_atomics": sum(r["refcnt_atomics"] for r in runs) / packets if packets else 0.0,
         **{k: sum(r[k] for r in runs) for k in SUMMED},
         **{k: max(r[k] for r in runs) for k in HIGHEST},
@@ -222,40 +271,6 @@ def _row(mode, k, runs, m):
     }
 
 
-def _verdicts(rows, runs, n, modes, repeat, ack_storm):
-    out, why = [], None
-    if ack_storm:
-        by = {r["mode"]: r for r in rows if r["cpus"] == n}
-        if "direct" in by and "direct-unguarded" in by:
-            guarded, unguarded = by["direct"], by["direct-unguarded"]
-            holds = (not guarded["overflow"] and guarded["queued"] > 0
-                     and unguarded["overflow"])
-            out.append(dict(SEED_002_STORM, measured=unguarded["overflow_depth"],
-                            unit="nested loopback_xmit frames at the overflow",
-                            interval=None, verdict="reproduced" if holds else "not reproduced",
-                            guarded_overflow=guarded["overflow"],
-                            guarded_drops=guarded["drops"]))
-        else:
-            why = "the storm verdict needs the direct and direct-unguarded modes"
-        return out, why
-    if "netif_rx" not in modes or "direct" not in modes:
-        return out, "seed 002's verdict needs the netif_rx and direct modes"
-    if repeat < stats.MIN_SAMPLES:
-        return out, f"seed 002's verdict needs --repeat {stats.MIN_SAMPLES} or more"
-    row = next(r for r in rows if r["cpus"] == n and r["mode"] == "direct")
-    if not row["timing_valid"]:
-        return out, "an oversubscribed machine gives no timing verdict"
-    def tps(mode):
-        return [r["transactions"] / r["seconds"] for r in runs.get((n, mode), [])]
-
-    v = stats.judge(SEED_002, *stats.paired(tps("direct"), tps("netif_rx"), stats.gain))
-    aa = stats.paired(tps(AA), tps("netif_rx"), stats.gain)
-    if aa:
-        v["control"] = stats.control("netif_rx against netif_rx", aa[0], aa[1])
-    out.append(v)
-    return out, why
-
-
 # ------------------------------------------------------------------ the command
 
 def add_options(p):
@@ -265,13 +280,14 @@ def add_options(p):
                DURATION)
     p.add_argument("--size", type=bounded("--size"), default=SIZE, metavar="BYTES",
                    help=f"request and reply size (default: {SIZE})")
-    ack = p.add_mutually_exclusive_group()
-    ack.add_argument("--ack-in-rx", dest="ack_in_rx", action="store_true", default=True,
-                     help="the receive path ACKs requests and replies (default)")
-    ack.add_argument("--no-ack-in-rx", dest="ack_in_rx", action="store_false",
-                     help="no ACK from the receive path: no recursion")
+    p.add_argument("--protocol", default=None, metavar="NAME",
+                   help="when the receive path ACKs: tbench (2.6.24's delayed ACKs and socket "
+                        "backlog; the default), ack-every (a pure ACK for every data segment, "
+                        "from inside the receive: the recursion stress; the default with "
+                        "--ack-storm) or no-ack")
     p.add_argument("--ack-storm", action="store_true",
                    help="inject the ACK-of-ACK bug: a transmit in every receive")
+    calibration.add_option(p)
     p.add_argument("--stack", choices=tuple(STACKS), default="16k",
                    help="emulated THREAD_SIZE (default: 16k)")
     p.add_argument("--repeat", type=bounded("--repeat"), default=REPEAT, metavar="R",
@@ -284,7 +300,9 @@ def params(args, cpus):
     return {"cpus": format_cpus(cpus), "ncpus": args.ncpus or len(cpus),
             "mode": parse_list(args.mode, MODES, "loopback mode"), "packets": args.packets,
             "duration_s": None if args.packets else (args.duration or DURATION),
-            "size": args.size, "ack_in_rx": args.ack_in_rx, "ack_storm": args.ack_storm,
+            "size": args.size, "ack_storm": args.ack_storm,
+            "protocol": args.protocol or default_protocol(args.ack_storm),
+            "calibration": calibration.from_args(args),
             "stack": args.stack, "repeat": args.repeat, "scaling": args.scaling,
             # loopback runs more emulated CPUs than real ones without being asked
             "oversubscribe": args.oversubscribe or (args.ncpus or len(cpus)) > len(cpus)}
@@ -292,32 +310,33 @@ def params(args, cpus):
 
 def seconds(p, cpus):
     # (the A/A control counted at every CPU count: it runs at one; an estimate errs high)
-    return estimate_seconds(p["ncpus"], len(p["mode"]) + has_control(p["mode"], p["ack_storm"]),
-                            p["repeat"], p["packets"],
-                            p["duration_s"], p["scaling"], len(cpus))
+    extra = len(extra_sides(p["mode"], p["ack_storm"], bool(p.get("calibration"))))
+    return estimate_seconds(p["ncpus"], len(p["mode"]) + extra + bool(p.get("calibration")),
+                            p["repeat"], p["packets"], p["duration_s"], p["scaling"], len(cpus))
 
 
 def _run(cpus, p, progress=None):
     rows, verdicts, why_not = run(
         cpus, p["mode"], packets=p["packets"], duration=p["duration_s"], size=p["size"],
-        ack_in_rx=p["ack_in_rx"], ack_storm=p["ack_storm"], stack=p["stack"],
+        protocol=p["protocol"], ack_storm=p["ack_storm"], stack=p["stack"],
         repeat=p["repeat"], ncpus=p["ncpus"], oversubscribe=p["oversubscribe"],
-        scaling=p["scaling"], progress=progress)
+        scaling=p["scaling"], kernel_cycles=calibration.tcp_rr_cycles(p.get("calibration")),
+        progress=progress)
     return Outcome(p, rows, verdicts, [f"no verdict: {why_not}"] if why_not else [])
 
 
 def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "ncpus": len(cpus), "mode": list(MODES),
             "packets": None, "duration_s": 0.1 if quick else 0.2, "size": SIZE,
-            "ack_in_rx": True, "ack_storm": False, "stack": "16k", "repeat": 6 if quick else 8,
-            "scaling": True, "oversubscribe": False}
+            "ack_storm": False, "protocol": "tbench", "calibration": None,
+            "stack": "16k", "repeat": 6 if quick else 8, "scaling": True, "oversubscribe": False}
 
 
 def text(env, extra):
     p, rows, verdicts = env["params"], env["results"], env["verdicts"]
     amount = f"{p['packets']} packets" if p["packets"] else f"{p['duration_s']} s"
     lines = [f"# loopback: {p['repeat']} runs of {amount} per mode, size "
-             f"{p['size']} bytes, ACK in rx {'on' if p['ack_in_rx'] else 'off'}"
+             f"{p['size']} bytes, protocol {p.get('protocol', 'ack-every')}"
              + (", ACK STORM" if p["ack_storm"] else "") + f", stack {p['stack']}"]
     cells = []
     for r in rows:
@@ -347,14 +366,7 @@ def text(env, extra):
                 if r["cycles_per_packet"] is not None))
     lines.append("")
     for v in verdicts:
-        here = None
-        if v["interval"] is None:
-            guard = ("overflowed too" if v["guarded_overflow"] else
-                     f"survived by queueing ({v['guarded_drops']} backlog drops)")
-            unguarded = (f"overflowed at depth {v['measured']}" if v["measured"]
-                         else "did not overflow")
-            here = f"direct {guard}; direct-unguarded {unguarded}"
-        lines += report.verdict_lines(v, here)
+        lines += seed002.verdict_text(v)
     if not verdicts:
         lines.append("seed 002: no verdict (see the warnings)")
     return "\n".join(lines)

@@ -122,6 +122,9 @@ struct lo_stats {
 	uint64_t queued;		/* through the backlog */
 	uint64_t purged;		/* left in the backlog at the end, freed */
 	uint64_t stack_drops;		/* frames refused by the emulated stack */
+	uint64_t sk_backlogged;		/* segments for a user-owned socket: to its backlog */
+	uint64_t recursion_drops;	/* dropped by dev_xmit_recursion() */
+	uint64_t stack_work_cycles;	/* spent in the calibrated stack work */
 	uint32_t max_depth;		/* lstats.depth high-water mark */
 	uint32_t max_rx_nest;		/* netif_receive_skb() nested in itself */
 	uint32_t stack_max;		/* bytes of emulated stack, high-water mark */
@@ -218,14 +221,7 @@ static void netif_receive_skb(struct cpu_ctx *c, struct net_ctx *n, struct sk_bu
 
 static inline void backlog_enqueue(struct net_ctx *n, struct softnet_data *sd, struct sk_buff *skb)
 {
-	uint32_t h = skb_handle(n, skb);
-
-	skb->next = 0;
-	if (sd->input_tail)
-		skb_of(n, sd->input_tail)->next = h;
-	else
-		sd->input_head = h;
-	sd->input_tail = h;
+	skb_list_add_tail(n, &sd->input_head, &sd->input_tail, skb);
 	sd->input_qlen++;
 }
 

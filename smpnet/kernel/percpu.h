@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 8	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 9	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -97,7 +97,9 @@ struct softnet_data {
 	uint32_t input_head;		/* input_pkt_queue: skb handles, 0 when empty */
 	uint32_t input_tail;
 	uint32_t input_qlen;
-	uint8_t  _pad0[SMP_CACHE_BYTES - 32];
+	uint32_t xmit_recursion;	/* softnet_data.xmit.recursion: nested
+					 * __dev_queue_xmit() calls (dev_xmit_recursion) */
+	uint8_t  _pad0[SMP_CACHE_BYTES - 36];
 	/* lines 1..2: written by other CPUs */
 	spinlock_t defer_lock;
 	uint32_t defer_count;

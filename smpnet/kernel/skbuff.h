@@ -92,6 +92,20 @@ struct skb_stats {			/* per CPU, in shared memory */
 	uint32_t flush_lock_sample[FLUSH_SAMPLES];	/* ring of the latest, in cycles */
 };
 
+/* A TCP socket of the loopback experiment's protocol (loopback.h): its
+ * owner flag (lock_sock), its backlog of segments that arrived while the
+ * owner held it (sk_add_backlog), the segments received and not yet ACKed,
+ * and the buffer its payload is copied through. Process-private. */
+enum { SK_CLIENT = 0, SK_SERVER = 1, NR_LO_SOCKS = 2 };
+#define LO_BUF_BYTES	65536	/* the largest payload (--size) */
+struct lo_sock {
+	uint32_t owned;			/* sock_owned_by_user() */
+	uint32_t unacked;		/* data segments received since our last ACK */
+	uint32_t backlog_head;		/* sk->sk_backlog: skb handles, 0 when empty */
+	uint32_t backlog_tail;
+	uint8_t *buf;			/* LO_BUF_BYTES: the socket's receive/send queue */
+};
+
 /* What one CPU needs to run the network model: process-private. */
 struct net_ctx {
 	struct sk_buff *skbs;
@@ -117,8 +131,11 @@ struct net_ctx {
 	struct net_device *dev;
 	struct lo_stats *lo;
 	int lo_mode;			/* enum lo_mode */
-	int ack_in_rx;			/* the receive path ACKs requests and replies */
+	int lo_proto;			/* enum lo_proto: when the receive path ACKs */
 	int ack_storm;			/* ... and ACKs ACKs: the bug */
+	struct lo_sock sk[NR_LO_SOCKS];	/* the client's and the server's socket */
+	uint64_t stack_work;		/* calibrated cycles per send and per receive */
+	uint8_t *app_buf;		/* the applications' payload, LO_BUF_BYTES */
 	uint32_t thread_size;		/* the emulated kernel stack */
 	uint32_t stack_used;
 	uint32_t rx_nest;		/* netif_receive_skb() calls nested now */
@@ -135,6 +152,20 @@ static inline struct sk_buff *skb_of(struct net_ctx *n, uint32_t handle)
 static inline uint32_t skb_handle(struct net_ctx *n, struct sk_buff *skb)
 {
 	return (uint32_t)(skb - n->skbs) + 1;
+}
+
+/* __skb_queue_tail() on a list of handles (head, tail; 0 when empty). */
+static inline void skb_list_add_tail(struct net_ctx *n, uint32_t *head, uint32_t *tail,
+				     struct sk_buff *skb)
+{
+	uint32_t h = skb_handle(n, skb);
+
+	skb->next = 0;
+	if (*tail)
+		skb_of(n, *tail)->next = h;
+	else
+		*head = h;
+	*tail = h;
 }
 
 static inline struct softnet_data *softnet(struct cpu_ctx *c, int cpu)

@@ -1,4 +1,4 @@
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from smpnet.kernel.percpu cimport softnet_data
 from smpnet.kernel.smp cimport cpu_ctx
 from smpnet.kernel.spinlock_types cimport spinlock_t
@@ -17,6 +17,14 @@ cdef extern from "skbuff.h" nogil:
     enum: NAPI_SKB_CACHE_SIZE
     enum: FLUSH_HIST_BUCKETS
     enum: DEFER_SAMPLE_MASK
+
+    enum: SK_CLIENT
+    enum: SK_SERVER
+    enum: LO_BUF_BYTES
+
+    struct lo_sock:
+        uint32_t owned
+        uint8_t *buf
 
     struct sk_buff:
         uint32_t next
@@ -67,8 +75,11 @@ cdef extern from "skbuff.h" nogil:
         void *dev
         void *lo
         int lo_mode
-        int ack_in_rx
+        int lo_proto
         int ack_storm
+        lo_sock sk[2]
+        uint64_t stack_work
+        uint8_t *app_buf
         uint32_t thread_size
         uint32_t stack_used
         uint32_t stack_depth

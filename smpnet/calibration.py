@@ -1,0 +1,140 @@
+"""Calibration profiles: the host kernel's costs, measured on this machine by
+the `kernel` experiment, for the models to charge what they do not execute.
+
+A profile is a small JSON file (`smpnet-bench kernel --save PATH`):
+
+    {"kind": "smpnet-calibration", "version": 1, "smpnet": ..., "machine": {...},
+     "tcp_rr": {"same-cpu": {"cycles": ..., "cycles_lo": ..., "cycles_hi": ..., "us": ...},
+                "two-cpus": {...}},
+     "veth_ping": {"first_us": ..., "later_us": ..., ...} or null,
+     "sysctls": {...}}
+
+What each model takes from it (docs/calibration.md):
+- loopback: the host kernel's cycles per TCP request/response transaction
+  on one CPU (`tcp_rr.same-cpu.cycles`). Each transaction does that, less
+  what the model itself executes for one, as real work (stack_work()).
+- arp: the real veth round trip (`veth_ping.later_us`): what one frame's
+  trip over the emulated link costs, instead of a memory round trip.
+A profile belongs to the machine and kernel it was measured on: loading
+one from another CPU model or kernel release is refused.
+"""
+import json
+import os
+import time
+
+from . import __version__
+from .errors import BadInput
+from .sysinfo import machine_facts
+
+KIND = "smpnet-calibration"
+VERSION = 1
+# a transaction's sends and receives: the client's request and the
+# server's reply, each sent once and received once (loopback.h)
+CALLS_PER_TRANSACTION = 4
+# what must match between the machine a profile was measured on and this one
+SAME_MACHINE = ("cpu_model", "kernel")
+
+
+def add_option(p):
+    p.add_argument("--calibration", metavar="PATH",
+                   help="a calibration profile (smpnet-bench kernel --save PATH) whose "
+                        "measured host-kernel costs the model charges (docs/calibration.md)")
+
+
+def machine():
+    """The facts a profile records about where it was measured."""
+    f = machine_facts([])
+    return {k: f[k] for k in ("cpu_model", "arch", "kernel", "hypervisor")}
+
+
+def from_kernel(rows, params, tsc_hz):
+    """A profile from the `kernel` experiment's rows and params."""
+    tcp = {r["placement"]: {k: r[k] for k in ("cycles", "cycles_lo", "cycles_hi", "us")}
+           for r in rows if r.get("test", "tcp_rr") == "tcp_rr"}
+    veth = next((r for r in rows if r.get("test") == "veth_ping"), None)
+    return {"kind": KIND, "version": VERSION, "smpnet": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "machine": dict(machine(), tsc_hz=tsc_hz), "tcp_rr": tcp,
+            "veth_ping": veth_summary(rows) if veth else None,
+            "sysctls": params.get("sysctls", {})}
+
+
+def veth_summary(rows):
+    """The veth ping's first and later round trips (µs), from its rows."""
+    by = {r["placement"]: r for r in rows if r.get("test") == "veth_ping"}
+    out = {}
+    for key, name in (("first", "veth first"), ("later", "veth later")):
+        if name in by:
+            out[f"{key}_us"] = by[name]["us"]
+            out[f"{key}_cycles"] = by[name]["cycles"]
+    return out or None
+
+
+def dumps(profile):
+    return json.dumps(profile, indent=2) + "\n"
+
+
+def load(path):
+    """The profile at PATH, checked; BadInput (one line) if it is not one,
+    or was measured on another machine or kernel."""
+    try:
+        with open(path) as f:
+            profile = json.load(f)
+    except OSError as e:
+        raise BadInput(f"--calibration {path}: {e.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BadInput(f"--calibration {path}: not JSON ({e})") from None
+    if not isinstance(profile, dict) or profile.get("kind") != KIND:
+        raise BadInput(f"--calibration {path}: not a calibration profile "
+                       f"(make one with smpnet-bench kernel --save PATH)")
+    if profile.get("version") != VERSION:
+        raise BadInput(f"--calibration {path}: profile version {profile.get('version')!r}, "
+                       f"this smpnet reads {VERSION}")
+    tcp = profile.get("tcp_rr", {}).get("same-cpu", {}).get("cycles")
+    if not isinstance(tcp, (int, float)) or not tcp > 0:
+        raise BadInput(f"--calibration {path}: no positive tcp_rr same-cpu cycles")
+    here, there = machine(), profile.get("machine", {})
+    for k in SAME_MACHINE:
+        if there.get(k) != here[k]:
+            raise BadInput(f"--calibration {path}: measured with {k} {there.get(k)!r}, this "
+                           f"machine has {here[k]!r}; measure one here "
+                           f"(smpnet-bench kernel --save PATH)")
+    return profile
+
+
+def from_args(args):
+    """What a calibrated experiment's params record: the profile given with
+    --calibration and where it came from, or None."""
+    path = getattr(args, "calibration", None)
+    if path is None:
+        return None
+    return dict(load(path), source=os.path.abspath(path))
+
+
+def tcp_rr_cycles(cal):
+    """The host kernel's cycles per transaction, client and server on one
+    CPU; None without a profile."""
+    return cal["tcp_rr"]["same-cpu"]["cycles"] if cal else None
+
+
+def veth_later_us(cal):
+    """The real veth round trip of a resolved neighbour, in µs, or None."""
+    veth = (cal or {}).get("veth_ping") or {}
+    return veth.get("later_us")
+
+
+def stack_work(kernel_cycles, model_cycles):
+    """The stack work a transaction does so that it costs what the host
+    kernel's does: the kernel's cycles less the model's own (never below
+    zero: a model dearer than the kernel does none), split over the
+    transaction's sends and receives."""
+    work = max(0.0, kernel_cycles - model_cycles)
+    return {"kernel_cycles": kernel_cycles, "model_cycles": model_cycles,
+            "work_cycles": work, "per_call": int(round(work / CALLS_PER_TRANSACTION))}
+
+
+def describe(cal):
+    """One line on where a profile came from."""
+    m = cal.get("machine", {})
+    return (f"{cal.get('source', 'measured in this run')} ({m.get('cpu_model')}, "
+            f"Linux {m.get('kernel')}, {cal.get('created')})")

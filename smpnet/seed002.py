@@ -1,0 +1,117 @@
+"""Seed 002's verdicts from the loopback experiment's runs: direct delivery's
+gain over netif_rx (paired runs, with the A/A control, the calibration and
+what direct saves per transaction), and the ACK storm's overflow."""
+from . import _core, report, stats
+from .seeds import SEED_002, SEED_002_STORM
+
+AA = "netif_rx (A/A)"
+RAW = ("netif_rx (raw)", "direct (raw)")   # the raw model beside a calibrated run
+
+
+def storm_verdict(rows, n):
+    by = {r["mode"]: r for r in rows if r["cpus"] == n}
+    if "direct" not in by or "direct-unguarded" not in by:
+        return [], "the storm verdict needs the direct and direct-unguarded modes"
+    guarded, unguarded = by["direct"], by["direct-unguarded"]
+    holds = not guarded["overflow"] and guarded["queued"] > 0 and unguarded["overflow"]
+    v = dict(SEED_002_STORM, measured=unguarded["overflow_depth"],
+             unit="nested loopback_xmit frames at the overflow",
+             interval=None, verdict="reproduced" if holds else "not reproduced",
+             guarded_overflow=guarded["overflow"], guarded_drops=guarded["drops"])
+    limited = by.get("direct-xmit-recursion")
+    if limited:   # the kernel's eventual answer, shown beside the two
+        v["xmit_recursion"] = {k: limited[k] for k in
+                               ("overflow", "recursion_drops", "max_depth", "drops")}
+    return [v], None
+
+
+def _per_transaction(row, key):
+    # refcnt_atomics is a row's per-packet figure; the others are its counts
+    count = row[key] * row["packets"] if key == "refcnt_atomics" else row[key]
+    return count / row["transactions"] if row["transactions"] else None
+
+
+def verdicts(rows, runs, n, modes, repeat, ack_storm, sizing=None):
+    if ack_storm:
+        return storm_verdict(rows, n)
+    if "netif_rx" not in modes or "direct" not in modes:
+        return [], "seed 002's verdict needs the netif_rx and direct modes"
+    if repeat < stats.MIN_SAMPLES:
+        return [], f"seed 002's verdict needs --repeat {stats.MIN_SAMPLES} or more"
+    by = {r["mode"]: r for r in rows if r["cpus"] == n}
+    if not by["direct"]["timing_valid"]:
+        return [], "an oversubscribed machine gives no timing verdict"
+
+    def tps(mode):
+        return [r["transactions"] / r["seconds"] for r in runs.get((n, mode), [])]
+
+    def cpt(mode):
+        return [r["cycles_per_transaction"] for r in runs.get((n, mode), [])]
+
+    v = stats.judge(SEED_002, *stats.paired(tps("direct"), tps("netif_rx"), stats.gain))
+    aa = stats.paired(tps(AA), tps("netif_rx"), stats.gain)
+    if aa:
+        v["control"] = stats.control("netif_rx against netif_rx", aa[0], aa[1])
+    # what direct delivery saves, in the model's own cycles (the raw sides
+    # when calibrated: the stack work's spin would only add noise)
+    base, fast = RAW if sizing else ("netif_rx", "direct")
+    saved = stats.paired(cpt(base), cpt(fast), lambda a, b: a - b)
+    v["breakdown"] = {
+        "saved_cycles": saved[0] if saved else None,
+        "saved_interval": saved[1] if saved else None,
+        "transaction_cycles": by["netif_rx"]["cycles_per_transaction"],
+        # what netif_rx does per transaction that direct does not: [netif_rx, direct]
+        "per_transaction": {key: [_per_transaction(by[base], key), _per_transaction(by[fast], key)]
+                            for key in ("refcnt_atomics", "softirqs", "queued")}}
+    if sizing:
+        v["calibration"] = dict(sizing, measured_work_cycles=_per_transaction(
+            by["netif_rx"], "stack_work_cycles"))
+        v["unit_note"] = ("calibrated: each transaction costs the host kernel's measured "
+                          "TCP request/response cycles, the model's own work included")
+        raw = stats.paired(tps(RAW[1]), tps(RAW[0]), stats.gain)
+        if raw:
+            v["raw"] = {"measured": raw[0], "interval": raw[1]}
+    else:
+        v["calibration"] = None
+    return [v], None
+
+
+def verdict_text(v):
+    """Seed 002's verdict lines, with the calibration and the breakdown."""
+    if v["interval"] is None:     # the storm
+        guard = ("overflowed too" if v["guarded_overflow"] else
+                 f"survived by queueing ({v['guarded_drops']} backlog drops)")
+        unguarded = (f"overflowed at depth {v['measured']}" if v["measured"]
+                     else "did not overflow")
+        here = f"direct {guard}; direct-unguarded {unguarded}"
+        x = v.get("xmit_recursion")
+        if x:
+            here += ("; direct-xmit-recursion " + (
+                "overflowed too" if x["overflow"] else
+                f"survived by dropping ({x['recursion_drops']} drops past "
+                f"XMIT_RECURSION_LIMIT {_core.XMIT_RECURSION_LIMIT}, "
+                f"depth {x['max_depth']} at most)"))
+        return report.verdict_lines(v, here)
+    lines = report.verdict_lines(v)
+    cal, b = v.get("calibration"), v.get("breakdown")
+    if cal:
+        lines.append(f"  calibrated: {cal['kernel_cycles']:.0f} cycles per transaction, the host "
+                     f"kernel's (TCP_RR, one CPU) = {cal['model_cycles']:.0f} the model's own "
+                     f"+ {cal['work_cycles']:.0f} of stack work (measured: "
+                     f"{cal['measured_work_cycles']:.0f} per transaction)")
+        if v.get("raw"):
+            lo, hi = v["raw"]["interval"]
+            lines.append(f"  raw model (no stack work): {v['raw']['measured']:+.1f} % "
+                         f"[{lo:+.1f} .. {hi:+.1f}]")
+    else:
+        lines.append("  uncalibrated: a transaction costs only what the model executes; "
+                     "give --calibration (smpnet-bench kernel --save) to size it")
+    if b and b["saved_cycles"] is not None:
+        lo, hi = b["saved_interval"]
+        per = ", ".join(f"{k.replace('_', ' ')} {a:.2f} -> {d:.2f}"
+                        for k, (a, d) in b["per_transaction"].items()
+                        if a is not None and d is not None)
+        lines.append(f"  direct saves {b['saved_cycles']:.0f} cycles per transaction "
+                     f"[{lo:.0f} .. {hi:.0f}] of {b['transaction_cycles']:.0f} "
+                     f"(per transaction: {per})")
+    return lines

@@ -1,0 +1,98 @@
+"""Calibration profiles: they round-trip, bad ones are refused in one line,
+and loading one changes what the models charge. Behaviour, not timing."""
+import json
+
+import pytest
+
+from smpnet import calibration
+from smpnet.cli import main
+from smpnet.errors import BadInput
+from smpnet.experiments import loopback
+
+# rows shaped as the kernel experiment's
+ROWS = [{"test": "tcp_rr", "placement": "same-cpu", "cycles": 12000.0, "cycles_lo": 11000.0,
+         "cycles_hi": 13000.0, "us": 4.6},
+        {"test": "tcp_rr", "placement": "two-cpus", "cycles": 170000.0, "cycles_lo": 160000.0,
+         "cycles_hi": 180000.0, "us": 68.0}]
+
+
+def profile(tmp_path, **changes):
+    p = calibration.from_kernel(ROWS, {"sysctls": {"net.core.netdev_budget": 300}}, 2.6e9)
+    p.update(changes)
+    path = tmp_path / "profile.json"
+    path.write_text(calibration.dumps(p))
+    return p, str(path)
+
+
+def test_a_profile_round_trips(tmp_path):
+    p, path = profile(tmp_path)
+    assert calibration.load(path) == p
+    assert calibration.tcp_rr_cycles(calibration.load(path)) == 12000.0
+    assert p["tcp_rr"]["two-cpus"]["us"] == 68.0 and p["sysctls"] == {"net.core.netdev_budget": 300}
+
+
+@pytest.mark.parametrize("change,why", [
+    ({"kind": "something else"}, "not a calibration profile"),
+    ({"version": 99}, "profile version 99"),
+    ({"tcp_rr": {}}, "no positive tcp_rr same-cpu cycles"),
+    ({"machine": {"cpu_model": "a CPU from elsewhere", "kernel": "0.0"}}, "measured with cpu_model"),
+])
+def test_a_bad_profile_is_refused(tmp_path, change, why):
+    _, path = profile(tmp_path, **change)
+    with pytest.raises(BadInput, match=why):
+        calibration.load(path)
+
+
+def test_a_file_that_is_not_json_is_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "p.json"
+    path.write_text("{not json")
+    assert main(["loopback", "--calibration", str(path), "--repeat", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not JSON" in err[0]
+
+
+def test_stack_work_is_the_kernels_cost_less_the_models_never_negative():
+    s = calibration.stack_work(12000.0, 2000.0)
+    assert s["work_cycles"] == 10000.0 and s["per_call"] == 2500
+    assert calibration.stack_work(1000.0, 2000.0)["per_call"] == 0
+
+
+def test_loading_a_profile_makes_every_transaction_do_the_stack_work(allowed):
+    kernel_cycles = 40000.0
+    rows, verdicts, _ = loopback.run(allowed, ["netif_rx", "direct"], duration=0.03, repeat=6,
+                                     ncpus=2, oversubscribe=True, kernel_cycles=kernel_cycles)
+    by = {r["mode"]: r for r in rows}
+    # the calibrated sides, the A/A control and the raw model beside them
+    assert set(by) == {"netif_rx", "direct", loopback.AA, "netif_rx (raw)", "direct (raw)"}
+    for mode in ("netif_rx (raw)", "direct (raw)"):
+        assert by[mode]["stack_work_cycles"] == 0 and by[mode]["transactions"] > 0
+    for mode in ("netif_rx", "direct", loopback.AA):
+        r = by[mode]
+        assert r["conserved"] and r["transactions"] > 0
+        # each send and receive spins until its share has passed: a floor
+        assert r["stack_work_per_call"] > 0
+        assert r["stack_work_cycles"] >= 4 * r["transactions"] * r["stack_work_per_call"]
+    # oversubscribed: no timing verdict, but the sizing is recorded when there is one
+    for v in verdicts:
+        cal = v["calibration"]
+        assert cal["kernel_cycles"] == kernel_cycles
+        assert cal["work_cycles"] == pytest.approx(kernel_cycles - cal["model_cycles"])
+
+
+def test_each_send_and_receive_spins_at_least_its_share(allowed):
+    rows, _, _ = loopback.run(allowed, ["netif_rx"], packets=40, repeat=1, ncpus=1,
+                              kernel_cycles=4e6)   # far above the model's own cost
+    (r,) = rows
+    assert r["stack_work_per_call"] > 9e5
+    # four calls a transaction (two sends, two receives), each a floor
+    assert r["stack_work_cycles"] >= 4 * r["transactions"] * r["stack_work_per_call"]
+
+
+def test_a_calibrated_loopback_records_the_profile_it_used(tmp_path, capsys, allowed):
+    _, path = profile(tmp_path)
+    assert main(["loopback", "--json", "--calibration", path, "--mode", "netif_rx",
+                 "--repeat", "1", "--duration", "0.02", "--ncpus", "1"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    cal = env["params"]["calibration"]
+    assert cal["tcp_rr"]["same-cpu"]["cycles"] == 12000.0 and cal["source"] == path
+    assert env["results"][0]["stack_work_cycles"] > 0
