@@ -117,10 +117,22 @@ def tcp_rr_cycles(cal):
     return cal["tcp_rr"]["same-cpu"]["cycles"] if cal else None
 
 
-def veth_later_us(cal):
-    """The real veth round trip of a resolved neighbour, in µs, or None."""
+def veth_summary_of(cal):
+    """A profile's veth ping (first_us, later_us, ...), or None."""
     veth = (cal or {}).get("veth_ping") or {}
-    return veth.get("later_us")
+    return veth if veth.get("later_us") and veth.get("first_us") else None
+
+
+def arp_wire_us(cal):
+    """What the arp model's frames cost on the wire, in µs: (an ARP request
+    or reply, an echo request or reply), from the real veth ping: half a
+    resolved round trip for each echo frame, half of what resolution adds to
+    the first for each ARP frame. None without a veth ping in the profile."""
+    veth = veth_summary_of(cal)
+    if not veth:
+        return None
+    later = veth["later_us"]
+    return max(0.0, veth["first_us"] - later) / 2, later / 2
 
 
 def stack_work(kernel_cycles, model_cycles):

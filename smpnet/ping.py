@@ -1,6 +1,7 @@
 """What `arp -d ; ping -c N` prints, from host A's ping results: the arp
-experiment's transcripts, in iputils' format. The addresses are the seed's
-(000's `arp -d 192.168.20.108`); nothing is sent on a real network."""
+experiment's transcripts, in iputils' format, and the round trips'
+distributions. The addresses are the seed's (000's `arp -d 192.168.20.108`);
+nothing is sent on a real network."""
 import numpy as np
 
 from . import layout
@@ -39,3 +40,16 @@ def transcript(results, hz_tsc, trials, count):
         else:
             lines.append(f"(no reply to icmp_seq={k + 1})")
     return lines
+
+
+def answered(rtts):
+    """The round trips that came back (NaN: not answered)."""
+    return rtts[np.isfinite(rtts)]
+
+
+def distribution(ms):
+    """min, median, p99 and max of round trips, or None without any."""
+    if len(ms) == 0:
+        return None
+    return {"min": float(ms.min()), "median": float(np.median(ms)),
+            "p99": float(np.percentile(ms, 99)), "max": float(ms.max())}

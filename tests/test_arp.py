@@ -199,7 +199,7 @@ def test_the_rng_seed_starts_the_random_moments(monkeypatch, tmp_path, allowed):
 
     def recording(*args):
         with open(log, "a") as f:
-            f.write(f"{args[-2]}\n")   # the RNG seed; last: the phase
+            f.write(f"{args[10]}\n")   # the RNG seed; then the phase, the wire costs
         return real(*args)
 
     monkeypatch.setattr(_core, "arp_ping_run", recording)
@@ -235,7 +235,7 @@ def test_each_phase_reaches_host_a_and_names_its_rows(monkeypatch, tmp_path, all
 
     def recording(*args):
         with open(log, "a") as f:
-            f.write(f"{args[7]} {args[-1]}\n")   # the probe mode, at_tick
+            f.write(f"{args[7]} {args[11]}\n")   # the probe mode, at_tick
         return real(*args)
 
     monkeypatch.setattr(_core, "arp_ping_run", recording)

@@ -7,7 +7,7 @@ import pytest
 from smpnet import calibration
 from smpnet.cli import main
 from smpnet.errors import BadInput
-from smpnet.experiments import loopback
+from smpnet.experiments import arp, loopback
 
 # rows shaped as the kernel experiment's
 ROWS = [{"test": "tcp_rr", "placement": "same-cpu", "cycles": 12000.0, "cycles_lo": 11000.0,
@@ -96,3 +96,24 @@ def test_a_calibrated_loopback_records_the_profile_it_used(tmp_path, capsys, all
     cal = env["params"]["calibration"]
     assert cal["tcp_rr"]["same-cpu"]["cycles"] == 12000.0 and cal["source"] == path
     assert env["results"][0]["stack_work_cycles"] > 0
+
+
+def test_a_calibrated_link_charges_each_frame_its_wire_cost(allowed):
+    # an echo frame 100 us each way, an ARP frame 50 us: the receiver spins
+    # at least that long before handling it, so these are floors
+    rows, _, _, _ = arp.run(allowed, ["immediate"], trials=3, count=3, ncpus=2,
+                            oversubscribe=True, wire_us=(50.0, 100.0))
+    (r,) = rows
+    assert r["replies"] == 9
+    assert r["later_ms"]["min"] >= 0.2              # echo and reply
+    assert r["first_ms"]["min"] >= 0.3              # ARP request and reply, then both
+    plain, _, _, _ = arp.run(allowed, ["immediate"], trials=3, count=3, ncpus=2,
+                             oversubscribe=True)
+    assert plain[0]["replies"] == 9
+
+
+def test_arp_wire_costs_come_from_the_veth_ping():
+    cal = {"veth_ping": {"first_us": 43.0, "later_us": 38.0}}
+    assert calibration.arp_wire_us(cal) == (2.5, 19.0)
+    assert calibration.arp_wire_us({"veth_ping": None}) is None
+    assert calibration.arp_wire_us(None) is None

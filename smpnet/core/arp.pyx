@@ -131,14 +131,17 @@ cdef class Neigh:
 
 def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_region,
                  int neigh_region, int ctl_region, uint32_t hz, str probe, uint32_t trials,
-                 uint32_t count, uint64_t seed, bint at_tick=False):
+                 uint32_t count, uint64_t seed, bint at_tick=False, double wire_arp_us=0,
+                 double wire_echo_us=0):
     """Host A: `trials` times, `arp -d` the peer, wait for the next tick
     boundary and then a random part of a tick (a person's typing is not in
     phase with the timer wheel), or with `at_tick` nothing more (ping woken
     by a tick-driven scheduler runs just after the tick), then
     `ping -c count`: each echo request waits for its reply (or error)
     before the next, except with the peer down, when all go at once and wait
-    together for resolution to fail. Returns its TSC cycles."""
+    together for resolution to fail. wire_arp_us, wire_echo_us: the
+    calibrated cost of an ARP frame's and an echo frame's trip, spent by
+    its receiver (link_wire_delay). Returns its TSC cycles."""
     cdef smp_header *hdr = segment_header(seg)
     cdef link.host_a h
     cdef link.arp_ctl *ctl
@@ -165,6 +168,7 @@ def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_r
     h.results = <link.ping_result *>per_cpu_ptr(hdr, results_region, 0)
     h.nr_results = trials * count
     h.tick_cycles = hdr.tsc_hz / hz
+    wire_costs(h.wire, hdr.tsc_hz, wire_arp_us, wire_echo_us)
     h.out.solicit = link.host_a_solicit
     h.out.xmit = link.host_a_xmit
     h.out.error = link.host_a_error
@@ -210,10 +214,20 @@ def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_r
     return t1 - t0
 
 
+cdef void wire_costs(uint64_t *wire, double tsc_hz, double arp_us, double echo_us) except *:
+    """link_wire_delay()'s costs, by frame type, in TSC cycles."""
+    if not (0 <= arp_us <= 1e6 and 0 <= echo_us <= 1e6):
+        raise ValueError(f"wire costs must be 0 to 1e6 us, got {arp_us}, {echo_us}")
+    memset(wire, 0, link.NR_FRAME_TYPES * sizeof(uint64_t))
+    wire[link.FRAME_ARP_REQUEST] = wire[link.FRAME_ARP_REPLY] = <uint64_t>(arp_us * 1e-6 * tsc_hz)
+    wire[link.FRAME_ECHO] = wire[link.FRAME_ECHO_REPLY] = <uint64_t>(echo_us * 1e-6 * tsc_hz)
+
+
 def arp_responder_run(unsigned char[::1] seg, int cpu, int link_region, int ctl_region,
-                      uint32_t hz):
+                      uint32_t hz, double wire_arp_us=0, double wire_echo_us=0):
     """Host B: answer ARP requests (learning A) and echo requests until
-    host A is done. Returns the frames it handled."""
+    host A is done, each after its calibrated wire cost (see arp_ping_run).
+    Returns the frames it handled."""
     cdef smp_header *hdr = segment_header(seg)
     cdef neighbour.neigh_table tbl
     cdef link.arp_ctl *ctl
@@ -221,6 +235,7 @@ def arp_responder_run(unsigned char[::1] seg, int cpu, int link_region, int ctl_
     cdef link.link_ring *tx
     cdef uint64_t handled = 0, boot
     cdef double tick
+    cdef uint64_t wire[link.NR_FRAME_TYPES]
     cdef int k
     check_cpu(hdr, cpu)
     check_region(hdr, link_region, sizeof(link.link_ring), 2)
@@ -231,11 +246,12 @@ def arp_responder_run(unsigned char[::1] seg, int cpu, int link_region, int ctl_
     tx = <link.link_ring *>per_cpu_ptr(hdr, link_region, 1)
     ctl = <link.arp_ctl *>per_cpu_ptr(hdr, ctl_region, 0)
     tick = hdr.tsc_hz / hz
+    wire_costs(wire, hdr.tsc_hz, wire_arp_us, wire_echo_us)
     with nogil:
         boot = tsc_read_unordered()
         while not smp_should_stop(hdr) and not atomic_read(&ctl.done):
             k = link.host_b_poll(rx, tx, ctl, &tbl,
-                              1000 + <uint64_t>((tsc_read_unordered() - boot) / tick))
+                              1000 + <uint64_t>((tsc_read_unordered() - boot) / tick), wire)
             handled += k
             if k == 0:
                 smp_spin_wait(hdr)

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from .. import _core, layout, ping, report, stats
+from .. import _core, calibration, layout, ping, report, stats
 from ..bounds import MAX_COUNT, MAX_TRIALS
 from ..cpus import format_cpus
 from ..errors import BadInput
@@ -60,15 +60,16 @@ def validate(hz, trials, count, peer_down=False):
 
 
 def run(cpus, probes=PROBES, hz=100, trials=None, count=COUNT, peer_down=False, ncpus=None,
-        oversubscribe=False, progress=None, rng_seed=None, phases=("uniform",)):
+        oversubscribe=False, progress=None, rng_seed=None, phases=("uniform",), wire_us=(0, 0)):
     """Every send phase in turn (PHASES); returns (rows, verdicts, why there
     is no verdict or None, transcripts), each row and verdict naming its
-    phase, the transcripts by transcript_key()."""
+    phase, the transcripts by transcript_key(). wire_us: what an ARP frame's
+    and an echo frame's trip cost, in µs (calibration.arp_wire_us())."""
     out = ([], [], None, {})
     for phase in phases:
         rows, verdicts, why, transcripts = _run_phase(
             cpus, probes, hz, trials, count, peer_down, ncpus, oversubscribe, progress,
-            rng_seed, phase)
+            rng_seed, phase, wire_us)
         out[0].extend(dict(r, phase=phase) for r in rows)
         out[1].extend(dict(v, phase=phase) for v in verdicts)
         out[3].update({transcript_key(p, phase): t for p, t in transcripts.items()})
@@ -81,7 +82,7 @@ def transcript_key(probe, phase):
 
 
 def _run_phase(cpus, probes, hz, trials, count, peer_down, ncpus, oversubscribe, progress,
-               rng_seed, phase):
+               rng_seed, phase, wire_us):
     """One send phase: returns (rows, verdicts, why there is no verdict or
     None, transcripts by probe).
     rng_seed: where the random moments within a tick start from (a benchmark
@@ -122,7 +123,7 @@ def _run_phase(cpus, probes, hz, trials, count, peer_down, ncpus, oversubscribe,
                 m.region(r).view(np.uint8)[:] = 0
             m.region("arp_ctl")[0:1]["peer_down"] = int(peer_down)
             m.run(_host, idx, hz, PROBE_OF.get(probe, probe), chunks[c], count,
-                  (seed + c * 0x9E3779B97F4A7C15) % 2 ** 64, phase == "tick",
+                  (seed + c * 0x9E3779B97F4A7C15) % 2 ** 64, phase == "tick", wire_us,
                   expected=2 * probe_seconds(hz, chunks[c], count, peer_down),
                   progress=_progress)
             runs[probe].append(_row(m, probe, hz, chunks[c], count))
@@ -146,7 +147,7 @@ def _run_phase(cpus, probes, hz, trials, count, peer_down, ncpus, oversubscribe,
         why = "an oversubscribed machine gives no timing verdict"
     else:
         tick = 1000.0 / hz
-        timer, immediate = (_answered(np.concatenate(samples[p])) for p in ("timer", "immediate"))
+        timer, immediate = (ping.answered(np.concatenate(samples[p])) for p in ("timer", "immediate"))
         later = next(r for r in rows if r["probe"] == "immediate")["later_ms"]
         ratio = (float(np.median(immediate)) / later["median"]
                  if later and later["median"] else None)
@@ -176,11 +177,12 @@ def _progress(m):
             + int(ctl["b_echoes"]))
 
 
-def _host(ctx, idx, hz, probe, trials, count, rng_seed, at_tick):
+def _host(ctx, idx, hz, probe, trials, count, rng_seed, at_tick, wire_us):
     if ctx.cpu == 0:
         return _core.arp_ping_run(ctx.seg, 0, idx["link"], idx["ping"], idx["neigh"],
-                                  idx["arp_ctl"], hz, probe, trials, count, rng_seed, at_tick)
-    return _core.arp_responder_run(ctx.seg, 1, idx["link"], idx["arp_ctl"], hz)
+                                  idx["arp_ctl"], hz, probe, trials, count, rng_seed, at_tick,
+                                  *wire_us)
+    return _core.arp_responder_run(ctx.seg, 1, idx["link"], idx["arp_ctl"], hz, *wire_us)
 
 
 def arp_sides(probes, peer_down=False):
@@ -190,10 +192,6 @@ def arp_sides(probes, peer_down=False):
     return [x for p in probes for x in ([p, AA] if p == "immediate" and aa else [p])]
 
 
-def _answered(first):
-    return first[np.isfinite(first)]
-
-
 def _pairs(samples, a, b):
     """Per chunk, the median of a's first ping minus b's, trial by trial
     (the same phase of a tick), over the trials both answered (ms)."""
@@ -201,7 +199,7 @@ def _pairs(samples, a, b):
         return []
     out = []
     for x, y in zip(samples[a], samples[b]):
-        d = _answered(x - y)
+        d = ping.answered(x - y)
         out += [float(np.median(d))] if len(d) else []
     return out
 
@@ -214,21 +212,14 @@ def _merge(chunks):
         return chunks[0]
     first = np.concatenate([r["first_by_trial"] for r in chunks])
     row = dict(chunks[0], trials=sum(r["trials"] for r in chunks),
-               first_ms=_dist(_answered(first)), later_ms=_dist(later),
-               first_samples_ms=[float(x) for x in _answered(first)],
+               first_ms=ping.distribution(ping.answered(first)), later_ms=ping.distribution(later),
+               first_samples_ms=[float(x) for x in ping.answered(first)],
                first_by_trial=first, timing_valid=all(r["timing_valid"] for r in chunks),
                peer_learned_state=chunks[-1]["peer_learned_state"])
     for k in ("solicits", "unres_discards", "failed", "replies", "errors", "timeouts",
               "peer_arp_requests"):
         row[k] = sum(r[k] for r in chunks)
     return row
-
-
-def _dist(ms):
-    if len(ms) == 0:
-        return None
-    return {"min": float(ms.min()), "median": float(np.median(ms)),
-            "p99": float(np.percentile(ms, 99)), "max": float(ms.max())}
 
 
 def _row(m, probe, hz, trials, count):
@@ -244,7 +235,7 @@ def _row(m, probe, hz, trials, count):
     ctl = m.region("arp_ctl")[0]
     return {
         "probe": probe, "hz": hz, "trials": trials, "count": count,
-        "first_ms": _dist(first), "later_ms": _dist(later),
+        "first_ms": ping.distribution(first), "later_ms": ping.distribution(later),
         "unreachable_after_s": _unreachable(m, hz_tsc),
         "first_samples_ms": [float(x) for x in first],
         "solicits": int(st["solicits"]), "unres_discards": int(st["unres_discards"]),
@@ -285,6 +276,7 @@ def add_options(p):
     p.add_argument("--peer-down", action="store_true",
                    help="host B answers nothing: 3 probes, then FAILED and an error to each "
                         "queued ping (about 3 s per trial)")
+    calibration.add_option(p)
 
 
 def params(args, cpus):
@@ -296,7 +288,8 @@ def params(args, cpus):
     validate(args.hz, trials, args.count, args.peer_down)
     return {"cpus": format_cpus(cpus), "probe": probes, "hz": args.hz, "trials": trials,
             "count": args.count, "peer_down": args.peer_down, "ncpus": 2,
-            "oversubscribe": args.oversubscribe, "phase": phases}
+            "oversubscribe": args.oversubscribe, "phase": phases,
+            "calibration": calibration.from_args(args)}
 
 
 def seconds(p, cpus):
@@ -308,18 +301,23 @@ def _run(cpus, p, progress=None):
     if len(cpus) < 2 and not p["oversubscribe"]:   # after the one-hour rule, as before 0.2
         raise BadInput("the ARP experiment needs 2 CPUs, one per host "
                        "(with one real CPU: --ncpus 2 --oversubscribe)")
+    wire = calibration.arp_wire_us(p.get("calibration"))
     rows, verdicts, why_not, transcripts = run(
         cpus, p["probe"], hz=p["hz"], trials=p["trials"], count=p["count"],
         peer_down=p["peer_down"], ncpus=2, oversubscribe=p["oversubscribe"], progress=progress,
-        phases=p["phase"])
-    return Outcome(p, rows, verdicts, [f"no verdict: {why_not}"] if why_not else [],
-                   extra={"transcripts": transcripts})
+        phases=p["phase"], wire_us=wire or (0, 0))
+    for v in verdicts:
+        v["calibration"] = calibration.veth_summary_of(p.get("calibration")) if wire else None
+    warnings = [f"no verdict: {why_not}"] if why_not else []
+    if p.get("calibration") and not wire:
+        warnings.append("uncalibrated link: the profile has no veth ping (measured without root)")
+    return Outcome(p, rows, verdicts, warnings, extra={"transcripts": transcripts})
 
 
 def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "probe": list(PROBES), "hz": 100,
             "trials": 60 if quick else 100, "count": COUNT, "peer_down": False, "ncpus": 2,
-            "oversubscribe": False, "phase": ["tick", "uniform"]}
+            "oversubscribe": False, "phase": ["tick", "uniform"], "calibration": None}
 
 
 def text(env, extra):
@@ -359,7 +357,12 @@ def text(env, extra):
                      f" % over one tick (the model: {model}; scheduling delays on this machine "
                      f"add the rest); immediate-mode first ping "
                      f"{'-' if ratio is None else f'{ratio:.1f}'} times the later pings' median "
-                     f"(target: at most 3; the seed: 2.3)")
+                     f"(the seed: 2.3)")
+        cal = v.get("calibration")
+        if cal:
+            lines.append(f"  calibrated link: a real veth ping here takes {cal['first_us']:.1f} us "
+                         f"first, {cal['later_us']:.1f} us later (the host kernel's, with seed "
+                         f"000's patch): {cal['first_us'] / cal['later_us']:.2f} times")
         lines += text[2:]
     if not verdicts:
         lines.append("seed 000: no verdict (see the warnings)")

@@ -12,7 +12,8 @@
 
 #include "neighbour.h"
 
-enum { FRAME_ARP_REQUEST = 1, FRAME_ARP_REPLY = 2, FRAME_ECHO = 3, FRAME_ECHO_REPLY = 4 };
+enum { FRAME_ARP_REQUEST = 1, FRAME_ARP_REPLY = 2, FRAME_ECHO = 3, FRAME_ECHO_REPLY = 4,
+       NR_FRAME_TYPES = 5 };
 enum { PING_PENDING = 0, PING_OK = 1, PING_ERROR = 2, PING_TIMEOUT = 3 };
 #define LINK_SLOTS	256
 #define PING_SIZE	84	/* ping's 56 data bytes in ICMP and IPv4 */
@@ -74,6 +75,22 @@ static inline int link_pop(struct link_ring *r, struct frame *f)
 	return 1;
 }
 
+/* The calibrated cost of a frame's trip, by frame type (a calibration
+ * profile's real veth round trips: half a resolved ping's for an echo or
+ * its reply, half of what the first ping adds for an ARP request or reply),
+ * spent by the receiver on the TSC before it handles the frame; 0 when
+ * uncalibrated: the emulated link costs only its memory traffic. */
+static inline void link_wire_delay(const uint64_t *wire, uint32_t type)
+{
+	uint64_t t0, cycles = type < NR_FRAME_TYPES ? wire[type] : 0;
+
+	if (!cycles)
+		return;
+	t0 = tsc_read_unordered();
+	while (tsc_read_unordered() - t0 < cycles)
+		cpu_relax();
+}
+
 static const uint8_t HOST_A_MAC[8] = { 0x02, 0, 0, 0, 0, 0x0a };
 static const uint8_t HOST_B_MAC[8] = { 0x02, 0, 0, 0, 0, 0x0b };
 
@@ -86,6 +103,7 @@ struct host_a {
 	uint64_t boot_tsc;
 	double tick_cycles;		/* TSC cycles per jiffy */
 	uint64_t last_jiffies;
+	uint64_t wire[NR_FRAME_TYPES];	/* link_wire_delay()'s costs */
 	struct neigh_out out;
 };
 
@@ -135,6 +153,7 @@ static inline void host_a_poll(struct host_a *h)
 	uint64_t now = tsc_read_unordered(), j;
 
 	while (link_pop(h->rx, &f)) {
+		link_wire_delay(h->wire, f.type);
 		if (f.type == FRAME_ARP_REPLY) {
 			struct neighbour *n = neigh_lookup(h->tbl, f.src_ip);
 
@@ -177,13 +196,14 @@ static inline void host_a_ping(struct host_a *h, uint32_t seq)
 
 /* Host B: one pass over what came in. Returns the frames handled. */
 static inline int host_b_poll(struct link_ring *rx, struct link_ring *tx, struct arp_ctl *ctl,
-			      struct neigh_table *tbl, uint64_t now)
+			      struct neigh_table *tbl, uint64_t now, const uint64_t *wire)
 {
 	struct frame f, out;
 	int handled = 0;
 
 	while (link_pop(rx, &f)) {
 		handled++;
+		link_wire_delay(wire, f.type);
 		if (f.type == FRAME_ARP_REQUEST && f.dst_ip == HOST_B_IP) {
 			struct neighbour *n = neigh_create(tbl, f.src_ip, now);
 

@@ -9,6 +9,11 @@ cdef extern from "link.h" nogil:
     enum: PING_SIZE
     enum: HOST_A_IP
     enum: HOST_B_IP
+    enum: FRAME_ARP_REQUEST
+    enum: FRAME_ARP_REPLY
+    enum: FRAME_ECHO
+    enum: FRAME_ECHO_REPLY
+    enum: NR_FRAME_TYPES
 
     struct link_ring:
         uint32_t head
@@ -31,6 +36,7 @@ cdef extern from "link.h" nogil:
         uint64_t boot_tsc
         double tick_cycles
         uint64_t last_jiffies
+        uint64_t wire[5]
         neigh_out out
 
     void host_a_solicit(void *arg, neighbour *n)
@@ -39,5 +45,6 @@ cdef extern from "link.h" nogil:
     uint64_t host_a_jiffies(host_a *h, uint64_t tsc)
     void host_a_poll(host_a *h)
     void host_a_ping(host_a *h, uint32_t seq)
-    int host_b_poll(link_ring *rx, link_ring *tx, arp_ctl *ctl, neigh_table *tbl, uint64_t now)
+    int host_b_poll(link_ring *rx, link_ring *tx, arp_ctl *ctl, neigh_table *tbl, uint64_t now,
+                    const uint64_t *wire)
     const uint8_t HOST_B_MAC[8]
