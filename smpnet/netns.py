@@ -20,8 +20,12 @@ Machine.run turn into KeyboardInterrupt.
 Everything here goes through pyroute2 (netlink, and mount/unshare for the
 namespaces, as iproute2 does): no `ip` binary is run.
 """
+import contextlib
 import os
 import re
+import signal
+
+from .process import INTERRUPTS
 
 PREFIX = "smpnet-"
 NAME = re.compile(r"smpnet-([0-9]{1,10})-[ab]")
@@ -38,6 +42,21 @@ ENOENT = 2
 
 class Unavailable(Exception):
     """The namespaces could not be made here; the message says why."""
+
+
+@contextlib.contextmanager
+def signals_held():
+    """pyroute2 forks short-lived children (to make a namespace, to open a
+    netlink socket inside one) that keep this process's signal handlers:
+    a stop signal reaching one (pyroute2 itself ends them with SIGTERM)
+    raised KeyboardInterrupt there, and the child ran on as a copy of this
+    process, removing the namespaces under it. Blocked across the forks,
+    a signal waits until they are over and is taken here alone."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def names(pid=None):
@@ -126,7 +145,8 @@ class VethPair:
     def __enter__(self):
         from pyroute2.netlink.exceptions import NetlinkError
         try:
-            self._create()
+            with signals_held():
+                self._create()
         except (OSError, NetlinkError) as e:
             # root in a container may still be refused (seccomp, a
             # read-only /run): the experiment says so and goes on
@@ -188,7 +208,7 @@ class VethPair:
     def set_peer_up(self, up):
         """B's end up or down (tests: a peer that answers nothing)."""
         from pyroute2 import IPRoute
-        with IPRoute(netns=self.b) as ipb:
+        with signals_held(), IPRoute(netns=self.b) as ipb:
             ipb.link("set", index=ipb.link_lookup(ifname=IFNAME)[0],
                      state="up" if up else "down")
 

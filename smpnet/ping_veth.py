@@ -79,11 +79,13 @@ def _median_row(placement, cpus, trials, count, cycles, us):
             "cycles_samples": cycles, "us_samples": us}
 
 
-def run(cpu, trials, count, progress=None):
-    """The ARP part: (rows, facts for params, warnings). Rows: "veth first"
-    (each trial's first echo) and, with count > 1, "veth later" (the
-    median of each trial's later echoes)."""
-    warnings = []
+def run(cpu, trials, count, progress=None, warnings=None):
+    """The ARP part: (rows, facts for params, warnings), the warnings
+    appended to `warnings` as they come (what the sweep removed is said even
+    if the namespaces cannot be made). Rows: "veth first" (each trial's
+    first echo) and, with count > 1, "veth later" (the median of each
+    trial's later echoes)."""
+    warnings = [] if warnings is None else warnings
     removed = netns.sweep()
     if removed:
         warnings.append(f"removed {len(removed)} network namespace(s) a killed run left: "

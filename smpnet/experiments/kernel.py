@@ -163,13 +163,12 @@ def veth_part(cpus, p, progress, warnings):
         warnings.append(f"veth ping skipped: {p['veth_skipped']}")
         return []
     try:
-        rows, facts, more = ping_veth.run(cpus[0], p["trials"], p["count"], progress)
+        rows, facts, _ = ping_veth.run(cpus[0], p["trials"], p["count"], progress, warnings)
     except netns.Unavailable as e:
         p["veth_skipped"] = str(e)
         warnings.append(f"veth ping skipped: {e}")
         return []
     p.update(facts)
-    warnings += more
     return rows
 
 
