@@ -192,7 +192,7 @@ def text(env, extra):
     elif p.get("veth_skipped"):
         lines.append(f"# veth ping: skipped ({p['veth_skipped']})")
     if p.get("neigh_model"):
-        lines.append("ARP neighbour defaults (this host; the model's, core/arp.pyx parms_init):")
+        lines.append("ARP neighbour defaults: this host's, A's veth0's, the model's (core/arp.pyx)")
         lines.append(ping_veth.neigh_text(p))
     return "\n".join(lines)
 
