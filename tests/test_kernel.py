@@ -202,6 +202,7 @@ def test_without_privilege_the_veth_part_is_one_skip_line(monkeypatch, capsys):
     monkeypatch.setattr(netns, "can_admin_net", lambda: "it needs root (as the test says)")
     assert main(QUICK) == 0
     out = capsys.readouterr().out
+    assert out.count("veth ping skipped") == 1
     assert "veth ping skipped: it needs root (as the test says)" in out
     assert "same-cpu" in out and "veth first" not in out
     assert "net.ipv4.neigh.default.mcast_solicit (packets): host" in out

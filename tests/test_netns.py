@@ -182,3 +182,9 @@ def test_a_run_sweeps_first_and_says_what_it_removed():
         netns.remove(dead)
     assert any(dead in w and "killed run" in w for w in warnings)
     assert ours() == []
+
+
+def test_without_pyroute2_the_reason_says_how_to_get_it(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "pyroute2", None)   # import fails
+    reason = netns.can_admin_net()
+    assert "pyroute2" in reason and "smpnet[kernel]" in reason

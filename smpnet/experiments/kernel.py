@@ -146,7 +146,8 @@ def run(cpus, p, progress=None):
         tps, cyc = samples[pl]
         tps_med, (tps_lo, tps_hi) = stats.median_ci(tps)
         cyc_med, (cyc_lo, cyc_hi) = stats.median_ci(cyc)
-        rows.append({"test": "tcp_rr", "placement": pl, "cpus": format_cpus(placement_cpus(pl, cpus)),
+        rows.append({"test": "tcp_rr", "placement": pl,
+                     "cpus": format_cpus(placement_cpus(pl, cpus)),
                      "transactions": n, "rounds": rounds,
                      "tps": tps_med, "tps_lo": tps_lo, "tps_hi": tps_hi,
                      "cycles": cyc_med, "cycles_lo": cyc_lo, "cycles_hi": cyc_hi,
@@ -187,10 +188,8 @@ def text(env, extra):
     sysctls = p.get("sysctls") or {}
     lines.append("host sysctls: " + (", ".join(f"{k} = {v}" for k, v in sysctls.items())
                                      or "none readable"))
-    if veth:
+    if veth:   # else the warnings say why there is none, in one line
         lines.append(veth_text(p, veth))
-    elif p.get("veth_skipped"):
-        lines.append(f"# veth ping: skipped ({p['veth_skipped']})")
     if p.get("neigh_model"):
         lines.append("ARP neighbour defaults: this host's, A's veth0's, the model's (core/arp.pyx)")
         lines.append(ping_veth.neigh_text(p))
