@@ -10,7 +10,7 @@ file per concern under smpnet/core/, as uvloop's loop.pyx does: one
 extension, one C translation unit, so every header's static tables
 (softirq_vec, irq_handlers, ...) exist once.
 """
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memset
 from posix.time cimport timespec, nanosleep
 from libc.errno cimport errno, EINTR, EIO
@@ -59,3 +59,4 @@ include "core/net.pyx"
 include "core/loopback.pyx"
 include "core/arp.pyx"
 include "core/kernel.pyx"
+include "core/icmp.pyx"

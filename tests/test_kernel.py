@@ -3,14 +3,19 @@ transactions asked, turns every failure into an error code (never a hang),
 and the experiment's run leaves no process behind. Behaviour, not timing."""
 import errno
 import json
+import os
+import signal
 import socket
 import struct
+import subprocess
+import sys
 import threading
+import time
 
 import psutil
 import pytest
 
-from smpnet import _core
+from smpnet import _core, netns
 from smpnet.cli import main
 from smpnet.experiments import kernel
 
@@ -110,15 +115,20 @@ def test_placements_alternate_and_sysctls_are_read(tmp_path):
     assert kernel.read_sysctls(str(tmp_path)) == {"net.core.dev_weight": 64}
 
 
+def tcp_rows(env):
+    return [r for r in env["results"] if r["test"] == "tcp_rr"]
+
+
 def test_the_json_has_its_rows_and_leaves_no_process(capsys, allowed):
-    assert main(["kernel", "--json", "--transactions", "50", "--rounds", "2"]) == 0
+    assert main(["kernel", "--json", "--transactions", "50", "--rounds", "2",
+                 "--trials", "2"]) == 0
     env = json.loads(capsys.readouterr().out)
     p = env["params"]
     assert env["command"] == "kernel" and env["verdicts"] == []
     assert p["transactions"] == 50 and p["rounds"] == 2 and isinstance(p["sysctls"], dict)
     placements = ["same-cpu", "two-cpus"] if len(allowed) >= 2 else ["same-cpu"]
-    assert [r["placement"] for r in env["results"]] == p["placements"] == placements
-    for r in env["results"]:
+    assert [r["placement"] for r in tcp_rows(env)] == p["placements"] == placements
+    for r in tcp_rows(env):
         assert r["transactions"] == 50 and len(r["cycles_samples"]) == len(r["tps_samples"]) == 2
         assert r["cycles_lo"] <= r["cycles"] <= r["cycles_hi"] and r["cycles"] > 0
         assert r["tps_lo"] <= r["tps"] <= r["tps_hi"]
@@ -128,14 +138,15 @@ def test_the_json_has_its_rows_and_leaves_no_process(capsys, allowed):
 
 def test_one_cpu_skips_two_cpus_with_a_warning(capsys, allowed):
     assert main(["kernel", "--json", "--cpus", str(allowed[0]), "--transactions", "20",
-                 "--rounds", "1"]) == 0
+                 "--rounds", "1", "--trials", "1"]) == 0
     env = json.loads(capsys.readouterr().out)
-    assert [r["placement"] for r in env["results"]] == ["same-cpu"]
+    assert [r["placement"] for r in tcp_rows(env)] == ["same-cpu"]
     assert any("two-cpus skipped" in w for w in env["warnings"])
 
 
 @pytest.mark.parametrize("argv", [["--transactions", "0"], ["--transactions", "1e3"],
-                                  ["--rounds", "0"], ["--transactions", "100000001"]])
+                                  ["--rounds", "0"], ["--transactions", "100000001"],
+                                  ["--trials", "0"], ["--count", "65"], ["--count", "x"]])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv):
     assert main(["kernel"] + argv) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
@@ -148,9 +159,127 @@ def test_a_failing_end_stops_the_run_and_leaves_no_process(monkeypatch, capsys):
         return (0, 0, 0, errno.EIO) if client else real(fd, n, client)
 
     monkeypatch.setattr(_core, "tcp_rr", failing_client)
-    assert main(["kernel", "--transactions", "20", "--rounds", "1"]) == 1
+    assert main(["kernel", "--transactions", "20", "--rounds", "1", "--trials", "1"]) == 1
     err = capsys.readouterr().err
     # whichever end the coordinator hears from first: the client's error, or
     # the server's end of file when the client's process has gone
     assert "run stopped" in err and ("Input/output error" in err or "peer closed" in err)
     assert psutil.Process().children(recursive=True) == []
+
+
+# ------------------------------------------------------------ the veth part
+
+root = pytest.mark.skipif(os.geteuid() != 0 or netns.can_admin_net() is not None,
+                          reason="needs root: network namespaces and a veth pair")
+QUICK = ["kernel", "--transactions", "20", "--rounds", "1", "--trials", "2"]
+
+
+def ours(pid):
+    try:
+        found = os.listdir(netns.NETNS_DIR)
+    except FileNotFoundError:
+        return []
+    return sorted(n for n in found if n.startswith(f"{netns.PREFIX}{pid}-"))
+
+
+@root
+def test_as_root_the_veth_rows_follow_and_the_namespaces_are_gone(capsys):
+    assert main(QUICK + ["--count", "3", "--json"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    veth = [r for r in env["results"] if r["test"] == "veth_ping"]
+    assert [r["placement"] for r in veth] == ["veth first", "veth later"]
+    for r in veth:
+        assert r["trials"] == 2 and r["count"] == 3 and len(r["cycles_samples"]) == 2
+        assert r["cycles_lo"] <= r["cycles"] <= r["cycles_hi"] and r["us"] > 0
+    p = env["params"]
+    assert p["veth_skipped"] is None and p["namespaces"] == list(netns.names())
+    assert p["neigh_model"]["mcast_solicit"] == 3 and "retrans_time_ms" in p["neigh_sysctls"]
+    assert not any("veth ping skipped" in w for w in env["warnings"])
+    assert ours(os.getpid()) == [] and psutil.Process().children(recursive=True) == []
+
+
+def test_without_privilege_the_veth_part_is_one_skip_line(monkeypatch, capsys):
+    monkeypatch.setattr(netns, "can_admin_net", lambda: "it needs root (as the test says)")
+    assert main(QUICK) == 0
+    out = capsys.readouterr().out
+    assert out.count("veth ping skipped") == 1
+    assert "veth ping skipped: it needs root (as the test says)" in out
+    assert "same-cpu" in out and "veth first" not in out
+    assert "net.ipv4.neigh.default.mcast_solicit (packets): host" in out
+
+
+def test_a_namespace_that_cannot_be_made_skips_the_part(monkeypatch, capsys):
+    def refuse(self):
+        raise OSError(errno.EPERM, "Operation not permitted")
+    monkeypatch.setattr(netns, "can_admin_net", lambda: None)
+    monkeypatch.setattr(netns.VethPair, "_create", refuse)
+    assert main(QUICK + ["--json"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert any(w.startswith("veth ping skipped: cannot make the namespaces")
+               for w in env["warnings"])
+    assert [r["test"] for r in env["results"]] == ["tcp_rr"] * len(env["params"]["placements"])
+    assert ours(os.getpid()) == []
+
+
+def _bench(argv, tmp_path, **kw):
+    return subprocess.Popen([sys.executable, "-m", "smpnet"] + argv, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, **kw)
+
+
+def _drop_capabilities():
+    """In the child before exec: empty the bounding set, so that root's
+    program starts with no capability at all (as in a locked-down container)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):
+        libc.prctl(24, cap, 0, 0, 0)    # PR_CAPBSET_DROP; past the last cap: EINVAL
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop its capabilities")
+def test_a_real_run_without_capabilities_skips_the_veth_part(tmp_path):
+    p = _bench(QUICK, tmp_path, preexec_fn=_drop_capabilities)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "veth ping skipped: it needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN" in out
+    assert "same-cpu" in out and "veth first" not in out
+
+
+def _until_pinging(p):
+    """Read p's progress lines until the veth trials have begun."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = p.stderr.readline()
+        if not line:
+            break
+        if "veth ping trial" in line:
+            return
+    p.kill()
+    pytest.fail(f"it never started pinging: {p.stderr.read()}")
+
+
+@root
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_while_pinging_leaves_no_namespace(tmp_path, sig):
+    p = _bench(["kernel", "--transactions", "20", "--rounds", "1", "--trials", "5000"],
+               tmp_path)
+    _until_pinging(p)
+    assert ours(p.pid), "no namespace while pinging?"
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and "interrupted" in err
+    assert ours(p.pid) == []
+
+
+@root
+def test_a_killed_runs_namespaces_are_removed_by_the_next_run(tmp_path, capsys):
+    p = _bench(["kernel", "--transactions", "20", "--rounds", "1", "--trials", "5000"],
+               tmp_path, start_new_session=True)
+    _until_pinging(p)
+    os.killpg(p.pid, signal.SIGKILL)     # nothing of it runs any cleanup
+    p.communicate(timeout=30)
+    left = ours(p.pid)
+    assert left == list(netns.names(p.pid))
+    assert main(QUICK + ["--json"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert ours(p.pid) == []
+    assert any(all(n in w for n in left) for w in env["warnings"]), env["warnings"]

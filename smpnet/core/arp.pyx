@@ -24,6 +24,18 @@ cdef int parms_init(neighbour.neigh_parms *p, uint32_t hz, int probe, uint32_t q
     return 0
 
 
+
+def neigh_parms_defaults():
+    """The model's neighbour defaults, as parms_init() sets them, in the
+    units of net.ipv4.neigh.default.* (times at HZ 1000: a jiffy a ms)."""
+    cdef neighbour.neigh_parms p
+    parms_init(&p, 1000, neighbour.PROBE_IMMEDIATE, UNRES_QLEN_BYTES)
+    return {"ucast_solicit": p.ucast_probes, "app_solicit": p.app_probes,
+            "mcast_solicit": p.mcast_probes, "retrans_time_ms": p.retrans_time,
+            "base_reachable_time_ms": p.base_reachable_time,
+            "delay_first_probe_time": p.delay_first_probe_time // 1000,
+            "gc_stale_time": p.gc_stale_time // 1000}
+
 cdef struct sink:
     # what the state machine sent, for Neigh's callers: counts and the last seqs
     uint32_t xmitted[64]

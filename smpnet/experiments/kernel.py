@@ -1,18 +1,23 @@
 """kernel: the host kernel's own costs on this machine, beside the model.
 
-TCP request/response over 127.0.0.1, as tbench and netperf's TCP_RR do it:
-a one-byte request and a one-byte reply on a TCP_NODELAY connection, the
-loop in the C core (real send and recv system calls, no Python in it),
-timed with the TSC. Client and server are two forked workers pinned to one
-CPU (the first selected) or to two (the first two), the placements
-alternated round by round after a warm-up round of each. It measures; it
-judges nothing: no verdict. The host's sysctls that parameterise the models
-are recorded beside the figures. No root needed.
+Two parts. TCP request/response over 127.0.0.1, as tbench and netperf's
+TCP_RR do it: a one-byte request and a one-byte reply on a TCP_NODELAY
+connection, the loop in the C core (real send and recv system calls, no
+Python in it), timed with the TSC. Client and server are two forked workers
+pinned to one CPU (the first selected) or to two (the first two), the
+placements alternated round by round after a warm-up round of each. No
+root needed.
+
+Then ARP on a real link (ping_veth.py): `arp -d; ping -c N` between two
+network namespaces joined by a veth pair, first and later echoes. It needs
+root; without it, one warning says why it was skipped and the TCP part's
+rows stand alone. It measures; it judges nothing: no verdict. The host's
+sysctls that parameterise the models are recorded beside the figures.
 """
 import os
 import socket
 
-from .. import _core, stats
+from .. import _core, netns, ping_veth, stats
 from ..cpus import format_cpus
 from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, bounded
@@ -33,6 +38,10 @@ def add_options(p):
                    metavar="N", help="transactions per round (default: 20000)")
     p.add_argument("--rounds", type=bounded("--rounds"), default=10, metavar="R",
                    help="measured rounds per placement, after one warm-up round (default: 10)")
+    p.add_argument("--trials", type=bounded("--trials"), default=20, metavar="T",
+                   help="veth ping trials, after one warm-up trial (default: 20; needs root)")
+    p.add_argument("--count", type=bounded("--count"), default=3, metavar="N",
+                   help="ICMP echoes per veth ping trial, as ping -c (default: 3)")
 
 
 def read_sysctls(folder=SYSCTL_DIR):
@@ -52,7 +61,9 @@ def params(args, cpus):
         raise BadInput("kernel needs at least one CPU")
     placements = list(PLACEMENTS if len(cpus) >= 2 else PLACEMENTS[:1])
     return {"cpus": format_cpus(cpus), "transactions": args.transactions,
-            "rounds": args.rounds, "placements": placements, "sysctls": read_sysctls()}
+            "rounds": args.rounds, "placements": placements, "sysctls": read_sysctls(),
+            "trials": args.trials, "count": args.count,
+            "veth_skipped": netns.can_admin_net(), **ping_veth.neigh_params()}
 
 
 def warm(n):
@@ -61,7 +72,8 @@ def warm(n):
 
 def seconds(p, cpus):
     per_round = 0.05 + (p["transactions"] + warm(p["transactions"])) * 20e-6
-    return len(p["placements"]) * (p["rounds"] + 1) * per_round
+    veth = 0 if p.get("veth_skipped") else ping_veth.seconds(p["trials"], p["count"])
+    return len(p["placements"]) * (p["rounds"] + 1) * per_round + veth
 
 
 def placement_cpus(placement, cpus):
@@ -134,7 +146,8 @@ def run(cpus, p, progress=None):
         tps, cyc = samples[pl]
         tps_med, (tps_lo, tps_hi) = stats.median_ci(tps)
         cyc_med, (cyc_lo, cyc_hi) = stats.median_ci(cyc)
-        rows.append({"placement": pl, "cpus": format_cpus(placement_cpus(pl, cpus)),
+        rows.append({"test": "tcp_rr", "placement": pl,
+                     "cpus": format_cpus(placement_cpus(pl, cpus)),
                      "transactions": n, "rounds": rounds,
                      "tps": tps_med, "tps_lo": tps_lo, "tps_hi": tps_hi,
                      "cycles": cyc_med, "cycles_lo": cyc_lo, "cycles_hi": cyc_hi,
@@ -142,11 +155,28 @@ def run(cpus, p, progress=None):
     if rounds < stats.MIN_SAMPLES:
         warnings.append(f"the intervals cover less than 95 %: give --rounds "
                         f"{stats.MIN_SAMPLES} or more")
-    return Outcome(p, rows, [], warnings)
+    return Outcome(p, rows + veth_part(cpus, p, progress, warnings), [], warnings)
+
+
+def veth_part(cpus, p, progress, warnings):
+    """The ARP part's rows, or none and a warning saying why it was skipped."""
+    if p.get("veth_skipped"):
+        warnings.append(f"veth ping skipped: {p['veth_skipped']}")
+        return []
+    try:
+        rows, facts, _ = ping_veth.run(cpus[0], p["trials"], p["count"], progress, warnings)
+    except netns.Unavailable as e:
+        p["veth_skipped"] = str(e)
+        warnings.append(f"veth ping skipped: {e}")
+        return []
+    p.update(facts)
+    return rows
 
 
 def text(env, extra):
-    p, rows = env["params"], env["results"]
+    p = env["params"]
+    rows = [r for r in env["results"] if r.get("test", "tcp_rr") == "tcp_rr"]
+    veth = [r for r in env["results"] if r.get("test") == "veth_ping"]
     lines = [f"# kernel: TCP request/response over 127.0.0.1 (1-byte messages, TCP_NODELAY), "
              f"{p['rounds']} rounds of {p['transactions']} transactions per placement"]
     lines.append(table([(r["placement"], r["cpus"], r["tps"],
@@ -158,18 +188,43 @@ def text(env, extra):
     sysctls = p.get("sysctls") or {}
     lines.append("host sysctls: " + (", ".join(f"{k} = {v}" for k, v in sysctls.items())
                                      or "none readable"))
+    if veth:   # else the warnings say why there is none, in one line
+        lines.append(veth_text(p, veth))
+    if p.get("neigh_model"):
+        lines.append("ARP neighbour defaults: this host's, A's veth0's, the model's (core/arp.pyx)")
+        lines.append(ping_veth.neigh_text(p))
+    return "\n".join(lines)
+
+
+def veth_text(p, veth):
+    first = veth[0]
+    lines = [f"# veth ping: arp -d; ping -c {p['count']} over a veth pair between two "
+             f"namespaces, {p['trials']} trials (ICMP echo from the C core, CPU {first['cpus']})"]
+    lines.append(table([(r["placement"], r["us"], f"{r['us_lo']:.3f} .. {r['us_hi']:.3f}",
+                         r["cycles"], f"{r['cycles_lo']:.0f} .. {r['cycles_hi']:.0f}")
+                        for r in veth],
+                       ["echo", "us/round trip", "95 % interval", "cycles/round trip",
+                        "95 % interval"]))
+    if "first_over_later" in first:
+        lines.append(f"first / later: {first['first_over_later']:.2f} times (cycles); "
+                     f"the first echo waits for ARP resolution, the later ones do not")
     return "\n".join(lines)
 
 
 EXPERIMENT = Experiment(
     name="kernel",
-    help="the host kernel's real costs: TCP request/response over 127.0.0.1",
+    help="the host kernel's real costs: TCP request/response over 127.0.0.1, ARP over veth",
     description="Times one-byte TCP request/response transactions over 127.0.0.1 "
                 "(TCP_NODELAY) from the C core, real system calls, client and server pinned "
                 "to one CPU and to two, rounds alternated: transactions per second and "
                 "cycles per transaction with 95 % intervals, and the host's net.core "
-                "sysctls. It calibrates; it gives no verdict. No root needed.",
+                "sysctls. Then, as root, ARP on a real link: arp -d; ping -c N over a veth "
+                "pair between two namespaces smpnet makes and removes, first and later "
+                "echoes (skipped with a warning without root), and the host's ARP "
+                "neighbour defaults beside the model's. It calibrates; it gives no verdict.",
     add_options=add_options, params=params, seconds=seconds, run=run, text=text,
-    metric=Metric(("placement",), "cycles", "cycles_samples", "cycles_lo", "cycles_hi"),
+    # rows written before the veth part existed are all tcp_rr
+    metric=Metric(("test", "placement"), "cycles", "cycles_samples", "cycles_lo", "cycles_hi",
+                  defaults={"test": "tcp_rr"}),
     machine_options=False,
 )
