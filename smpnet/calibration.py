@@ -35,10 +35,11 @@ CALLS_PER_TRANSACTION = 4
 SAME_MACHINE = ("cpu_model", "kernel")
 
 
-def add_option(p):
+def add_option(p, default="(default: none, the raw model)"):
     p.add_argument("--calibration", metavar="PATH",
                    help="a calibration profile (smpnet-bench kernel --save PATH) whose "
-                        "measured host-kernel costs the model charges (docs/calibration.md)")
+                        f"measured host-kernel costs the model charges {default}; see "
+                        "docs/calibration.md")
 
 
 def machine():

@@ -8,7 +8,7 @@ import errno
 import signal
 import sys
 
-from . import __version__, load, output, process, report
+from . import __version__, calibration, load, output, process, report
 from .cpus import parse_cpus
 from .errors import BadInput, OutputFailed, SmpnetError
 from .experiment import bounded
@@ -70,6 +70,8 @@ def build_parser():
     p.add_argument("--output", metavar="PATH", help="also write the JSON result to PATH")
     p.add_argument("--plot", metavar="DIR",
                    help="write PNG pictures of each experiment to DIR (needs matplotlib)")
+    calibration.add_option(p, "(default: one measured on the spot, by the stage that "
+                              "calibrates)")
     p.set_defaults(func=cmd_all)
 
     p = sub.add_parser(
@@ -121,15 +123,17 @@ def cmd_all(args):
     from . import plot, run_all
 
     cpus = parse_cpus(args.cpus)
+    profile = calibration.from_args(args)
     args.output_target = output.prepare(args.output)
     if args.plot is not None:
         plot.require()
         plot.check_dir(args.plot)
     try:
-        done, verdicts, warnings = run_all.run(cpus, quick=args.quick)
+        done, verdicts, warnings = run_all.run(cpus, quick=args.quick, profile=profile)
     except run_all.StageFailed as e:
         _save_finished_stages(args, cpus, e)
-    env = run_all.envelope(cpus, done, verdicts, warnings, args.quick)
+    env = run_all.envelope(cpus, done, verdicts, warnings, args.quick,
+                           profile and profile["source"])
     # The JSON first: a picture that cannot be drawn must not lose the run.
     failed = _save(args, env)
     pictures, problems = [], _broken(run_all.invariant_failures(done))

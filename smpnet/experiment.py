@@ -65,6 +65,11 @@ class Experiment:
     # another experiment runs instead for these options (locks --contended)
     delegate: Optional[Callable] = None
     own_warnings: bool = False        # its text shows the warnings itself (info)
+    # calibration (calibration.py): the experiment that measures a profile,
+    # (cpus, params, outcome) -> profile, which `all` hands to the later
+    # stages that are `calibrated` (their params' "calibration")
+    calibrates: Optional[Callable] = None
+    calibrated: bool = False
 
 
 def parse_list(text, known, what):

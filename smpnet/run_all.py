@@ -37,8 +37,10 @@ def estimate(e, cpus, quick):
     return e.seconds(e.plan(cpus, quick), cpus)
 
 
-def run(cpus, quick=True, progress=True):
-    """Returns (stage results by name, verdict table entries, warnings)."""
+def run(cpus, quick=True, progress=True, profile=None):
+    """Returns (stage results by name, verdict table entries, warnings).
+    profile: a calibration profile for the calibrated stages; None: the
+    stage that calibrates measures one on the spot."""
     todo = stages()
     left = sum(estimate(e, cpus, quick) for e in todo)
     started = time.monotonic()
@@ -50,7 +52,9 @@ def run(cpus, quick=True, progress=True):
                              f"so far)\n")
             sys.stderr.flush()
         try:
-            done[e.name] = _stage(e, cpus, quick, warnings)
+            done[e.name] = _stage(e, cpus, quick, warnings, profile)
+            if e.calibrates and profile is None:
+                profile = done[e.name].get("profile")
         except SmpnetError as err:
             raise StageFailed(e.name, err, done, warnings) from None
         except KeyboardInterrupt:  # between two runs of a stage
@@ -76,15 +80,24 @@ class StageFailed(SmpnetError):
         return f"stage {self.stage} failed: {self.error}{kept}"
 
 
-def _stage(e, cpus, quick, warnings):
+def _stage(e, cpus, quick, warnings, profile):
     p = e.plan(cpus, quick)
+    if e.calibrated:
+        p["calibration"] = profile
+    if e.calibrates and profile is not None:
+        why = "--calibration gave a profile"
+        warnings.append(f"{e.name} skipped: {why}")
+        return {"params": p, "results": [], "verdicts": [], "skipped": why}
     if len(cpus) < e.min_cpus:
         why = f"needs {e.min_cpus} CPUs"
         warnings.append(f"{e.name} skipped: it {why}")
         return {"params": p, "results": [], "verdicts": [], "skipped": why}
     out, seen = load.around(cpus, lambda: e.run(cpus, p, None))
     warnings += [f"{e.name}: {w}" for w in out.warnings + load.mark(out.verdicts, seen)]
-    return {"params": out.params, "results": out.rows, "verdicts": out.verdicts, **out.extra}
+    stage = {"params": out.params, "results": out.rows, "verdicts": out.verdicts, **out.extra}
+    if e.calibrates:   # the profile the calibrated stages after it charge
+        stage["profile"] = e.calibrates(cpus, out.params, out)
+    return stage
 
 
 def invariant_failures(done):
@@ -116,11 +129,12 @@ def verdict_table(done):
     return out
 
 
-def envelope(cpus, done, verdicts, warnings, quick):
+def envelope(cpus, done, verdicts, warnings, quick, calibration=None):
     facts = report.machine(cpus)
     warnings = sysinfo.timing_warnings(facts) + warnings
     results = [dict(stage=name, **data) for name, data in done.items()]
-    return report.envelope("all", cpus, {"cpus": format_cpus(cpus), "quick": quick},
+    return report.envelope("all", cpus, {"cpus": format_cpus(cpus), "quick": quick,
+                                         "calibration": calibration},
                            results, verdicts, warnings, facts=facts)
 
 

@@ -45,6 +45,51 @@ def test_all_quick_has_every_stage_and_a_verdict_per_seed(quick_run, allowed):
                if v["verdict"] != "not measured")
 
 
+def test_the_kernel_stage_calibrates_the_stages_after_it(quick_run, allowed):
+    _, env, _ = quick_run
+    stages = {s["stage"]: s for s in env["results"]}
+    profile = stages["kernel"]["profile"]
+    assert profile["kind"] == "smpnet-calibration" and profile["tcp_rr"]["same-cpu"]["cycles"] > 0
+    for name in ("loopback", "arp"):
+        if not stages[name].get("skipped"):
+            assert stages[name]["params"]["calibration"] == profile
+    (v,) = stages["loopback"]["verdicts"] or [None]
+    if v is not None:   # the calibrated gain, the raw model's beside it
+        assert v["calibration"]["kernel_cycles"] == profile["tcp_rr"]["same-cpu"]["cycles"]
+        assert "raw" in v and v["breakdown"]["saved_cycles"] is not None
+    assert env["params"]["calibration"] is None     # none given: measured on the spot
+
+
+def test_a_given_profile_skips_the_kernel_stage_and_reaches_the_calibrated(monkeypatch):
+    import dataclasses
+
+    from smpnet.experiment import Outcome
+    seen = {}
+
+    def recording(e):
+        def run(cpus, p, progress):
+            seen[e.name] = p
+            return Outcome(p, [], [])
+        return dataclasses.replace(e, run=run)
+
+    profile = {"kind": "smpnet-calibration", "tcp_rr": {"same-cpu": {"cycles": 1.0}}}
+    warnings = []
+    by = {e.name: e for e in run_all.stages()}
+    out = run_all._stage(recording(by["kernel"]), [0], True, warnings, profile)
+    assert out["skipped"] and "kernel" not in seen and warnings == [
+        "kernel skipped: --calibration gave a profile"]
+    run_all._stage(recording(by["loopback"]), [0], True, warnings, profile)
+    assert seen["loopback"]["calibration"] is profile
+    run_all._stage(recording(by["locks"]), [0], True, warnings, profile)
+    assert "calibration" not in seen["locks"]
+
+
+def test_all_refuses_a_missing_profile_in_one_line(capsys):
+    assert main(["all", "--quick", "--calibration", "/nonexistent/p.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--calibration /nonexistent/p.json" in err[0]
+
+
 def test_all_plots_are_pngs(quick_run, allowed):
     _, _, plots = quick_run
     expected = {"locks.png", "contended.png", "loopback.png"}
@@ -135,7 +180,7 @@ def _canned(quick_run, broken):
     _, env, _ = quick_run
     stages = {s["stage"]: {k: v for k, v in s.items() if k != "stage"} for s in env["results"]}
     broken(stages)
-    return lambda cpus, quick=True: (stages, env["verdicts"], [])
+    return lambda cpus, quick=True, profile=None: (stages, env["verdicts"], [])
 
 
 def test_all_exits_1_naming_a_broken_invariant(capsys, monkeypatch, tmp_path, quick_run):
@@ -209,11 +254,11 @@ def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
 
     real = run_all._stage
 
-    def dies_in_arp(e, cpus, quick, warnings):
+    def dies_in_arp(e, cpus, quick, warnings, profile):
         if e.name == "arp":
             raise WorkerDied(0, 0, 1234, "was killed by SIGKILL")
         if e.name in ("info", "locks"):
-            return real(e, cpus, quick, warnings)
+            return real(e, cpus, quick, warnings, profile)
         return {"params": {}, "results": [], "verdicts": []}
 
     monkeypatch.setattr(run_all, "_stage", dies_in_arp)
@@ -221,9 +266,10 @@ def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
     assert main(["all", "--quick", "--output", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == (f"smpnet-bench: stage arp failed: emulated CPU 0 (real CPU 0, pid 1234) "
-                       f"was killed by SIGKILL; run stopped; the 5 finished stages went to {out}")
+                       f"was killed by SIGKILL; run stopped; the {STAGES.index('arp')} finished "
+                       f"stages went to {out}")
     env = json.loads(out.read_text())
-    assert [s["stage"] for s in env["results"]] == STAGES[:5]
+    assert [s["stage"] for s in env["results"]] == STAGES[:STAGES.index("arp")]
     assert env["params"]["failed_stage"] == "arp"
     # without --output: a saved file, named
     assert main(["all", "--quick"]) == 1

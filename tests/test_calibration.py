@@ -117,3 +117,23 @@ def test_arp_wire_costs_come_from_the_veth_ping():
     assert calibration.arp_wire_us(cal) == (2.5, 19.0)
     assert calibration.arp_wire_us({"veth_ping": None}) is None
     assert calibration.arp_wire_us(None) is None
+
+
+def test_kernel_saves_a_profile_that_loopback_loads(tmp_path, capsys, allowed):
+    path = tmp_path / "profile.json"
+    assert main(["kernel", "--json", "--transactions", "50", "--rounds", "1", "--trials", "1",
+                 "--cpus", str(allowed[0]), "--save", str(path)]) == 0
+    env = json.loads(capsys.readouterr().out)
+    p = calibration.load(str(path))
+    same = next(r for r in env["results"] if r["placement"] == "same-cpu")
+    assert p["tcp_rr"]["same-cpu"]["cycles"] == same["cycles"]
+    veth = [r for r in env["results"] if r.get("test") == "veth_ping"]
+    assert (p["veth_ping"] is None) == (not veth)
+    assert main(["loopback", "--calibration", str(path), "--mode", "netif_rx", "--repeat", "1",
+                 "--duration", "0.02", "--ncpus", "1"]) == 0
+
+
+def test_kernel_refuses_a_save_path_it_cannot_write_before_the_run(capsys):
+    assert main(["kernel", "--save", "/nonexistent/dir/p.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "/nonexistent/dir/p.json" in err[0]

@@ -393,5 +393,5 @@ EXPERIMENT = Experiment(
     # results before --phase (smpnet 0.2) ran the uniform phase
     metric=Metric(("probe", "hz", "phase"), ("first_ms", "median"), "first_samples_ms",
                   ("first_ms", "min"), ("first_ms", "max"), {"phase": "uniform"}),
-    plan=plan, min_cpus=2, seeds=("000",), plot=plot,
+    plan=plan, min_cpus=2, calibrated=True, seeds=("000",), plot=plot,
 )

@@ -17,12 +17,13 @@ sysctls that parameterise the models are recorded beside the figures.
 import os
 import socket
 
-from .. import _core, netns, ping_veth, stats
+from .. import _core, calibration, netns, output, ping_veth, stats
 from ..cpus import format_cpus
 from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, bounded
 from ..machine import Machine
 from ..report import table
+from ..tsc import tsc_info
 
 PLACEMENTS = ("same-cpu", "two-cpus")
 SERVER, CLIENT = 0, 1           # the emulated CPU each end runs on
@@ -42,6 +43,9 @@ def add_options(p):
                    help="veth ping trials, after one warm-up trial (default: 20; needs root)")
     p.add_argument("--count", type=bounded("--count"), default=3, metavar="N",
                    help="ICMP echoes per veth ping trial, as ping -c (default: 3)")
+    p.add_argument("--save", metavar="PATH",
+                   help="write the measured costs as a calibration profile to PATH, which "
+                        "loopback, arp and all take with --calibration PATH")
 
 
 def read_sysctls(folder=SYSCTL_DIR):
@@ -59,11 +63,29 @@ def read_sysctls(folder=SYSCTL_DIR):
 def params(args, cpus):
     if not cpus:
         raise BadInput("kernel needs at least one CPU")
+    if args.save is not None:     # refused before the run, as --output is
+        target = output.prepare(args.save.strip() and args.save)
+        target.close()
+    return _params(cpus, args.transactions, args.rounds, args.trials, args.count, args.save)
+
+
+def _params(cpus, transactions, rounds, trials, count, save=None):
     placements = list(PLACEMENTS if len(cpus) >= 2 else PLACEMENTS[:1])
-    return {"cpus": format_cpus(cpus), "transactions": args.transactions,
-            "rounds": args.rounds, "placements": placements, "sysctls": read_sysctls(),
-            "trials": args.trials, "count": args.count,
+    return {"cpus": format_cpus(cpus), "transactions": transactions,
+            "rounds": rounds, "placements": placements, "sysctls": read_sysctls(),
+            "trials": trials, "count": count, "save": save,
             "veth_skipped": netns.can_admin_net(), **ping_veth.neigh_params()}
+
+
+def plan(cpus, quick):
+    """Inside `all`: a profile for the calibrated stages after it (a few
+    seconds in quick mode, most of them the two-CPU round trips)."""
+    return _params(cpus, 3000 if quick else 20000, 6 if quick else 10, 10 if quick else 20, 3)
+
+
+def profile(cpus, p, outcome):
+    """The calibration profile a run measured (calibration.py)."""
+    return calibration.from_kernel(outcome.rows, p, tsc_info()["tsc_hz"])
 
 
 def warm(n):
@@ -155,7 +177,10 @@ def run(cpus, p, progress=None):
     if rounds < stats.MIN_SAMPLES:
         warnings.append(f"the intervals cover less than 95 %: give --rounds "
                         f"{stats.MIN_SAMPLES} or more")
-    return Outcome(p, rows + veth_part(cpus, p, progress, warnings), [], warnings)
+    out = Outcome(p, rows + veth_part(cpus, p, progress, warnings), [], warnings)
+    if p.get("save"):
+        output.write(calibration.dumps(profile(cpus, p, out)), output.prepare(p["save"]))
+    return out
 
 
 def veth_part(cpus, p, progress, warnings):
@@ -193,6 +218,9 @@ def text(env, extra):
     if p.get("neigh_model"):
         lines.append("ARP neighbour defaults: this host's, A's veth0's, the model's (core/arp.pyx)")
         lines.append(ping_veth.neigh_text(p))
+    if p.get("save"):
+        lines.append(f"calibration profile written to {p['save']} (give it to loopback, arp "
+                     f"or all with --calibration {p['save']})")
     return "\n".join(lines)
 
 
@@ -226,5 +254,5 @@ EXPERIMENT = Experiment(
     # rows written before the veth part existed are all tcp_rr
     metric=Metric(("test", "placement"), "cycles", "cycles_samples", "cycles_lo", "cycles_hi",
                   defaults={"test": "tcp_rr"}),
-    machine_options=False,
+    machine_options=False, plan=plan, calibrates=profile,
 )

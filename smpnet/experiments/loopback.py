@@ -392,5 +392,5 @@ EXPERIMENT = Experiment(
                 "002's verdict; with --ack-storm, the overflow verdict.",
     add_options=add_options, params=params, seconds=seconds, run=_run, text=text,
     metric=Metric(("mode", "cpus"), "pps", "pps_samples", None, None),
-    plan=plan, seeds=("002",), invariant_failures=invariant_failures, plot=plot,
+    plan=plan, calibrated=True, seeds=("002",), invariant_failures=invariant_failures, plot=plot,
 )
