@@ -46,6 +46,7 @@ cdef int loopback_setup(net_ctx *n, cpu_ctx *c, int dev_region, int lo_region, i
     n.stack_depth = 0
     memset(n.sk, 0, sizeof(n.sk))
     n.stack_work = 0
+    n.stack_work_debt = 0
     n.app_buf = NULL
     if stack_work:
         # one allocation: the applications' buffer, then each socket's

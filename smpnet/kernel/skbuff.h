@@ -135,6 +135,7 @@ struct net_ctx {
 	int ack_storm;			/* ... and ACKs ACKs: the bug */
 	struct lo_sock sk[NR_LO_SOCKS];	/* the client's and the server's socket */
 	uint64_t stack_work;		/* calibrated cycles per send and per receive */
+	uint64_t stack_work_debt;	/* what past calls spun over stack_work */
 	uint8_t *app_buf;		/* the applications' payload, LO_BUF_BYTES */
 	uint32_t thread_size;		/* the emulated kernel stack */
 	uint32_t stack_used;

@@ -79,6 +79,7 @@ cdef extern from "skbuff.h" nogil:
         int ack_storm
         lo_sock sk[2]
         uint64_t stack_work
+        uint64_t stack_work_debt
         uint8_t *app_buf
         uint32_t thread_size
         uint32_t stack_used
