@@ -43,8 +43,9 @@ SEED_002 = {
     "unit": "% transactions/s, direct over netif_rx",
     "size": 5.0,
     "kind": "measured",
-    "unit_note": "the seed's tbench ran 2008's whole TCP stack per transaction; smpnet's "
-                 "protocol costs a few hundred cycles, so the same saving is a larger share",
+    "unit_note": "uncalibrated: the seed's tbench ran 2008's whole TCP stack per transaction; "
+                 "the model's costs some 1,600 cycles, so the same saving is a larger share "
+                 "(a calibration profile sizes it)",
 }
 SEED_002_STORM = {
     "seed": "002",

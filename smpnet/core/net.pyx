@@ -206,3 +206,10 @@ cdef bint rings_empty(net_ctx *n, int me) noexcept nogil:
         if atomic_read(&r.tail) != atomic_read(&r.head):
             return False
     return True
+
+
+# The net.core sysctls the model fixes, as dev.h has them (the kernel
+# experiment prints them beside the host's); skb_defer_max is the defer
+# experiment's default (--defer-max), 64 as before late 2025.
+NET_CORE_MODEL = {"netdev_max_backlog": dev.NETDEV_MAX_BACKLOG, "netdev_budget": dev.NETDEV_BUDGET,
+                  "dev_weight": dev.DEV_RX_WEIGHT, "skb_defer_max": 64}

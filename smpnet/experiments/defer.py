@@ -19,7 +19,7 @@ from ..report import table
 from ..seeds import SEED_003_RATE
 
 STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))
-DEFER_MAX = 64          # sysctl net.core.skb_defer_max (128 since late 2025)
+DEFER_MAX = _core.NET_CORE_MODEL["skb_defer_max"]   # sysctl (128 since late 2025)
 BATCH = 16
 REPEAT = 8
 DURATION = 0.3

@@ -211,8 +211,9 @@ def text(env, extra):
                        ["placement", "cpus", "transactions/s", "95 % interval",
                         "cycles/transaction", "95 % interval", "us/transaction"]))
     sysctls = p.get("sysctls") or {}
-    lines.append("host sysctls: " + (", ".join(f"{k} = {v}" for k, v in sysctls.items())
-                                     or "none readable"))
+    lines.append("host sysctls (the model's): " + (", ".join(
+        f"{k} = {v} ({_core.NET_CORE_MODEL.get(k.rsplit('.', 1)[-1], '?')})"
+        for k, v in sysctls.items()) or "none readable"))
     if veth:   # else the warnings say why there is none, in one line
         lines.append(veth_text(p, veth))
     if p.get("neigh_model"):

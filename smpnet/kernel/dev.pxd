@@ -4,6 +4,8 @@ from smpnet.kernel.smp cimport cpu_ctx
 cdef extern from "dev.h" nogil:
     enum: NETDEV_BUDGET_USECS
     enum: NETDEV_MAX_BACKLOG
+    enum: NETDEV_BUDGET
+    enum: DEV_RX_WEIGHT
     enum: STACK_BASE
     enum: THREAD_SIZE_MAX
     enum: NR_STACK_FRAMES
