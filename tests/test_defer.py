@@ -170,28 +170,63 @@ def test_irq_strategy_flush_runs_with_irqs_on(allowed):
     assert rows[0]["checker_lock_checks"] == 0  # and nothing when it is off
 
 
-def test_net_rx_action_budget_and_time_squeeze(allowed):
-    """One RX CPU, two consumers' rings (512 slots): the budget is 300."""
+@pytest.fixture
+def rx_cpu(allowed):
+    """One RX CPU (CPU 0) with two consumers' rings (512 slots), and the backlog."""
     regions = [("skb", layout.SK_BUFF, 2048), ("skb_pool", layout.SKB_POOL, 1),
                ("napi_cache", layout.NAPI_ALLOC_CACHE, 3), ("skb_stats", layout.SKB_STATS, 3),
-               ("rings", layout.SKB_RING, 2)]
+               ("rings", layout.SKB_RING, 2), ("net_device", layout.NET_DEVICE, 1),
+               ("lo_stats", layout.LO_STATS, 3)]
     with Machine(cpus=allowed, ncpus=3, oversubscribe=True, regions=regions) as m:
         names = m.segment.region_names
         idx = tuple(names.index(r) for r in net.NET_REGIONS)
         _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
-        c = _core.Cpu(m.segment.buf, 0)
-        c.attach_net(idx, _core.DEFER_STRATEGIES["irq"], 64)
-        c.attach_rings(names.index("rings"), 1, 2)
-        c.napi_schedule(10_000)
+
+        def cpu(budget=0):
+            c = _core.Cpu(m.segment.buf, 0)
+            c.attach_net(idx, _core.DEFER_STRATEGIES["irq"], 64, budget)
+            c.attach_rings(names.index("rings"), 1, 2)
+            return c
+        yield m, cpu
+
+
+def test_net_rx_action_polls_each_instance_once_and_repolls(rx_cpu):
+    m, cpu = rx_cpu
+    c = cpu()
+    c.napi_schedule(10_000)
+    sd, irq = m.softnet[0], m.region("irq")[0]
+    net_rx = 1 << _core.SOFTIRQS["net_rx"]
+    c.net_rx_action()
+    # one poll of dev_rx_weight: it used its whole weight, so it is on the
+    # repoll list, NET_RX raised again; the budget (300) was not spent: no squeeze
+    assert int(sd["processed"]) == 64 and int(sd["poll_list"]) == 1
+    assert int(irq["softirq_pending"]) & net_rx and int(sd["time_squeeze"]) == 0
+    for _ in range(7):
         c.net_rx_action()
-        sd, irq = m.softnet[0], m.region("irq")[0]
-        net_rx = 1 << _core.SOFTIRQS["net_rx"]
-        assert int(sd["processed"]) == 320  # polls of 64 until the budget of 300 is spent
-        assert int(sd["time_squeeze"]) == 1 and int(sd["poll_list"]) == 1
-        assert int(irq["softirq_pending"]) & net_rx  # re-raised: work is left
-        c.net_rx_action()
-        assert int(sd["processed"]) == 512  # the rings are full: the poll completes
-        assert int(sd["poll_list"]) == 0 and int(sd["time_squeeze"]) == 1  # 192 < 300
+    # the 8th poll filled the rings with a whole weight: polled once more, it
+    # finds them full, receives nothing and completes
+    assert int(sd["processed"]) == 512 and int(sd["poll_list"]) == 1
+    c.net_rx_action()
+    assert int(sd["processed"]) == 512
+    assert int(sd["poll_list"]) == 0 and int(sd["time_squeeze"]) == 0
+
+
+def test_net_rx_action_squeezes_only_when_the_budget_runs_out(rx_cpu):
+    m, cpu = rx_cpu
+    names = m.segment.region_names
+    c = cpu(budget=100)
+    c.attach_loopback(names.index("net_device"), names.index("lo_stats"), "netif_rx",
+                      proto="no-ack")
+    c.local_bh_disable()                 # the backlog fills; no softirq runs yet
+    for _ in range(80):
+        c.loopback_send("request", bh=False)
+    c.napi_schedule(10_000)              # and the fake NIC is scheduled too
+    sd = m.softnet[0]
+    c.net_rx_action()
+    # the NIC's poll (64), then the backlog's (64): 128 of a budget of 100
+    assert int(sd["processed"]) == 128 and int(sd["time_squeeze"]) == 1
+    c.local_bh_enable()
+    c.loopback_purge()
 
 
 def test_python_driven_calls_time_out_on_a_held_lock(two_cpus):

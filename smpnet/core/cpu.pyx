@@ -115,10 +115,15 @@ cdef class Cpu:
         return self.c.irq.preempt_count
 
     # the network model
-    def attach_net(self, regions, int strategy, uint32_t defer_max):
+    def attach_net(self, regions, int strategy, uint32_t defer_max, int netdev_budget=0):
         """Run the network model on this CPU: regions is the
-        (skb, pool, cache, stats) tuple of region indices from net_init."""
+        (skb, pool, cache, stats) tuple of region indices from net_init;
+        netdev_budget: net_rx_action()'s budget (0: the sysctl's default)."""
         net_ctx_setup(&self.n, &self.c, regions, strategy, defer_max)
+        if netdev_budget < 0:
+            raise ValueError("netdev_budget must be positive (0: the default)")
+        if netdev_budget:
+            self.n.netdev_budget = netdev_budget
         self.c.net = &self.n
 
     cdef net_ctx *_net(self) except NULL:

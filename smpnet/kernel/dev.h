@@ -2,9 +2,10 @@
  * net/core/dev.c has them.
  *
  * net_rx_action() is net/core/dev.c's: a budget of netdev_budget (300)
- * packets and netdev_budget_usecs (2 ms), skb_defer_free_flush() first and
- * after every poll, NAPI polls of dev_rx_weight (64), time_squeeze counted
- * and NET_RX re-raised when the budget runs out with work left.
+ * packets and netdev_budget_usecs (2 ms, in jiffies at NET_HZ), each
+ * scheduled NAPI instance polled once per pass with dev_rx_weight (64),
+ * skb_defer_free_flush() before every poll, a repoll list, and
+ * time_squeeze counted only when the budget or the time runs out.
  *
  * This file knows no device and no protocol. Each NAPI instance has a bit
  * in softnet_data.poll_list and a poll function registered at init in
@@ -21,6 +22,7 @@
 
 #define NETDEV_BUDGET		300
 #define NETDEV_BUDGET_USECS	2000
+#define NET_HZ			250	/* the tick net_rx_action()'s time limit counts in */
 #define DEV_RX_WEIGHT		64
 #define NETDEV_MAX_BACKLOG	1000
 #define NAPI_STATE_SCHED	0x1
@@ -297,39 +299,67 @@ static int process_backlog(struct cpu_ctx *c, struct net_ctx *n, int quota)
 	return work;
 }
 
-/* net_rx_action(): the NET_RX softirq. */
+/* jiffies, as net_rx_action() reads them: the TSC cut into ticks of NET_HZ. */
+static inline uint64_t net_jiffies(const struct net_ctx *n)
+{
+	return tsc_read_unordered() / n->tick_cycles;
+}
+
+/* net_rx_action(): the NET_RX softirq, as net/core/dev.c runs it since
+ * 4.x. It takes the poll list (list_splice_init, IRQs off) and polls each
+ * instance on it once, in order, flushing the defer list before each
+ * poll; an instance that used its whole weight goes on the repoll list.
+ * When the list is empty it starts over if more was scheduled meanwhile;
+ * a time squeeze is counted only when the budget (netdev_budget) or the
+ * time (netdev_budget_usecs, in jiffies) runs out. What is left, and the
+ * repoll list, go back on the poll list, and NET_RX is raised again. */
 static void net_rx_action(struct cpu_ctx *c)
 {
 	struct net_ctx *n = c->net;
 	struct softnet_data *sd = softnet(c, c->cpu);
 	uint64_t time_limit;
-	int budget = NETDEV_BUDGET;
+	int budget = n ? n->netdev_budget : 0;
+	uint32_t list, repoll = 0;
 
 	if (!n)
 		return;
-	time_limit = tsc_read_unordered() + n->budget_tsc;
+	time_limit = net_jiffies(n) + n->budget_jiffies;
+start:
+	local_irq_disable(c);
+	list = sd->poll_list;		/* list_splice_init(&sd->poll_list, &list) */
+	sd->poll_list = 0;
+	local_irq_enable(c);
 	for (;;) {
-		int work = 0, id;
+		int id, work;
 
 		skb_defer_free_flush(c, n);
-		if (!sd->poll_list)
+		if (!list) {
+			if (!repoll) {
+				if (READ_ONCE(sd->poll_list))	/* scheduled while we polled */
+					goto start;
+				return;
+			}
 			break;
-		for (id = 0; id < NR_NAPI_IDS; id++) {
-			if (!(sd->poll_list & (1U << id)))
-				continue;
-			if (unlikely(!napi_poll_vec[id]))
-				__builtin_trap();	/* scheduled, never added: the kernel would oops too */
-			work += napi_poll_vec[id](c, n, DEV_RX_WEIGHT);
 		}
+		id = __builtin_ctz(list);	/* list_first_entry() */
+		list &= list - 1;
+		if (unlikely(!napi_poll_vec[id]))
+			__builtin_trap();	/* scheduled, never added: the kernel would oops too */
+		work = napi_poll_vec[id](c, n, DEV_RX_WEIGHT);
+		if (work == DEV_RX_WEIGHT)	/* napi_poll(): not done, poll it again later */
+			repoll |= 1U << id;
 		sd->processed += (uint32_t)work;
 		budget -= work;
-		if (budget <= 0 || tsc_read_unordered() > time_limit) {
+		if (unlikely(budget <= 0 || net_jiffies(n) >= time_limit)) {
 			sd->time_squeeze++;
 			break;
 		}
 	}
-	if (sd->poll_list)		/* work left: run again */
+	local_irq_disable(c);
+	sd->poll_list |= list | repoll;
+	if (sd->poll_list)
 		raise_softirq(c, NET_RX_SOFTIRQ);
+	local_irq_enable(c);
 }
 
 /* The defer kick's IPI handler (trigger_rx_softirq()). */

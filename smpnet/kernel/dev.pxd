@@ -3,6 +3,7 @@ from smpnet.kernel.smp cimport cpu_ctx
 
 cdef extern from "dev.h" nogil:
     enum: NETDEV_BUDGET_USECS
+    enum: NET_HZ
     enum: NETDEV_MAX_BACKLOG
     enum: NETDEV_BUDGET
     enum: DEV_RX_WEIGHT

@@ -126,7 +126,9 @@ struct net_ctx {
 	uint32_t rr;			/* next consumer, round robin */
 	uint64_t to_send;		/* skbs this RX CPU still has to receive */
 	uint64_t send_deadline;		/* TSC after which it stops receiving */
-	uint64_t budget_tsc;		/* netdev_budget_usecs in TSC cycles */
+	uint64_t tick_cycles;		/* TSC cycles per jiffy, at NET_HZ */
+	uint64_t budget_jiffies;	/* usecs_to_jiffies(netdev_budget_usecs) */
+	int netdev_budget;		/* sysctl net.core.netdev_budget */
 	/* the loopback experiment: see dev.h and loopback.h */
 	struct net_device *dev;
 	struct lo_stats *lo;

@@ -71,7 +71,9 @@ cdef extern from "skbuff.h" nogil:
         uint32_t rr
         uint64_t to_send
         uint64_t send_deadline
-        uint64_t budget_tsc
+        uint64_t tick_cycles
+        uint64_t budget_jiffies
+        int netdev_budget
         void *dev
         void *lo
         int lo_mode
