@@ -6,24 +6,49 @@ import numpy as np
 from . import layout
 
 # the regions _core.net_init() takes, in its order
-NET_REGIONS = ("skb", "skb_pool", "napi_cache", "skb_stats")
+NET_REGIONS = ("skb", "skb_data", "skb_pool", "napi_cache", "skb_slab", "skb_stats")
+
+
+def regions(nskbs, ncpus):
+    """The network model's regions, as Machine(regions=...) takes them:
+    `nskbs` skb heads with their data areas, and each CPU's cache, slab
+    and counters."""
+    return [("skb", layout.SK_BUFF, nskbs), ("skb_data", layout.SKB_DATA, nskbs),
+            ("skb_pool", layout.SKB_POOL, 1), ("napi_cache", layout.NAPI_ALLOC_CACHE, ncpus),
+            ("skb_slab", layout.SKB_SLAB, ncpus), ("skb_stats", layout.SKB_STATS, ncpus)]
+
+
+def indices(m):
+    """The NET_REGIONS' indices in `m`'s segment, for net_init() and the loops."""
+    names = m.segment.region_names
+    return tuple(names.index(r) for r in NET_REGIONS)
+
+
+def _walk(skb, h, held):
+    """Count the heads on the list from handle h; returns how many."""
+    steps = 0
+    while h and steps <= len(skb):
+        held[h] += 1
+        h, steps = int(skb[h - 1]["next"]), steps + 1
+    return steps
 
 
 def audit(m):
-    """Conservation after a run: every head is back in the pool or a cache,
-    exactly once, and free. Returns the number of heads out of place:
-    missing, held twice, or not free (0 when all are accounted for)."""
+    """Conservation after a run: every head is back in the pool, a cache or
+    a slab (its freelist or its remote-free list), exactly once, and free.
+    Returns the number of heads out of place: missing, held twice, or not
+    free (0 when all are accounted for)."""
     skb = m.region("skb")
     pool = m.region("skb_pool")[0]
     caches = m.region("napi_cache")
     held = np.zeros(len(skb) + 1, dtype=np.int64)   # by handle
-    h, steps = int(pool["head"]), 0
-    while h and steps <= len(skb):
-        held[h] += 1
-        h, steps = int(skb[h - 1]["next"]), steps + 1
+    counted = _walk(skb, int(pool["head"]), held)
+    for s in m.region("skb_slab"):
+        counted += _walk(skb, int(s["freelist"]), held)
+        counted += _walk(skb, int(s["remote_free"]), held)
     for c in caches:
         np.add.at(held, c["skb_cache"][: int(c["count"])], 1)
-    counted = int(pool["count"]) + int(caches["count"].sum())
+    counted += int(caches["count"].sum())
     held = held[1:]
     bad = int(np.count_nonzero(held != 1))
     bad += int(np.count_nonzero(skb["state"] != layout.SKB_FREE))

@@ -12,6 +12,7 @@ from smpnet.cli import main
 from smpnet.experiments import defer
 
 STRATEGIES = defer.STRATEGIES
+LISTS = [s for s in STRATEGIES if s != "none"]   # the strategies that defer
 ROW_KEYS = {"strategy", "cpus", "allocated", "freed", "lost", "double_free", "skbs_per_s",
             "defer_cycles", "flush_cycles", "ipis", "fallback_frees", "lock_spins"}
 
@@ -33,7 +34,10 @@ def test_conservation(allowed, strategy, defer_max, batch, ncpus, data):
     assert r["allocated"] == r["freed"] == skbs
     assert r["lost"] == 0 and r["double_free"] == 0 and r["missing_after_run"] == 0
     assert r["conserved"]
-    assert r["deferred"] + r["fallback_frees"] == skbs  # every skb was freed remotely
+    # every skb was freed away from its CPU: deferred home, or freed remotely
+    # (none's every skb, the others' fallbacks)
+    assert r["deferred"] + r["remote_frees"] == skbs
+    assert r["remote_frees"] == (skbs if strategy == "none" else r["fallback_frees"])
     assert verdicts == []  # one run, one strategy: no verdict
 
 
@@ -52,10 +56,9 @@ def test_conservation_in_duration_mode(allowed, strategy):
 def two_cpus(allowed):
     """CPU 1 allocates, CPU 0 frees; driven from Python, no workers."""
     n = 512
-    regions = [("skb", layout.SK_BUFF, n), ("skb_pool", layout.SKB_POOL, 1),
-               ("napi_cache", layout.NAPI_ALLOC_CACHE, 2), ("skb_stats", layout.SKB_STATS, 2)]
+    regions = net.regions(n, 2)
     with Machine(cpus=allowed, ncpus=2, oversubscribe=True, regions=regions) as m:
-        idx = tuple(m.segment.region_names.index(r) for r in net.NET_REGIONS)
+        idx = net.indices(m)
         _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
 
         def cpus(strategy, defer_max, check=False):
@@ -79,7 +82,7 @@ def kick_at(strategy, defer_max):
     return n if n <= defer_max else None
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", LISTS)
 @pytest.mark.parametrize("defer_max", [1, 2, 7, 8, 64])
 def test_ipi_kick_threshold(two_cpus, strategy, defer_max):
     m, cpus = two_cpus
@@ -92,7 +95,7 @@ def test_ipi_kick_threshold(two_cpus, strategy, defer_max):
     assert int(m.softnet[1]["defer_ipi_scheduled"]) == (expected is not None)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", LISTS)
 def test_ipi_kick_exactly_at_half_and_one_in_flight(two_cpus, strategy):
     m, cpus = two_cpus
     c0, c1 = cpus(strategy, 8)
@@ -123,7 +126,17 @@ def test_ipi_kick_exactly_at_half_and_one_in_flight(two_cpus, strategy):
     assert stat(m, 1, "flushed") == 10 and stat(m, 1, "freed") == 10
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+def remote_free_list(m, cpu):
+    """The handles on CPU `cpu`'s slab's remote-free list."""
+    skb, out = m.region("skb"), []
+    h = int(m.region("skb_slab")[cpu]["remote_free"])
+    while h and len(out) <= len(skb):
+        out.append(h)
+        h = int(skb[h - 1]["next"])
+    return out
+
+
+@pytest.mark.parametrize("strategy", LISTS)
 def test_fallback_when_the_owner_stops_flushing(two_cpus, strategy):
     m, cpus = two_cpus
     c0, c1 = cpus(strategy, 16)
@@ -133,11 +146,33 @@ def test_fallback_when_the_owner_stops_flushing(two_cpus, strategy):
     # the lock strategies defer while count < defer_max; llist counts first
     deferred = 16 if strategy != "llist" else 15
     assert stat(m, 0, "deferred") == deferred
-    assert stat(m, 0, "fallback_frees") == 40 - deferred
-    assert stat(m, 0, "freed") == 40 - deferred   # freed on CPU 0, into its cache
-    assert int(m.region("napi_cache")[0]["count"]) == 40 - deferred
+    assert stat(m, 0, "fallback_frees") == stat(m, 0, "remote_frees") == 40 - deferred
+    # freed on CPU 0, remotely: back to CPU 1's slab, through its remote-free list
+    assert stat(m, 0, "freed") == 40 - deferred
+    assert int(m.region("napi_cache")[0]["count"]) == 0
+    assert len(remote_free_list(m, 1)) == 40 - deferred
     c1.local_irq_enable()
     assert stat(m, 1, "freed") == deferred        # the owner's flush brings the rest home
+
+
+def test_none_frees_every_skb_remotely_and_the_owner_takes_them_back(two_cpus):
+    m, cpus = two_cpus
+    c0, c1 = cpus("none", 16)
+    handles = [c1.napi_alloc_skb() for _ in range(20)]
+    data = m.region("skb_data")
+    assert all(int(data[h - 1]["dataref"]) == 1 for h in handles)   # build_skb() set it
+    for h in handles:
+        c0.skb_attempt_defer_free(h)
+    assert stat(m, 0, "remote_frees") == stat(m, 0, "freed") == 20
+    assert stat(m, 0, "deferred") == 0 and int(m.softnet[1]["defer_list"]) == 0
+    assert all(int(data[h - 1]["dataref"]) == 0 for h in handles)   # released on CPU 0
+    assert sorted(remote_free_list(m, 1)) == sorted(handles)
+    # CPU 1's cache and slab run dry: it takes its remote-free list back first
+    cache = m.region("napi_cache")[1]
+    for _ in range(int(cache["count"]) + int(m.region("skb_slab")[1]["count"])):
+        c1.napi_alloc_skb()
+    again = c1.napi_alloc_skb()
+    assert again in handles and remote_free_list(m, 1) == []
 
 
 def test_local_skb_is_freed_on_the_spot(two_cpus):
@@ -173,13 +208,12 @@ def test_irq_strategy_flush_runs_with_irqs_on(allowed):
 @pytest.fixture
 def rx_cpu(allowed):
     """One RX CPU (CPU 0) with two consumers' rings (512 slots), and the backlog."""
-    regions = [("skb", layout.SK_BUFF, 2048), ("skb_pool", layout.SKB_POOL, 1),
-               ("napi_cache", layout.NAPI_ALLOC_CACHE, 3), ("skb_stats", layout.SKB_STATS, 3),
-               ("rings", layout.SKB_RING, 2), ("net_device", layout.NET_DEVICE, 1),
-               ("lo_stats", layout.LO_STATS, 3)]
+    regions = net.regions(2048, 3) + [
+        ("rings", layout.SKB_RING, 2), ("net_device", layout.NET_DEVICE, 1),
+        ("lo_stats", layout.LO_STATS, 3)]
     with Machine(cpus=allowed, ncpus=3, oversubscribe=True, regions=regions) as m:
         names = m.segment.region_names
-        idx = tuple(names.index(r) for r in net.NET_REGIONS)
+        idx = net.indices(m)
         _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
 
         def cpu(budget=0):

@@ -139,12 +139,11 @@ def test_the_oops_trace_leaves_out_the_frames_already_left(one_cpu):
 
 @pytest.fixture
 def one_cpu(allowed):
-    regions = [("skb", layout.SK_BUFF, 4096), ("skb_pool", layout.SKB_POOL, 1),
-               ("napi_cache", layout.NAPI_ALLOC_CACHE, 1), ("skb_stats", layout.SKB_STATS, 1),
-               ("net_device", layout.NET_DEVICE, 1), ("lo_stats", layout.LO_STATS, 1)]
+    regions = net.regions(4096, 1) + [
+        ("net_device", layout.NET_DEVICE, 1), ("lo_stats", layout.LO_STATS, 1)]
     with Machine(cpus=[allowed[0]], regions=regions) as m:
         names = m.segment.region_names
-        idx = tuple(names.index(r) for r in net.NET_REGIONS)
+        idx = net.indices(m)
         _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
         c = _core.Cpu(m.segment.buf, 0)
         c.attach_net(idx, _core.DEFER_STRATEGIES["irq"], 64)

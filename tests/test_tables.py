@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from smpnet import Machine, _core, layout
+from smpnet import Machine, _core, layout, net
 
 KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "smpnet", "kernel")
 
@@ -97,10 +97,8 @@ def test_an_unknown_variant_is_refused(locks, variant):
 
 
 def test_an_unknown_algorithm_is_refused_by_net_init(allowed):
-    regions = [("skb", layout.SK_BUFF, 16), ("skb_pool", layout.SKB_POOL, 1),
-               ("napi_cache", layout.NAPI_ALLOC_CACHE, 1), ("skb_stats", layout.SKB_STATS, 1)]
-    with Machine(cpus=[allowed[0]], regions=regions) as m:
-        idx = tuple(m.segment.region_names.index(n) for n, _, _ in regions)
+    with Machine(cpus=[allowed[0]], regions=net.regions(16, 1)) as m:
+        idx = net.indices(m)
         with pytest.raises(ValueError, match="no lock algorithm"):
             _core.net_init(m.segment.buf, idx, len(_core.LOCK_ALGOS))
         _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["ticket"])

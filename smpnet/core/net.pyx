@@ -11,12 +11,15 @@ DEFER_STRATEGIES = c_enum(skbuff.defer_strategy_names, skbuff.DEFER_NR_STRATEGIE
 
 cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
                        uint32_t defer_max) except -1:
-    """Fill a net_ctx for CPU c from the (skb, pool, cache, stats) regions."""
+    """Fill a net_ctx for CPU c from the (skb, data, pool, cache, slab,
+    stats) regions (net.NET_REGIONS)."""
     cdef smp_header *hdr = c.hdr
-    skb_r, pool_r, cache_r, stats_r = regions
+    skb_r, data_r, pool_r, cache_r, slab_r, stats_r = regions
     check_array(hdr, skb_r, sizeof(sk_buff), 1)
+    check_array(hdr, data_r, sizeof(skbuff.skb_data), hdr.regions[skb_r].count)
     check_region(hdr, pool_r, sizeof(skbuff.skb_pool), 1)
     check_region(hdr, cache_r, sizeof(skbuff.napi_alloc_cache), hdr.nr_cpus)
+    check_region(hdr, slab_r, sizeof(skbuff.skb_slab), hdr.nr_cpus)
     check_region(hdr, stats_r, sizeof(skbuff.skb_stats), hdr.nr_cpus)
     check_enum(strategy, skbuff.DEFER_NR_STRATEGIES, "defer strategy")
     if defer_max < 1:
@@ -24,6 +27,9 @@ cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
     memset(n, 0, sizeof(net_ctx))
     n.skbs = <sk_buff *>per_cpu_ptr(hdr, skb_r, 0)
     n.nr_skbs = hdr.regions[skb_r].count
+    n.data = <skbuff.skb_data *>per_cpu_ptr(hdr, data_r, 0)
+    n.slabs = <skbuff.skb_slab *>per_cpu_ptr(hdr, slab_r, 0)
+    n.slab_stride = hdr.regions[slab_r].stride
     n.pool = <skbuff.skb_pool *>per_cpu_ptr(hdr, pool_r, 0)
     n.cache_region = cache_r
     n.stats_region = stats_r
@@ -39,8 +45,9 @@ cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
 
 
 def net_init(unsigned char[::1] seg, regions, int lock_algo):
-    """Put every skb in the shared pool, empty the caches, zero the stats,
-    and reset each CPU's defer list and defer_lock (for `lock_algo`)."""
+    """Put every skb in the shared pool, empty the caches and slabs, zero
+    the stats, and reset each CPU's defer list and defer_lock (for
+    `lock_algo`)."""
     cdef smp_header *hdr = segment_header(seg)
     cdef cpu_ctx c
     cdef net_ctx n
@@ -50,7 +57,7 @@ def net_init(unsigned char[::1] seg, regions, int lock_algo):
     check_enum(lock_algo, SPIN_NR_ALGOS, "lock algorithm")
     cpu_ctx_init(&c, hdr, 0, 0, 0)
     net_ctx_setup(&n, &c, regions, 0, 1)
-    skb_r, pool_r, cache_r, stats_r = regions
+    skb_r, data_r, pool_r, cache_r, slab_r, stats_r = regions
     for i in range(n.nr_skbs):
         n.skbs[i].next = i + 2 if i + 1 < n.nr_skbs else 0
         n.skbs[i].state = skbuff.SKB_FREE
@@ -60,6 +67,7 @@ def net_init(unsigned char[::1] seg, regions, int lock_algo):
     n.pool.total = n.nr_skbs
     for cpu in range(<int>hdr.nr_cpus):
         memset(per_cpu_ptr(hdr, cache_r, cpu), 0, hdr.regions[cache_r].stride)
+        memset(per_cpu_ptr(hdr, slab_r, cpu), 0, hdr.regions[slab_r].stride)
         memset(per_cpu_ptr(hdr, stats_r, cpu), 0, hdr.regions[stats_r].stride)
         sd = skbuff.softnet(&c, cpu)
         memset(sd, 0, 16)   # processed, time_squeeze, dropped, poll_list
@@ -167,7 +175,8 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
                     if skb.gen != <uint32_t>(v >> 32) or skb.state != skbuff.SKB_LIVE:
                         n.stats.stale += 1
                         continue
-                    sink += skb.hash            # the receiver reads the packet
+                    # the receiver reads the packet: its head and first line
+                    sink += skb.hash + skbuff.skb_data_of(&n, skb).head[0]
                     n.stats.received += 1
                     if (n.defer_calls & skbuff.DEFER_SAMPLE_MASK) == 0:
                         ts = tsc_start()

@@ -7,9 +7,7 @@ CPU's defer list; the RX CPU's net_rx_action() flushes the list. Each lock
 strategy of the list's history runs `repeat` times, interleaved, so that the
 spread between runs is the noise against which strategies are compared.
 """
-import statistics
-
-from .. import _core, layout, lockbench, machine, net, report, stats
+from .. import _core, defer_rows, layout, lockbench, machine, net, report, stats
 from ..bounds import MAX_DEFER_MAX, MAX_REPEAT, MAX_SKBS
 from ..cpus import format_cpus
 from ..errors import BadInput
@@ -39,7 +37,7 @@ def pool_size(ncpus, n_rx, n_consumers, defer_max):
     """Enough heads that the pool never runs dry: every ring full, every
     defer list full, every cache full, and slack."""
     return (n_rx * n_consumers * layout.SKB_RING_SIZE
-            + ncpus * (defer_max + 2 * layout.NAPI_SKB_CACHE_SIZE) + 1024)
+            + ncpus * (defer_max + 2 * layout.NAPI_SKB_CACHE_SIZE + layout.SLAB_CPU_MAX) + 1024)
 
 
 def validate(rx, ncpus, skbs, duration, defer_max, batch, repeat):
@@ -85,10 +83,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
     if skbs is None and duration is None:
         duration = DURATION
     n_cons = n - rx
-    regions = [("skb", layout.SK_BUFF, pool_size(n, rx, n_cons, defer_max)),
-               ("skb_pool", layout.SKB_POOL, 1),
-               ("napi_cache", layout.NAPI_ALLOC_CACHE, n),
-               ("skb_stats", layout.SKB_STATS, n),
+    regions = net.regions(pool_size(n, rx, n_cons, defer_max), n) + [
                ("rings", layout.SKB_RING, rx * n_cons),
                ("defer_ctl", layout.DEFER_CTL, 1)]
     sides = defer_sides(strategies)
@@ -98,7 +93,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
     plan = [(r, s) for r in range(repeat) for s in (sides if r % 2 == 0 else sides[::-1])]
     with Machine(cpus=cpus, ncpus=ncpus, oversubscribe=oversubscribe, regions=regions) as m:
         names = m.segment.region_names
-        idx = tuple(names.index(r) for r in net.NET_REGIONS)
+        idx = net.indices(m)
         ring, ctl = names.index("rings"), names.index("defer_ctl")
         overhead = _core.timer_overhead()
         for i, (r, strategy) in enumerate(plan):
@@ -115,11 +110,13 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
                         rx, n_cons, skbs or 0, duration or 0.0, batch, check,
                         expected=machine.work_seconds(skbs, duration, TYPICAL_SKBS_PER_S),
                         progress=_progress)
-            runs[strategy].append(_measure(m, out, rx, overhead, spins0, bugs0))
+            runs[strategy].append(defer_rows.measure(m, out, rx, overhead, spins0, bugs0))
             runs[strategy][-1]["lock_checks"] = int(m.region("irq")["lock_checks"].sum()) - checks0
         timing_valid = m.timing_valid
         cpu_map = [int(c) for c in m.cpu_map]
-    rows = [_row(s, runs[s], cpu_map, rx, defer_max, batch, overhead, timing_valid) for s in sides]
+    rows = [defer_rows.row(s, runs[s], cpu_map, rx, defer_max, batch, overhead, timing_valid)
+            for s in sides]
+    defer_rows.add_gains(rows, runs, repeat)
     if "irq" not in runs or "irqsave" not in runs:
         return rows, [], "seed 003's verdicts need the irq and irqsave strategies"
     if repeat < stats.MIN_SAMPLES:
@@ -150,86 +147,6 @@ def _cpu_body(ctx, idx, ring, ctl, strategy, defer_max, rx, n_cons, skbs, durati
                                   ctl, quota, duration, check)
     return _core.defer_consumer_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx,
                                     n_cons, ctl, batch, check)[0]
-
-
-def _measure(m, cycles, rx, overhead, spins0, bugs0):
-    st = m.region("skb_stats")
-    tsc_hz = float(m.header["tsc_hz"])
-    tot = {name: int(st[name].sum()) for name in layout.SKB_STATS.names if name != "flush_hist"}
-    seconds = max(cycles) / tsc_hz
-    flushes = max(tot["flushes"], 1)
-    softnet = m.region("softnet")
-    # the latest flushes' lock sections, of every CPU, as a trimmed mean: one
-    # preempted flush must not stand for all of them (a mean would let it),
-    # and a median of whole cycles would hide a difference of a few
-    samples = [int(x) for s in st for x in
-               s["flush_lock_sample"][: min(int(s["nr_flush_samples"]), layout.FLUSH_SAMPLES)]]
-    return {
-        **tot,
-        "skbs_per_s": tot["received"] / seconds if seconds else 0.0,
-        "seconds": seconds,
-        "defer_cycles": tot["defer_cycles"] / tot["defer_samples"] - overhead
-        if tot["defer_samples"] else None,
-        # two timed sections in a flush: the lock's, then the frees'
-        "flush_cycles": tot["flush_cycles"] / flushes - 2 * overhead if tot["flushes"] else None,
-        "flush_lock_cycles": stats.trimmed_mean(samples) - overhead if samples else None,
-        "flush_hist": [int(x) for x in st["flush_hist"].sum(axis=0)],
-        "lock_spins": int((m.region("irq")["spins"] - spins0).sum()),
-        "time_squeeze": int(softnet["time_squeeze"].sum()),
-        "missing": net.audit(m),
-        "rx_cycles_per_skb": sum(cycles[:rx]) / max(tot["received"], 1),
-        "consumer_cycles_per_skb": sum(cycles[rx:]) / max(tot["received"], 1),
-        "checker_reports": {name: int(n) for name, n in
-                            zip(layout.LOCKDEP_BUGS, m.region("irq")["bugs"].sum(axis=0) - bugs0)
-                            if n},
-    }
-
-
-def _median(runs, key):
-    values = [r[key] for r in runs if r[key] is not None]
-    return statistics.median(values) if values else None
-
-
-def _row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
-    allocated = sum(r["allocated"] for r in runs)
-    freed = sum(r["freed"] for r in runs)
-    rates = [r["skbs_per_s"] for r in runs]
-    flushed, flushes = sum(r["flushed"] for r in runs), sum(r["flushes"] for r in runs)
-    received = sum(r["received"] for r in runs)
-    reports = {}
-    for r in runs:
-        for k, v in r["checker_reports"].items():
-            reports[k] = reports.get(k, 0) + v
-    return {
-        "strategy": strategy, "cpus": cpus, "rx_cpus": rx, "defer_max": defer_max,
-        "batch": batch, "runs": len(runs),
-        "allocated": allocated, "freed": freed, "lost": allocated - freed,
-        "double_free": sum(r["double_free"] + r["stale"] for r in runs),
-        "alloc_failed": sum(r["alloc_failed"] for r in runs),
-        "missing_after_run": sum(r["missing"] for r in runs),
-        "conserved": allocated == freed and all(
-            r["double_free"] == 0 and r["stale"] == 0 and r["missing"] == 0 for r in runs),
-        "skbs_per_s": statistics.median(rates), "skbs_per_s_min": min(rates),
-        "skbs_per_s_max": max(rates), "skbs_per_s_samples": rates,
-        "defer_cycles": _median(runs, "defer_cycles"),
-        "flush_cycles": _median(runs, "flush_cycles"),
-        "flush_lock_cycles": _median(runs, "flush_lock_cycles"),
-        "flush_lock_samples": [r["flush_lock_cycles"] for r in runs],
-        "flushes": flushes, "skbs_per_flush": flushed / flushes if flushes else 0.0,
-        "max_flush": max(r["max_flush"] for r in runs),
-        "flush_hist": [sum(col) for col in zip(*(r["flush_hist"] for r in runs))],
-        "ipis": sum(r["ipis"] for r in runs),
-        "fallback_frees": sum(r["fallback_frees"] for r in runs),
-        "deferred": sum(r["deferred"] for r in runs),
-        "lock_spins": sum(r["lock_spins"] for r in runs),
-        "received": received,
-        "rx_cycles_per_skb": _median(runs, "rx_cycles_per_skb"),
-        "consumer_cycles_per_skb": _median(runs, "consumer_cycles_per_skb"),
-        "timer_overhead_cycles": overhead,
-        "checker_reports": reports,
-        "checker_lock_checks": sum(r["lock_checks"] for r in runs),
-        "timing_valid": timing_valid,
-    }
 
 
 def _verdicts(runs, cpu, lock_algo, progress):
@@ -325,19 +242,25 @@ def text(env, extra):
     cells = []
     for r in rows:
         per_m = 1e6 / r["received"] if r["received"] else 0.0
+        g = r.get("gain_over_none")
         cells.append((r["strategy"], r["skbs_per_s"] / 1e6, r["skbs_per_s_min"] / 1e6,
-                      r["skbs_per_s_max"] / 1e6, r["defer_cycles"], r["flush_cycles"],
+                      r["skbs_per_s_max"] / 1e6,
+                      f"{g['measured']:+.1f} [{g['interval'][0]:+.1f} .. {g['interval'][1]:+.1f}]"
+                      if g else None, r["defer_cycles"], r["flush_cycles"],
                       r["flush_lock_cycles"], r["skbs_per_flush"], r["ipis"] * per_m,
-                      r["fallback_frees"] * per_m, r["lock_spins"] * per_m,
-                      "yes" if r["conserved"] else "NO"))
+                      r["fallback_frees"] * per_m, r.get("remote_frees", 0) * per_m,
+                      r["lock_spins"] * per_m, "yes" if r["conserved"] else "NO"))
     lines.append(table(cells, [
-        "strategy", "M skbs/s", "min", "max", "cyc/defer", "cyc/flush", "cyc/flush lock",
-        "skbs/flush", "IPIs/M", "fallback/M", "spins/M", "conserved"]))
+        "strategy", "M skbs/s", "min", "max", "% over none", "cyc/defer", "cyc/flush",
+        "cyc/flush lock", "skbs/flush", "IPIs/M", "fallback/M", "remote frees/M", "spins/M",
+        "conserved"]))
     lines.append(f"M skbs/s: median of the runs, end to end; cyc/defer: cycles per "
                  f"skb_attempt_defer_free (1 call in 8 timed); cyc/flush: per "
                  f"skb_defer_free_flush, and of its locked take of the list; "
                  f"{r0['timer_overhead_cycles']} cycles of timer overhead subtracted from each; "
-                 f"/M: per million skbs.")
+                 f"/M: per million skbs; remote frees: freed on a CPU that did not allocate "
+                 f"them (none's every skb, the others' fallbacks); % over none: skbs/s, "
+                 f"paired run by run, 95 % interval.")
     lines.append("")
     buckets = ["1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127", ">=128"]
     lines.append("Flush sizes (skbs per flush: flushes):")

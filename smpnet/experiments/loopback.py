@@ -166,16 +166,15 @@ def invariant_failures(rows):
 
 
 def _open(cpus, k, oversubscribe):
-    regions = [("skb", layout.SK_BUFF, pool_size(k)), ("skb_pool", layout.SKB_POOL, 1),
-               ("napi_cache", layout.NAPI_ALLOC_CACHE, k), ("skb_stats", layout.SKB_STATS, k),
-               ("net_device", layout.NET_DEVICE, 1), ("lo_stats", layout.LO_STATS, k)]
+    regions = net.regions(pool_size(k), k) + [
+        ("net_device", layout.NET_DEVICE, 1), ("lo_stats", layout.LO_STATS, k)]
     real = cpus if k > len(cpus) else cpus[:k]
     return Machine(cpus=real, ncpus=k, oversubscribe=oversubscribe, regions=regions).open()
 
 
 def _one_run(m, mode, packets, duration, size, protocol, ack_storm, thread_size, work):
     names = m.segment.region_names
-    idx = tuple(names.index(r) for r in net.NET_REGIONS)
+    idx = net.indices(m)
     dev, lo = names.index("net_device"), names.index("lo_stats")
     _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS["qspinlock"])
     m.region("lo_stats")[:] = 0

@@ -177,6 +177,20 @@ static const struct smp_field sk_buff_fields[] = {
 	{ 0 }
 };
 
+static const struct smp_field skb_data_fields[] = {
+	SMP_BYTES(skb_data, head),
+	SMP_FIELD(skb_data, dataref),
+	SMP_FIELD(skb_data, nr_frags),
+	{ 0 }
+};
+
+static const struct smp_field skb_slab_fields[] = {
+	SMP_FIELD(skb_slab, freelist),
+	SMP_FIELD(skb_slab, count),
+	SMP_FIELD(skb_slab, remote_free),
+	{ 0 }
+};
+
 static const struct smp_field skb_pool_fields[] = {
 	SMP_RECORD(skb_pool, lock, spinlock),
 	SMP_FIELD(skb_pool, head),
@@ -198,6 +212,7 @@ static const struct smp_field skb_stats_fields[] = {
 	SMP_FIELD(skb_stats, freed_local),
 	SMP_FIELD(skb_stats, deferred),
 	SMP_FIELD(skb_stats, fallback_frees),
+	SMP_FIELD(skb_stats, remote_frees),
 	SMP_FIELD(skb_stats, double_free),
 	SMP_FIELD(skb_stats, stale),
 	SMP_FIELD(skb_stats, ipis),
@@ -372,6 +387,8 @@ static const struct smp_struct smp_structs[] = {
 	SMP_STRUCT(spinlock),
 	SMP_STRUCT(lock_slot),
 	SMP_STRUCT(sk_buff),
+	SMP_STRUCT(skb_data),
+	SMP_STRUCT(skb_slab),
 	SMP_STRUCT(skb_pool),
 	SMP_STRUCT(napi_alloc_cache),
 	SMP_STRUCT(skb_stats),
@@ -433,6 +450,7 @@ static const struct smp_const smp_consts[] = {
 	SMP_CONST(REGION_QNODES),
 	SMP_CONST(REGION_NR_BUILTIN),
 	SMP_CONST(NAPI_SKB_CACHE_SIZE),
+	SMP_CONST(SLAB_CPU_MAX),
 	SMP_CONST(FLUSH_HIST_BUCKETS),
 	SMP_CONST(FLUSH_SAMPLES),
 	SMP_CONST(SKB_FREE),

@@ -1,14 +1,23 @@
 /* skbuff.h - sk_buff heads, their allocator, and the defer-free list.
  *
- * The pool is a fixed array of skb heads in the segment. A head is named by
- * its handle, index + 1 (0 is NULL), so lists mean the same in every
- * process. Allocation follows napi_alloc_skb(): a per-CPU cache
- * (struct napi_alloc_cache, 64 entries) refilled 16 at a time from a shared
- * pool under a lock (the slab's role), and spilled back half at a time when
- * it fills up.
+ * The pool is a fixed array of skb heads in the segment, each with a data
+ * area (struct skb_data: the packet's first line and the shared info's
+ * line). A head is named by its handle, index + 1 (0 is NULL), so lists
+ * mean the same in every process. Allocation follows napi_alloc_skb(): a
+ * per-CPU cache (struct napi_alloc_cache, 64 entries) refilled 16 at a time
+ * from this CPU's slab (struct skb_slab, SLUB's kmem_cache_cpu: a freelist
+ * only its CPU touches), which refills from the heads other CPUs freed
+ * back to it, then from the shared pool under a lock (the node's partial
+ * list); a full cache gives its newer half to the slab, a slab past
+ * SLAB_CPU_MAX half of its own to the pool. Freeing a head on a CPU that
+ * did not allocate it is a remote free: its shared info's dataref is
+ * dropped there, and the head goes onto its own CPU's remote_free list
+ * (SLUB's slow path, a cmpxchg on another CPU's line): the cost the
+ * per-CPU defer list exists to avoid.
  *
  * skb_attempt_defer_free() and skb_defer_free_flush() are net/core's, with
  * the lock strategy of seed 003's history selectable per run:
+ *   none     before 5.19         the consumer frees the skb itself: a remote free
  *   irqsave  5.19 (2022)         producer irqsave, flush irqsave
  *   irq      seed 003 (Jan 2023) producer irqsave, flush irq
  *   bh       931e93bdf8ca (2023) producer bh,      flush bh
@@ -29,6 +38,8 @@
 #define NAPI_SKB_CACHE_SIZE	64
 #define NAPI_SKB_CACHE_BULK	16
 #define NAPI_SKB_CACHE_HALF	(NAPI_SKB_CACHE_SIZE / 2)
+#define SLAB_CPU_MAX		256	/* heads a CPU's slab keeps before it gives half back */
+#define SLAB_BATCH		64	/* heads a slab takes from the pool at once */
 #define FLUSH_HIST_BUCKETS	8	/* flush sizes 1, 2-3, 4-7, ..., >= 128 */
 #define DEFER_SAMPLE_MASK	7	/* time 1 skb_attempt_defer_free in 8 */
 #define STACK_FRAMES_MAX	168	/* net_ctx.stack_frames: dev.h checks it holds the
@@ -36,6 +47,7 @@
 
 /* The strategies above: enumerator, and its name as Python offers it. */
 #define DEFER_STRATEGY_TABLE(X)		\
+	X(DEFER_NONE,		"none")		\
 	X(DEFER_IRQSAVE,	"irqsave")	\
 	X(DEFER_IRQ,		"irq")		\
 	X(DEFER_BH,		"bh")		\
@@ -54,7 +66,27 @@ struct sk_buff {			/* one cache line */
 	uint8_t  cb[32];		/* what protocol layers write and read */
 };
 
-struct skb_pool {			/* the shared pool: the slab's role */
+/* An skb's data area: the packet's first line (written at receive, read
+ * by the consumer) and the shared info (skb_shinfo()), whose dataref
+ * allocation sets and every free drops: a line the freeing CPU must own. */
+struct skb_data {
+	uint8_t  head[SMP_CACHE_BYTES];	/* the packet's headers */
+	uint32_t dataref;		/* skb_shared_info.dataref */
+	uint32_t nr_frags;
+	uint8_t  _pad[SMP_CACHE_BYTES - 8];
+};
+
+/* One CPU's slab of skb heads (kmem_cache_cpu): the freelist is its own;
+ * remote_free, on a line of its own, is where other CPUs free its heads. */
+struct skb_slab {
+	uint32_t freelist;		/* handles, 0 when empty */
+	uint32_t count;
+	uint8_t  _pad0[SMP_CACHE_BYTES - 8];
+	uint32_t remote_free;		/* an llist other CPUs push onto */
+	uint8_t  _pad1[SMP_CACHE_BYTES - 4];
+};
+
+struct skb_pool {			/* the shared pool: the node's partial list */
 	spinlock_t lock;
 	uint32_t head;			/* free list, by handle */
 	uint32_t count;
@@ -74,6 +106,7 @@ struct skb_stats {			/* per CPU, in shared memory */
 	uint64_t freed_local;		/* skb_attempt_defer_free() of a local skb */
 	uint64_t deferred;		/* put on the home CPU's defer list */
 	uint64_t fallback_frees;	/* home list full: freed here instead */
+	uint64_t remote_frees;		/* freed on this CPU, allocated on another */
 	uint64_t double_free;		/* must stay 0 */
 	uint64_t stale;			/* handed an skb of another generation: must stay 0 */
 	uint64_t ipis;			/* defer kicks sent */
@@ -118,6 +151,9 @@ struct net_ctx {
 	uint32_t defer_calls;		/* for sampling */
 	struct skb_stats *stats;	/* this CPU's */
 	struct napi_alloc_cache *cache;	/* this CPU's */
+	struct skb_data *data;		/* the data areas, by skb index */
+	struct skb_slab *slabs;		/* every CPU's */
+	uint32_t slab_stride;
 	/* the defer experiment's device: see fake_nic.h */
 	struct skb_ring *rings;
 	uint32_t ring_stride;
@@ -176,51 +212,129 @@ static inline struct softnet_data *softnet(struct cpu_ctx *c, int cpu)
 	return (struct softnet_data *)per_cpu_ptr(c->hdr, REGION_SOFTNET, cpu);
 }
 
-/* ---------------------------------------------------------------- the pool */
+/* ---------------------------------------------------------------- the allocator */
 
-/* Take up to `want` heads from the shared pool into this CPU's cache. */
-static __attribute__((noinline)) void napi_cache_refill(struct cpu_ctx *c, struct net_ctx *n,
-							 uint32_t want)
+static inline struct skb_slab *slab_of(struct net_ctx *n, int cpu)
+{
+	return (struct skb_slab *)((char *)n->slabs + (size_t)cpu * n->slab_stride);
+}
+
+static inline struct skb_data *skb_data_of(struct net_ctx *n, const struct sk_buff *skb)
+{
+	return &n->data[skb - n->skbs];
+}
+
+/* The heads other CPUs freed back to this one: taken all at once (the
+ * page freelist SLUB takes over when the CPU's own runs dry). */
+static inline void slab_take_remote(struct net_ctx *n, struct skb_slab *s)
+{
+	uint32_t h;
+
+	if (!READ_ONCE(s->remote_free))
+		return;
+	h = __atomic_exchange_n(&s->remote_free, 0, __ATOMIC_ACQUIRE);
+	while (h) {
+		uint32_t next = skb_of(n, h)->next;
+
+		skb_of(n, h)->next = s->freelist;
+		s->freelist = h;
+		s->count++;
+		h = next;
+	}
+}
+
+/* Fill this CPU's slab from the shared pool, under its lock; -1 if the run
+ * was stopped while waiting for it. */
+static __attribute__((noinline)) int slab_refill(struct cpu_ctx *c, struct net_ctx *n,
+						  struct skb_slab *s)
 {
 	struct skb_pool *p = n->pool;
-	struct napi_alloc_cache *nc = n->cache;
 	unsigned long flags;
+	uint32_t want = SLAB_BATCH;
 
 	if (spin_lock_irqsave(c, &p->lock, &flags))
-		return;
+		return -1;
 	while (want-- && p->head) {
 		uint32_t h = p->head;
 
 		p->head = skb_of(n, h)->next;
 		p->count--;
-		nc->skb_cache[nc->count++] = h;
+		skb_of(n, h)->next = s->freelist;
+		s->freelist = h;
+		s->count++;
 	}
 	spin_unlock_irqrestore(c, &p->lock, flags);
+	return 0;
 }
 
-/* Give the older half of this CPU's cache back to the shared pool; -1 if
- * the run was stopped while waiting for the pool's lock. */
-static __attribute__((noinline)) int napi_cache_spill(struct cpu_ctx *c, struct net_ctx *n)
+/* Give half of this CPU's slab to the shared pool, under its lock. */
+static __attribute__((noinline)) int slab_spill(struct cpu_ctx *c, struct net_ctx *n,
+						 struct skb_slab *s)
 {
 	struct skb_pool *p = n->pool;
-	struct napi_alloc_cache *nc = n->cache;
 	unsigned long flags;
 	uint32_t i;
 
 	if (spin_lock_irqsave(c, &p->lock, &flags))
 		return -1;
-	for (i = 0; i < NAPI_SKB_CACHE_HALF; i++) {
-		uint32_t h = nc->skb_cache[i];
+	for (i = 0; i < SLAB_CPU_MAX / 2 && s->freelist; i++) {
+		uint32_t h = s->freelist;
 
+		s->freelist = skb_of(n, h)->next;
+		s->count--;
 		skb_of(n, h)->next = p->head;
 		p->head = h;
 		p->count++;
 	}
 	spin_unlock_irqrestore(c, &p->lock, flags);
-	nc->count -= NAPI_SKB_CACHE_HALF;
-	for (i = 0; i < nc->count; i++)
-		nc->skb_cache[i] = nc->skb_cache[i + NAPI_SKB_CACHE_HALF];
 	return 0;
+}
+
+/* kmem_cache_free() of a head this CPU allocated: onto its own slab. */
+static inline int slab_free_local(struct cpu_ctx *c, struct net_ctx *n, uint32_t h)
+{
+	struct skb_slab *s = slab_of(n, c->cpu);
+
+	skb_of(n, h)->next = s->freelist;
+	s->freelist = h;
+	if (unlikely(++s->count > SLAB_CPU_MAX))
+		return slab_spill(c, n, s);
+	return 0;
+}
+
+/* Take up to `want` heads from this CPU's slab into its cache. */
+static __attribute__((noinline)) void napi_cache_refill(struct cpu_ctx *c, struct net_ctx *n,
+							 uint32_t want)
+{
+	struct skb_slab *s = slab_of(n, c->cpu);
+	struct napi_alloc_cache *nc = n->cache;
+
+	if (!s->freelist)
+		slab_take_remote(n, s);
+	if (!s->freelist && slab_refill(c, n, s))
+		return;
+	while (want-- && s->freelist) {
+		uint32_t h = s->freelist;
+
+		s->freelist = skb_of(n, h)->next;
+		s->count--;
+		nc->skb_cache[nc->count++] = h;
+	}
+}
+
+/* napi_skb_cache_put() with a full cache: its newer half to the slab, as
+ * the kernel frees skb_cache[NAPI_SKB_CACHE_HALF..]; -1 if the run was
+ * stopped while waiting for the pool's lock. */
+static __attribute__((noinline)) int napi_cache_spill(struct cpu_ctx *c, struct net_ctx *n)
+{
+	struct napi_alloc_cache *nc = n->cache;
+	uint32_t i;
+	int rc = 0;
+
+	for (i = NAPI_SKB_CACHE_HALF; i < NAPI_SKB_CACHE_SIZE; i++)
+		rc |= slab_free_local(c, n, nc->skb_cache[i]);
+	nc->count = NAPI_SKB_CACHE_HALF;
+	return rc;
 }
 
 /* napi_alloc_skb(): a head from this CPU's cache, or NULL if the pool is dry. */
@@ -245,8 +359,23 @@ static inline struct sk_buff *napi_alloc_skb(struct cpu_ctx *c, struct net_ctx *
 	skb->hash = skb->gen * 2654435761u;
 	skb->tstamp = tsc_read_unordered();
 	__builtin_memset(skb->cb, (int)(skb->gen & 0xff), sizeof(skb->cb));
+	if (n->data) {		/* the packet lands, and build_skb() sets the shared info */
+		struct skb_data *d = skb_data_of(n, skb);
+
+		__builtin_memset(d->head, (int)(skb->gen & 0xff), sizeof(d->head));
+		d->nr_frags = 0;
+		__atomic_store_n(&d->dataref, 1, __ATOMIC_RELAXED);
+	}
 	n->stats->allocated++;
 	return skb;
+}
+
+/* skb_release_data(): drop the shared info's reference, on the freeing
+ * CPU (the data goes with the last one: here, always). */
+static inline void skb_release_data(struct net_ctx *n, struct sk_buff *skb)
+{
+	if (n->data)
+		__atomic_fetch_sub(&skb_data_of(n, skb)->dataref, 1, __ATOMIC_ACQ_REL);
 }
 
 /* napi_consume_skb() / __kfree_skb(): the head back into this CPU's cache.
@@ -259,11 +388,33 @@ static inline void kfree_skb_local(struct cpu_ctx *c, struct net_ctx *n, struct 
 		n->stats->double_free++;
 		return;
 	}
+	skb_release_data(n, skb);
 	skb->state = SKB_FREE;
 	n->stats->freed++;
 	if (unlikely(nc->count == NAPI_SKB_CACHE_SIZE) && napi_cache_spill(c, n))
 		return;		/* stopped with a full cache: the head is not kept */
 	nc->skb_cache[nc->count++] = skb_handle(n, skb);
+}
+
+/* kfree_skb() of a head another CPU allocated: the remote free. The
+ * shared info's line comes over for its dataref, and the head goes back
+ * to its own CPU's slab through that slab's remote_free list, a cmpxchg on
+ * a line that CPU owns (SLUB's __slab_free() slow path). */
+static inline void kfree_skb_remote(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
+{
+	struct skb_slab *home = slab_of(n, (int)skb->alloc_cpu);
+	uint32_t h = skb_handle(n, skb), first;
+
+	skb_release_data(n, skb);
+	skb->state = SKB_FREE;
+	n->stats->freed++;
+	n->stats->remote_frees++;
+	first = READ_ONCE(home->remote_free);
+	do {				/* llist_add() */
+		skb->next = first;
+	} while (!__atomic_compare_exchange_n(&home->remote_free, &first, h, 0,
+					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	(void)c;
 }
 
 /* ---------------------------------------------------------------- deferred free */
@@ -307,6 +458,10 @@ static inline void skb_attempt_defer_free(struct cpu_ctx *c, struct net_ctx *n,
 		kfree_skb_local(c, n, skb);
 		return;
 	}
+	if (n->strategy == DEFER_NONE) {	/* before 5.19: free it here */
+		kfree_skb_remote(c, n, skb);
+		return;
+	}
 	sd = softnet(c, cpu);
 	h = skb_handle(n, skb);
 	if (n->strategy == DEFER_LLIST) {
@@ -343,7 +498,10 @@ static inline void skb_attempt_defer_free(struct cpu_ctx *c, struct net_ctx *n,
 	return;
 nodefer:
 	n->stats->fallback_frees++;
-	kfree_skb_local(c, n, skb);
+	if ((uint32_t)cpu < c->hdr->nr_cpus)
+		kfree_skb_remote(c, n, skb);
+	else
+		kfree_skb_local(c, n, skb);	/* a head of no CPU's: keep it here */
 }
 
 static inline void flush_hist_add(struct skb_stats *st, uint32_t nr)
@@ -394,6 +552,8 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 		sd->defer_count = 0;
 		spin_unlock_irq(c, &sd->defer_lock);
 		break;
+	case DEFER_NONE:	/* nothing is ever deferred */
+		return;
 	default:	/* DEFER_BH, the one left: checked above */
 		if (spin_lock(c, &sd->defer_lock))
 			return;
@@ -410,7 +570,7 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 		kfree_skb_local(c, n, skb);
 		nr++;
 	}
-	t2 = tsc_stop();
+	t2 = tsc_read_unordered();	/* the flush's end: one serialising pair is enough */
 	n->stats->flushes++;
 	n->stats->flushed += nr;
 	n->stats->flush_lock_cycles += t1 - t0;

@@ -34,6 +34,15 @@ cdef extern from "skbuff.h" nogil:
         uint32_t len
         uint32_t hash
 
+    struct skb_data:
+        uint8_t head[64]
+        uint32_t dataref
+
+    struct skb_slab:
+        uint32_t freelist
+        uint32_t count
+        uint32_t remote_free
+
     struct skb_pool:
         spinlock_t lock
         uint32_t head
@@ -64,6 +73,9 @@ cdef extern from "skbuff.h" nogil:
         uint32_t defer_calls
         skb_stats *stats
         napi_alloc_cache *cache
+        skb_data *data
+        skb_slab *slabs
+        uint32_t slab_stride
         void *rings
         uint32_t ring_stride
         int n_rx
@@ -92,5 +104,7 @@ cdef extern from "skbuff.h" nogil:
     softnet_data *softnet(cpu_ctx *c, int cpu)
     sk_buff *napi_alloc_skb(cpu_ctx *c, net_ctx *n, uint32_t len)
     void kfree_skb_local(cpu_ctx *c, net_ctx *n, sk_buff *skb)
+    void kfree_skb_remote(cpu_ctx *c, net_ctx *n, sk_buff *skb)
+    skb_data *skb_data_of(net_ctx *n, const sk_buff *skb)
     void skb_attempt_defer_free(cpu_ctx *c, net_ctx *n, sk_buff *skb)
     void skb_defer_free_flush(cpu_ctx *c, net_ctx *n)

@@ -1,0 +1,108 @@
+"""A defer run's counters as the defer experiment's rows: per run, what the
+shared skb_stats, softnet and IRQ regions counted (measure()); per
+strategy, the runs' sums and medians (row()); and each strategy's gain in
+skbs/s over `none`, the kernel before the list existed (add_gains())."""
+import statistics
+
+from . import layout, net, stats
+
+
+def measure(m, cycles, rx, overhead, spins0, bugs0):
+    st = m.region("skb_stats")
+    tsc_hz = float(m.header["tsc_hz"])
+    tot = {name: int(st[name].sum()) for name in layout.SKB_STATS.names if name != "flush_hist"}
+    seconds = max(cycles) / tsc_hz
+    flushes = max(tot["flushes"], 1)
+    softnet = m.region("softnet")
+    # the latest flushes' lock sections, of every CPU, as a trimmed mean: one
+    # preempted flush must not stand for all of them (a mean would let it),
+    # and a median of whole cycles would hide a difference of a few
+    samples = [int(x) for s in st for x in
+               s["flush_lock_sample"][: min(int(s["nr_flush_samples"]), layout.FLUSH_SAMPLES)]]
+    return {
+        **tot,
+        "skbs_per_s": tot["received"] / seconds if seconds else 0.0,
+        "seconds": seconds,
+        "defer_cycles": tot["defer_cycles"] / tot["defer_samples"] - overhead
+        if tot["defer_samples"] else None,
+        # one serialising pair around a flush, and a read inside it
+        "flush_cycles": tot["flush_cycles"] / flushes - overhead if tot["flushes"] else None,
+        "flush_lock_cycles": stats.trimmed_mean(samples) - overhead if samples else None,
+        "flush_hist": [int(x) for x in st["flush_hist"].sum(axis=0)],
+        "lock_spins": int((m.region("irq")["spins"] - spins0).sum()),
+        "time_squeeze": int(softnet["time_squeeze"].sum()),
+        "missing": net.audit(m),
+        "rx_cycles_per_skb": sum(cycles[:rx]) / max(tot["received"], 1),
+        "consumer_cycles_per_skb": sum(cycles[rx:]) / max(tot["received"], 1),
+        "checker_reports": {name: int(n) for name, n in
+                            zip(layout.LOCKDEP_BUGS, m.region("irq")["bugs"].sum(axis=0) - bugs0)
+                            if n},
+    }
+
+
+def _median(runs, key):
+    values = [r[key] for r in runs if r[key] is not None]
+    return statistics.median(values) if values else None
+
+
+def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
+    allocated = sum(r["allocated"] for r in runs)
+    freed = sum(r["freed"] for r in runs)
+    rates = [r["skbs_per_s"] for r in runs]
+    flushed, flushes = sum(r["flushed"] for r in runs), sum(r["flushes"] for r in runs)
+    received = sum(r["received"] for r in runs)
+    reports = {}
+    for r in runs:
+        for k, v in r["checker_reports"].items():
+            reports[k] = reports.get(k, 0) + v
+    return {
+        "strategy": strategy, "cpus": cpus, "rx_cpus": rx, "defer_max": defer_max,
+        "batch": batch, "runs": len(runs),
+        "allocated": allocated, "freed": freed, "lost": allocated - freed,
+        "double_free": sum(r["double_free"] + r["stale"] for r in runs),
+        "alloc_failed": sum(r["alloc_failed"] for r in runs),
+        "missing_after_run": sum(r["missing"] for r in runs),
+        "conserved": allocated == freed and all(
+            r["double_free"] == 0 and r["stale"] == 0 and r["missing"] == 0 for r in runs),
+        "skbs_per_s": statistics.median(rates), "skbs_per_s_min": min(rates),
+        "skbs_per_s_max": max(rates), "skbs_per_s_samples": rates,
+        "defer_cycles": _median(runs, "defer_cycles"),
+        "flush_cycles": _median(runs, "flush_cycles"),
+        "flush_lock_cycles": _median(runs, "flush_lock_cycles"),
+        "flush_lock_samples": [r["flush_lock_cycles"] for r in runs],
+        "flushes": flushes, "skbs_per_flush": flushed / flushes if flushes else 0.0,
+        "max_flush": max(r["max_flush"] for r in runs),
+        "flush_hist": [sum(col) for col in zip(*(r["flush_hist"] for r in runs))],
+        "ipis": sum(r["ipis"] for r in runs),
+        "ipis_per_m": sum(r["ipis"] for r in runs) * 1e6 / received if received else 0.0,
+        "remote_frees": sum(r["remote_frees"] for r in runs),
+        "remote_frees_per_m": (sum(r["remote_frees"] for r in runs) * 1e6 / received
+                               if received else 0.0),
+        "fallback_frees": sum(r["fallback_frees"] for r in runs),
+        "deferred": sum(r["deferred"] for r in runs),
+        "lock_spins": sum(r["lock_spins"] for r in runs),
+        "received": received,
+        "rx_cycles_per_skb": _median(runs, "rx_cycles_per_skb"),
+        "consumer_cycles_per_skb": _median(runs, "consumer_cycles_per_skb"),
+        "timer_overhead_cycles": overhead,
+        "checker_reports": reports,
+        "checker_lock_checks": sum(r["lock_checks"] for r in runs),
+        "timing_valid": timing_valid,
+    }
+
+
+
+
+def add_gains(rows, runs, repeat):
+    """Each strategy's gain in skbs/s over `none` (the consumer freeing
+    remotely), paired run by run, with its 95 % interval; None without
+    `none` in the run or with too few runs."""
+    if "none" not in runs:
+        return
+    for r in rows:
+        if r["strategy"] == "none":
+            r["gain_over_none"] = None
+            continue
+        g = stats.paired([x["skbs_per_s"] for x in runs[r["strategy"]]],
+                         [x["skbs_per_s"] for x in runs["none"]], stats.gain)
+        r["gain_over_none"] = {"measured": g[0], "interval": g[1]} if g else None
