@@ -7,7 +7,7 @@ import statistics
 from . import layout, net, stats
 
 
-def measure(m, cycles, rx, overhead, spins0, bugs0):
+def measure(m, cycles, rx, overhead, spins0, bugs0, entry=0.0):
     st = m.region("skb_stats")
     tsc_hz = float(m.header["tsc_hz"])
     tot = {name: int(st[name].sum()) for name in layout.SKB_STATS.names if name != "flush_hist"}
@@ -29,7 +29,10 @@ def measure(m, cycles, rx, overhead, spins0, bugs0):
         "flush_cycles": tot["flush_cycles"] / flushes - overhead if tot["flushes"] else None,
         "flush_lock_cycles": stats.trimmed_mean(samples) - overhead if samples else None,
         "flush_hist": [int(x) for x in st["flush_hist"].sum(axis=0)],
-        "lock_spins": int((m.region("irq")["spins"] - spins0).sum()),
+        "lock_spins": int((m.region("irq")["spins"] - spins0["spins"]).sum()),
+        "ipi_send_cycles": int((m.region("irq")["ipi_send_cycles"]
+                                - spins0["ipi_send_cycles"]).sum()),
+        "irq_entry_cycles": entry,
         "time_squeeze": int(softnet["time_squeeze"].sum()),
         "missing": net.audit(m),
         "rx_cycles_per_skb": sum(cycles[:rx]) / max(tot["received"], 1),
@@ -75,6 +78,11 @@ def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
         "flush_hist": [sum(col) for col in zip(*(r["flush_hist"] for r in runs))],
         "ipis": sum(r["ipis"] for r in runs),
         "ipis_per_m": sum(r["ipis"] for r in runs) * 1e6 / received if received else 0.0,
+        # an IPI's cost: the sender's real wake-up (measured per send) and
+        # the target's entry and exit (a real kernel entry, measured once)
+        "ipi_send_cycles": (sum(r["ipi_send_cycles"] for r in runs) / sum(r["ipis"] for r in runs)
+                            if any(r["ipis"] for r in runs) else None),
+        "irq_entry_cycles": runs[0]["irq_entry_cycles"],
         "remote_frees": sum(r["remote_frees"] for r in runs),
         "remote_frees_per_m": (sum(r["remote_frees"] for r in runs) * 1e6 / received
                                if received else 0.0),

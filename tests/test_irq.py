@@ -153,3 +153,28 @@ def test_each_run_starts_with_irqs_on(allowed):
         assert m.run(leave_irqs_off) == [False] * m.nr_cpus
         assert m.run(leave_irqs_off) == [False] * m.nr_cpus
         assert list(m.region("irq")["preempt_count"]) == [1] * m.nr_cpus
+
+
+def test_an_ipi_costs_its_sender_a_real_wake_up_and_its_target_the_entry(allowed):
+    # the costs are floors (a timed system call, a spin of at least so many
+    # cycles), so these assertions hold whatever the machine's load
+    with Machine(cpus=allowed, ncpus=2, oversubscribe=True) as m:
+        c0, c1 = _core.Cpu(m.segment.buf, 0), _core.Cpu(m.segment.buf, 1)
+        c0.send_ipi(1, IRQ_TEST)
+        assert irq(m, 0)["ipi_send_cycles"] == 0        # emulated delivery: free
+        c0.set_ipi_costs(wake=True)
+        c0.send_ipi(1, IRQ_TEST)
+        assert irq(m, 0)["ipi_send_cycles"] > 0 and irq(m, 0)["ipis_sent"] == 2
+        entry = int(float(m.header["tsc_hz"]) * 0.05)   # 50 ms of entry and exit
+        c1.set_ipi_costs(entry_cycles=entry)
+        t0 = time.perf_counter()
+        c1.irq_poll()                                   # the pending IPI is taken
+        assert time.perf_counter() - t0 >= 0.05 * 0.9   # (the TSC's Hz is an estimate)
+        assert irq(m, 1)["hardirqs"] == 1
+
+
+def test_a_kernel_entry_is_measured_in_cycles():
+    cycles = _core.syscall_cycles(1000)
+    assert 0 < cycles < 1e7
+    with pytest.raises(ValueError):
+        _core.syscall_cycles(0)

@@ -56,3 +56,30 @@ def timer_overhead():
             t = tsc_start()
             d[i] = tsc_stop() - t
     return sorted(d[i] for i in range(101))[50]
+
+
+cdef extern from "<sys/syscall.h>" nogil:
+    enum: SYS_getppid
+
+cdef extern from "<unistd.h>" nogil:
+    long syscall(long number, ...)
+
+
+def syscall_cycles(uint32_t loops=20000):
+    """TSC cycles of one real kernel entry and exit on this CPU: a getppid
+    system call (nothing to do inside, so the entry, the exit and their
+    mitigations are what is timed), the median of 11 rounds of `loops`.
+    What the model charges a hard IRQ's entry and exit (irq_entry_cost)."""
+    cdef uint64_t d[11]
+    cdef uint64_t t
+    cdef uint32_t k
+    cdef int i
+    if loops < 1:
+        raise ValueError("loops must be at least 1")
+    with nogil:
+        for i in range(11):
+            t = tsc_start()
+            for k in range(loops):
+                syscall(SYS_getppid)
+            d[i] = tsc_stop() - t
+    return sorted(d[i] for i in range(11))[5] / loops

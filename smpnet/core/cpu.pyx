@@ -114,6 +114,14 @@ cdef class Cpu:
     def preempt_count(self):
         return self.c.irq.preempt_count
 
+    def set_ipi_costs(self, bint wake=False, uint64_t entry_cycles=0):
+        """What IPIs cost on this CPU: with `wake`, each one it sends also
+        makes a real futex wake-up system call (timed into the sender's
+        ipi_send_cycles); each hard IRQ it takes spins `entry_cycles` for
+        its entry and exit."""
+        self.c.ipi_wake = wake
+        self.c.irq_entry_cycles = entry_cycles
+
     # the network model
     def attach_net(self, regions, int strategy, uint32_t defer_max, int netdev_budget=0):
         """Run the network model on this CPU: regions is the

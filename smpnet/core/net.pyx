@@ -94,11 +94,13 @@ cdef fake_nic.defer_ctl *defer_setup(cpu_ctx *c, net_ctx *n, smp_header *hdr, in
 
 def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
                  uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
-                 uint64_t skbs, double duration_s, bint check=False, bint popf=False):
+                 uint64_t skbs, double duration_s, bint check=False, bint popf=False,
+                 uint64_t irq_entry_cycles=0):
     """An RX CPU of the defer experiment: NAPI polls receive skbs (allocate
     them here) into the consumers' rings until `skbs` were received or
     duration_s passed; net_rx_action flushes what consumers defer back; ends
-    with a last flush once every consumer is done. Returns its TSC cycles."""
+    with a last flush once every consumer is done. Each IPI it takes costs
+    irq_entry_cycles (syscall_cycles()). Returns its TSC cycles."""
     cdef smp_header *hdr = segment_header(seg)
     cdef cpu_ctx c
     cdef net_ctx n
@@ -112,6 +114,7 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
         raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     ctl = defer_setup(&c, &n, hdr, cpu, regions, strategy, defer_max, ring_region,
                       n_rx, n_consumers, ctl_region, check, popf)
+    c.irq_entry_cycles = irq_entry_cycles   # the defer kick's entry on this CPU
     n.to_send = skbs if skbs else <uint64_t>-1
     with nogil:
         t0 = tsc_start()
@@ -141,11 +144,13 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
 
 def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
                        uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
-                       uint32_t batch, bint check=False, bint popf=False):
+                       uint32_t batch, bint check=False, bint popf=False,
+                       bint ipi_wake=False):
     """A consumer CPU (the socket owner): take skbs off its rings, `batch` at
     a time from each, read them, and free them with skb_attempt_defer_free()
     (1 call in 8 timed); ends when every RX CPU is done and its rings are
-    empty. Returns its TSC cycles."""
+    empty. With ipi_wake, each defer kick also wakes its target for real (a
+    futex system call, timed). Returns its TSC cycles."""
     cdef smp_header *hdr = segment_header(seg)
     cdef cpu_ctx c
     cdef net_ctx n
@@ -162,6 +167,7 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
         raise ValueError("batch must be at least 1")
     ctl = defer_setup(&c, &n, hdr, cpu, regions, strategy, defer_max, ring_region,
                       n_rx, n_consumers, ctl_region, check, popf)
+    c.ipi_wake = ipi_wake     # the defer kick wakes its target for real
     with nogil:
         t0 = tsc_start()
         while not smp_should_stop(hdr):

@@ -96,21 +96,24 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
         idx = net.indices(m)
         ring, ctl = names.index("rings"), names.index("defer_ctl")
         overhead = _core.timer_overhead()
+        # a hard IRQ's entry and exit, charged to each IPI's target: a real
+        # kernel entry and exit on this machine, measured once
+        entry = _core.syscall_cycles()
         for i, (r, strategy) in enumerate(plan):
             if progress:
                 progress(i, len(plan), f"{strategy} (run {r + 1} of {repeat})")
             _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS[lock_algo])
             m.region("rings")[:] = 0
             m.region("defer_ctl")[:] = 0
-            spins0 = m.region("irq")["spins"].copy()
+            spins0 = m.region("irq")[["spins", "ipi_send_cycles"]].copy()
             checks0 = int(m.region("irq")["lock_checks"].sum())
             bugs0 = m.region("irq")["bugs"].sum(axis=0).copy()
             out = m.run(_cpu_body, idx, ring, ctl,
                         _core.DEFER_STRATEGIES[STRATEGY_OF.get(strategy, strategy)], defer_max,
-                        rx, n_cons, skbs or 0, duration or 0.0, batch, check,
+                        rx, n_cons, skbs or 0, duration or 0.0, batch, check, entry,
                         expected=machine.work_seconds(skbs, duration, TYPICAL_SKBS_PER_S),
                         progress=_progress)
-            runs[strategy].append(defer_rows.measure(m, out, rx, overhead, spins0, bugs0))
+            runs[strategy].append(defer_rows.measure(m, out, rx, overhead, spins0, bugs0, entry))
             runs[strategy][-1]["lock_checks"] = int(m.region("irq")["lock_checks"].sum()) - checks0
         timing_valid = m.timing_valid
         cpu_map = [int(c) for c in m.cpu_map]
@@ -139,14 +142,14 @@ def invariant_failures(rows):
 
 
 def _cpu_body(ctx, idx, ring, ctl, strategy, defer_max, rx, n_cons, skbs, duration, batch,
-              check):
+              check, entry):
     if ctx.cpu < rx:
         # RX CPU i receives its share of the skbs (0: until the duration ends)
         quota = skbs // rx + (1 if ctx.cpu < skbs % rx else 0)
         return _core.defer_rx_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx, n_cons,
-                                  ctl, quota, duration, check)
+                                  ctl, quota, duration, check, irq_entry_cycles=int(entry))
     return _core.defer_consumer_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx,
-                                    n_cons, ctl, batch, check)[0]
+                                    n_cons, ctl, batch, check, ipi_wake=True)[0]
 
 
 def _verdicts(runs, cpu, lock_algo, progress):
@@ -248,11 +251,14 @@ def text(env, extra):
                       f"{g['measured']:+.1f} [{g['interval'][0]:+.1f} .. {g['interval'][1]:+.1f}]"
                       if g else None, r["defer_cycles"], r["flush_cycles"],
                       r["flush_lock_cycles"], r["skbs_per_flush"], r["ipis"] * per_m,
+                      None if r.get("ipi_send_cycles") is None
+                      else r["ipi_send_cycles"] + r["irq_entry_cycles"],
                       r["fallback_frees"] * per_m, r.get("remote_frees", 0) * per_m,
                       r["lock_spins"] * per_m, "yes" if r["conserved"] else "NO"))
     lines.append(table(cells, [
         "strategy", "M skbs/s", "min", "max", "% over none", "cyc/defer", "cyc/flush",
-        "cyc/flush lock", "skbs/flush", "IPIs/M", "fallback/M", "remote frees/M", "spins/M",
+        "cyc/flush lock", "skbs/flush", "IPIs/M", "cyc/IPI", "fallback/M", "remote frees/M",
+        "spins/M",
         "conserved"]))
     lines.append(f"M skbs/s: median of the runs, end to end; cyc/defer: cycles per "
                  f"skb_attempt_defer_free (1 call in 8 timed); cyc/flush: per "
@@ -260,7 +266,10 @@ def text(env, extra):
                  f"{r0['timer_overhead_cycles']} cycles of timer overhead subtracted from each; "
                  f"/M: per million skbs; remote frees: freed on a CPU that did not allocate "
                  f"them (none's every skb, the others' fallbacks); % over none: skbs/s, "
-                 f"paired run by run, 95 % interval.")
+                 f"paired run by run, 95 % interval; cyc/IPI: the sender's real wake-up (a "
+                 f"futex system call, timed) and the target's entry and exit "
+                 f"({r0.get('irq_entry_cycles') or 0:.0f} cycles, a real kernel entry and exit "
+                 f"measured here).")
     lines.append("")
     buckets = ["1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127", ">=128"]
     lines.append("Flush sizes (skbs per flush: flushes):")

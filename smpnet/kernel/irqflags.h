@@ -16,6 +16,9 @@
 #ifndef SMPNET_IRQFLAGS_H
 #define SMPNET_IRQFLAGS_H
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "atomic.h"
 #include "lockdep.h"
 #include "preempt.h"
@@ -73,6 +76,20 @@ static inline void native_restore_fl(unsigned long flags)
 
 static void do_softirq(struct cpu_ctx *c);
 
+/* The interrupt's entry and exit on the target, as a calibrated spin (the
+ * cost of a real kernel entry and exit measured on this machine: see
+ * syscall_cycles() in core/cpu.pyx); nothing when it is 0. */
+static inline void irq_entry_cost(const struct cpu_ctx *c)
+{
+	uint64_t t0;
+
+	if (!c->irq_entry_cycles)
+		return;
+	t0 = tsc_read_unordered();
+	while (tsc_read_unordered() - t0 < c->irq_entry_cycles)
+		;	/* no pause: this is the work the entry does */
+}
+
 /* Run every pending hard IRQ, in hardirq context with IRQs off, then the
  * softirqs they raised (irq_exit -> invoke_softirq). */
 static __attribute__((noinline)) void irq_replay(struct cpu_ctx *c)
@@ -90,6 +107,7 @@ static __attribute__((noinline)) void irq_replay(struct cpu_ctx *c)
 
 			pending &= pending - 1;
 			irq->hardirqs++;
+			irq_entry_cost(c);
 			if (irq_handlers[vec])
 				irq_handlers[vec](c, vec);
 		}
@@ -122,14 +140,24 @@ static inline void irq_poll(struct cpu_ctx *c)
 		irq_replay(c);
 }
 
-/* Raise `vector` on `target`: what the sender's APIC write does. */
+/* Raise `vector` on `target`: what the sender's APIC write does. With
+ * ipi_wake the sender also pays a real cross-CPU wake-up: a FUTEX_WAKE
+ * system call on the target's pending word (shared memory: the target's
+ * worker is another process), timed into ipi_send_cycles. */
 static inline void send_ipi(struct cpu_ctx *c, int target, unsigned int vector)
 {
 	struct irq_cpustat *t = (struct irq_cpustat *)per_cpu_ptr(c->hdr, REGION_IRQ, target);
 
 	__atomic_fetch_or(&t->irq_pending, 1U << vector, __ATOMIC_SEQ_CST);
 	c->irq->ipis_sent++;
+	if (c->ipi_wake) {
+		uint64_t t0 = tsc_read_unordered();
+
+		syscall(SYS_futex, &t->irq_pending, FUTEX_WAKE, 1, NULL, NULL, 0);
+		c->irq->ipi_send_cycles += tsc_read_unordered() - t0;
+	}
 }
+
 
 /* ---------------------------------------------------------------- save/restore */
 

@@ -134,6 +134,7 @@ static const struct smp_field irq_cpustat_fields[] = {
 	SMP_FIELD(irq_cpustat, first_bug),
 	SMP_FIELD(irq_cpustat, first_bug_lock),
 	SMP_FIELD(irq_cpustat, flags_saves),
+	SMP_FIELD(irq_cpustat, ipi_send_cycles),
 	{ 0 }
 };
 
