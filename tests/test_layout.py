@@ -16,7 +16,8 @@ from smpnet import _core, layout
 # version's one home) and pin the new digest here, so that a segment built
 # by another smpnet is refused by its version, not only by its hash.
 LAYOUT_PINS = {6: "28814baf10709e9c", 7: "83b185ecc8b53fe5", 8: "de8ed2f9beaaa1fa",
-               9: "73f04e66e671abc1", 10: "6c41120246259712", 11: "e626891802bcfbac"}
+               9: "73f04e66e671abc1", 10: "6c41120246259712", 11: "e626891802bcfbac",
+               12: "6812bfe941c2ea6c"}
 
 
 def records_digest(structs):
@@ -197,3 +198,17 @@ def test_every_member_of_a_shared_record_has_its_layout_row(struct):
     members = _struct_members(struct)
     assert members is not None, f"no header defines struct {struct}"
     assert members - UNLISTED.get(struct, set()) == set(layout.STRUCTS[struct].names)
+
+
+def test_the_defer_fields_share_one_line_as_the_kernels_do():
+    # softnet_data's "another possibly contended cache line": the list, its
+    # count and the lock's word (and the algorithm the run-time wrappers
+    # read) on one line, apart from the owner's line 0
+    sd, lock = layout.SOFTNET_DATA.fields, layout.SPINLOCK.fields
+    base = sd["defer_lock"][1]
+    lines = {name: sd[name][1] // layout.CACHELINE
+             for name in ("defer_count", "defer_ipi_scheduled", "defer_list")}
+    lines["defer_lock.val"] = (base + lock["val"][1]) // layout.CACHELINE
+    lines["defer_lock.algo"] = (base + lock["algo"][1]) // layout.CACHELINE
+    assert set(lines.values()) == {1}, lines
+    assert sd["input_qlen"][1] // layout.CACHELINE == 0

@@ -104,10 +104,10 @@ static const struct smp_field softnet_data_fields[] = {
 	SMP_FIELD(softnet_data, input_tail),
 	SMP_FIELD(softnet_data, input_qlen),
 	SMP_FIELD(softnet_data, xmit_recursion),
-	SMP_RECORD(softnet_data, defer_lock, spinlock),
 	SMP_FIELD(softnet_data, defer_count),
 	SMP_FIELD(softnet_data, defer_ipi_scheduled),
 	SMP_FIELD(softnet_data, defer_list),
+	SMP_RECORD(softnet_data, defer_lock, spinlock),
 	{ 0 }
 };
 
