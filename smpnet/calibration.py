@@ -19,6 +19,7 @@ A profile belongs to the machine and kernel it was measured on: loading
 one from another CPU model or kernel release is refused.
 """
 import json
+import math
 import os
 import time
 
@@ -91,16 +92,43 @@ def load(path):
     if profile.get("version") != VERSION:
         raise BadInput(f"--calibration {path}: profile version {profile.get('version')!r}, "
                        f"this smpnet reads {VERSION}")
-    tcp = profile.get("tcp_rr", {}).get("same-cpu", {}).get("cycles")
-    if not isinstance(tcp, (int, float)) or not tcp > 0:
-        raise BadInput(f"--calibration {path}: no positive tcp_rr same-cpu cycles")
-    here, there = machine(), profile.get("machine", {})
+    check_figures(profile, path)
+    here, there = machine(), profile.get("machine")
+    if not isinstance(there, dict):
+        raise BadInput(f"--calibration {path}: no machine facts")
     for k in SAME_MACHINE:
         if there.get(k) != here[k]:
             raise BadInput(f"--calibration {path}: measured with {k} {there.get(k)!r}, this "
                            f"machine has {here[k]!r}; measure one here "
                            f"(smpnet-bench kernel --save PATH)")
     return profile
+
+
+# what a profile's figures may be: a transaction's cycles (40 ms at 2.5 GHz
+# is far past any kernel's), a ping's µs; the runs charge them as work
+MAX_CYCLES = 1e8
+MAX_US = 1e5
+
+
+def _number(x, low, high):
+    return (isinstance(x, (int, float)) and not isinstance(x, bool)
+            and math.isfinite(x) and low < x <= high)
+
+
+def check_figures(profile, path):
+    """BadInput unless the figures the models charge are numbers in range."""
+    tcp = profile.get("tcp_rr")
+    same = tcp.get("same-cpu") if isinstance(tcp, dict) else None
+    if not isinstance(same, dict) or not _number(same.get("cycles"), 0, MAX_CYCLES):
+        raise BadInput(f"--calibration {path}: tcp_rr same-cpu cycles must be a number in "
+                       f"(0, {MAX_CYCLES:g}]")
+    veth = profile.get("veth_ping")
+    if veth is None:
+        return
+    if not isinstance(veth, dict) or not all(
+            _number(veth.get(k), 0, MAX_US) for k in ("first_us", "later_us")):
+        raise BadInput(f"--calibration {path}: veth_ping first_us and later_us must be "
+                       f"numbers in (0, {MAX_US:g}] us")
 
 
 def from_args(args):

@@ -78,8 +78,9 @@ def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
         "flush_hist": [sum(col) for col in zip(*(r["flush_hist"] for r in runs))],
         "ipis": sum(r["ipis"] for r in runs),
         "ipis_per_m": sum(r["ipis"] for r in runs) * 1e6 / received if received else 0.0,
-        # an IPI's cost: the sender's real wake-up (measured per send) and
-        # the target's entry and exit (a real kernel entry, measured once)
+        # an IPI's cost, a floor: the sender's real system call (measured
+        # per send) and the target's entry and exit (a real kernel entry,
+        # measured once)
         "ipi_send_cycles": (sum(r["ipi_send_cycles"] for r in runs) / sum(r["ipis"] for r in runs)
                             if any(r["ipis"] for r in runs) else None),
         "irq_entry_cycles": runs[0]["irq_entry_cycles"],

@@ -42,14 +42,17 @@ def audit(m):
     pool = m.region("skb_pool")[0]
     caches = m.region("napi_cache")
     held = np.zeros(len(skb) + 1, dtype=np.int64)   # by handle
-    counted = _walk(skb, int(pool["head"]), held)
+    walked = _walk(skb, int(pool["head"]), held)
+    bad = int(walked != int(pool["count"]))         # the pool's count agrees with its list
+    counted = walked
     for s in m.region("skb_slab"):
-        counted += _walk(skb, int(s["freelist"]), held)
-        counted += _walk(skb, int(s["remote_free"]), held)
+        walked = _walk(skb, int(s["freelist"]), held)
+        bad += int(walked != int(s["count"]))       # and each slab's with its freelist
+        counted += walked + _walk(skb, int(s["remote_free"]), held)
     for c in caches:
         np.add.at(held, c["skb_cache"][: int(c["count"])], 1)
     counted += int(caches["count"].sum())
     held = held[1:]
-    bad = int(np.count_nonzero(held != 1))
+    bad += int(np.count_nonzero(held != 1))
     bad += int(np.count_nonzero(skb["state"] != layout.SKB_FREE))
     return bad + abs(counted - len(skb))

@@ -50,11 +50,11 @@ def test_the_kernel_stage_calibrates_the_stages_after_it(quick_run, allowed):
     stages = {s["stage"]: s for s in env["results"]}
     profile = stages["kernel"]["profile"]
     assert profile["kind"] == "smpnet-calibration" and profile["tcp_rr"]["same-cpu"]["cycles"] > 0
-    for name in ("loopback", "arp"):
-        if not stages[name].get("skipped"):
-            assert stages[name]["params"]["calibration"] == profile
-    (v,) = stages["loopback"]["verdicts"] or [None]
-    if v is not None:   # the calibrated gain, the raw model's beside it
+    # loopback runs on any CPU count; arp needs two
+    assert stages["loopback"]["params"]["calibration"] == profile
+    assert stages["arp"].get("skipped") or stages["arp"]["params"]["calibration"] == profile
+    if len(allowed) >= 2:   # a timing verdict: the calibrated gain, the raw model's beside it
+        (v,) = stages["loopback"]["verdicts"]
         assert v["calibration"]["kernel_cycles"] == profile["tcp_rr"]["same-cpu"]["cycles"]
         assert "raw" in v and v["breakdown"]["saved_cycles"] is not None
     assert env["params"]["calibration"] is None     # none given: measured on the spot

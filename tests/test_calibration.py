@@ -34,7 +34,13 @@ def test_a_profile_round_trips(tmp_path):
 @pytest.mark.parametrize("change,why", [
     ({"kind": "something else"}, "not a calibration profile"),
     ({"version": 99}, "profile version 99"),
-    ({"tcp_rr": {}}, "no positive tcp_rr same-cpu cycles"),
+    ({"tcp_rr": {}}, "tcp_rr same-cpu cycles must be a number"),
+    ({"tcp_rr": {"same-cpu": {"cycles": float("inf")}}}, "must be a number in"),
+    ({"tcp_rr": {"same-cpu": {"cycles": 1e13}}}, "must be a number in"),
+    ({"tcp_rr": None}, "must be a number in"),
+    ({"veth_ping": {"first_us": "fast", "later_us": 3.0}}, "veth_ping first_us"),
+    ({"veth_ping": {"first_us": 30.0, "later_us": -1.0}}, "veth_ping first_us"),
+    ({"machine": None}, "no machine facts"),
     ({"machine": {"cpu_model": "a CPU from elsewhere", "kernel": "0.0"}}, "measured with cpu_model"),
 ])
 def test_a_bad_profile_is_refused(tmp_path, change, why):
@@ -136,4 +142,11 @@ def test_kernel_saves_a_profile_that_loopback_loads(tmp_path, capsys, allowed):
 def test_kernel_refuses_a_save_path_it_cannot_write_before_the_run(capsys):
     assert main(["kernel", "--save", "/nonexistent/dir/p.json"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "/nonexistent/dir/p.json" in err[0]
+    assert len(err) == 1 and "--save /nonexistent/dir/p.json" in err[0]
+
+
+def test_a_calibration_with_the_storm_is_refused_in_one_line(tmp_path, capsys):
+    _, path = profile(tmp_path)
+    assert main(["loopback", "--ack-storm", "--calibration", path, "--repeat", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--calibration" in err[0] and "storm" in err[0]

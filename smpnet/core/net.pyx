@@ -70,7 +70,8 @@ def net_init(unsigned char[::1] seg, regions, int lock_algo):
         memset(per_cpu_ptr(hdr, slab_r, cpu), 0, hdr.regions[slab_r].stride)
         memset(per_cpu_ptr(hdr, stats_r, cpu), 0, hdr.regions[stats_r].stride)
         sd = skbuff.softnet(&c, cpu)
-        memset(sd, 0, 16)   # processed, time_squeeze, dropped, poll_list
+        # line 0, the owner's: counters, poll list, backlog, xmit_recursion
+        memset(sd, 0, <size_t>(<char *>&sd.defer_count - <char *>sd))
         sd.defer_list = 0
         sd.defer_count = 0
         sd.defer_ipi_scheduled = 0

@@ -266,8 +266,8 @@ def text(env, extra):
                  f"{r0['timer_overhead_cycles']} cycles of timer overhead subtracted from each; "
                  f"/M: per million skbs; remote frees: freed on a CPU that did not allocate "
                  f"them (none's every skb, the others' fallbacks); % over none: skbs/s, "
-                 f"paired run by run, 95 % interval; cyc/IPI: the sender's real wake-up (a "
-                 f"futex system call, timed) and the target's entry and exit "
+                 f"paired run by run, 95 % interval; cyc/IPI: the sender's real system call (a "
+                 f"futex wake, timed; it wakes no one) and the target's entry and exit "
                  f"({r0.get('irq_entry_cycles') or 0:.0f} cycles, a real kernel entry and exit "
                  f"measured here).")
     lines.append("")

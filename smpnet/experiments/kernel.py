@@ -64,8 +64,10 @@ def params(args, cpus):
     if not cpus:
         raise BadInput("kernel needs at least one CPU")
     if args.save is not None:     # refused before the run, as --output is
-        target = output.prepare(args.save.strip() and args.save)
-        target.close()
+        try:
+            output.prepare(args.save).close()
+        except BadInput as e:
+            raise BadInput(str(e).replace("--output", "--save", 1)) from None
     return _params(cpus, args.transactions, args.rounds, args.trials, args.count, args.save)
 
 

@@ -15,7 +15,7 @@ import statistics
 from .. import _core, calibration, kstack, layout, machine, net, seed002
 from ..bounds import MAX_PACKETS, MAX_REPEAT
 from ..cpus import format_cpus
-from ..errors import BadInput
+from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
 from ..machine import Machine
 from ..report import table
@@ -42,7 +42,7 @@ def pool_size(ncpus):
     return max(POOL, ncpus * (_core.NETDEV_MAX_BACKLOG + 1 + 64) + 1024)
 
 
-def validate(ncpus, packets, duration, size, repeat, protocol, ack_storm):
+def validate(ncpus, packets, duration, size, repeat, protocol, ack_storm, calibrated=False):
     if packets is not None and duration is not None:
         raise BadInput("give --packets or --duration, not both")
     if duration is not None and not 0 < duration <= 3600:
@@ -51,6 +51,9 @@ def validate(ncpus, packets, duration, size, repeat, protocol, ack_storm):
         raise BadInput(f"--protocol {protocol}: choose {', '.join(PROTOCOLS)}")
     if ack_storm and protocol != "ack-every":
         raise BadInput("--ack-storm needs --protocol ack-every: the storm starts from an ACK")
+    if ack_storm and calibrated:
+        raise BadInput("--calibration sizes seed 002's gain; the storm's verdict is the "
+                       "overflow: give one or the other")
     if packets is not None and not ncpus <= packets <= MAX_PACKETS:
         raise BadInput(f"--packets {packets}: give {ncpus} (one per CPU) to {MAX_PACKETS}")
     if not 1 <= size <= 65535:
@@ -94,7 +97,7 @@ def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, protocol=None
     (a calibration profile's); None runs the raw model."""
     n = ncpus or len(cpus)
     protocol = protocol or default_protocol(ack_storm)
-    validate(n, packets, duration, size, repeat, protocol, ack_storm)
+    validate(n, packets, duration, size, repeat, protocol, ack_storm, kernel_cycles is not None)
     if stack not in STACKS:
         raise BadInput(f"--stack {stack}: choose {' or '.join(STACKS)}")
     if packets is None and duration is None:
@@ -126,8 +129,11 @@ def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, protocol=None
             # count, in the baseline the host kernel runs (netif_rx)
             if progress:
                 progress(0, len(plan) + 1, "sizing the stack work: netif_rx, raw")
-            sizing = calibration.stack_work(kernel_cycles,
-                                            one(n, "netif_rx", 0)["cycles_per_transaction"])
+            own = one(n, "netif_rx", 0)["cycles_per_transaction"]
+            if own is None:
+                raise RunFailed("the sizing run (netif_rx, no stack work) completed no "
+                                "transaction: nothing to size the stack work against")
+            sizing = calibration.stack_work(kernel_cycles, own)
         work = sizing["per_call"] if sizing else 0
         for i, (k, r, mode) in enumerate(plan):
             if progress:

@@ -141,9 +141,11 @@ static inline void irq_poll(struct cpu_ctx *c)
 }
 
 /* Raise `vector` on `target`: what the sender's APIC write does. With
- * ipi_wake the sender also pays a real cross-CPU wake-up: a FUTEX_WAKE
- * system call on the target's pending word (shared memory: the target's
- * worker is another process), timed into ipi_send_cycles. */
+ * ipi_wake the sender also pays a real system call, FUTEX_WAKE on the
+ * target's pending word (shared memory: the target's worker is another
+ * process), timed into ipi_send_cycles. The target busy-polls and never
+ * waits on that word, so the call wakes no one: it costs what a kernel
+ * entry, the futex hash lookup and the exit cost, not a remote wake-up. */
 static inline void send_ipi(struct cpu_ctx *c, int target, unsigned int vector)
 {
 	struct irq_cpustat *t = (struct irq_cpustat *)per_cpu_ptr(c->hdr, REGION_IRQ, target);

@@ -69,6 +69,19 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 		kfree_skb_local(c, n, skb);
 		return -1;
 	}
+	if (n->lo_mode == LO_DIRECT_XMIT_RECURSION) {
+		/* __dev_queue_xmit() on a queueless device, before the driver
+		 * runs: dev_xmit_recursion() reads the per-CPU counter; past the
+		 * limit the packet is dropped ("Dead loop on virtual device"),
+		 * uncounted by lstats, which also ends a loop */
+		sd = softnet(c, c->cpu);
+		if (unlikely(sd->xmit_recursion > XMIT_RECURSION_LIMIT)) {
+			n->lo->recursion_drops++;
+			kfree_skb_local(c, n, skb);
+			stack_leave(n, STACK_FRAME_XMIT);
+			return -1;
+		}
+	}
 	WRITE_ONCE(n->dev->last_rx, n->lo->xmits);	/* dev->last_rx = jiffies */
 	lb_stats->bytes += skb->len;
 	lb_stats->packets++;
@@ -95,17 +108,7 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 			n->lo->max_depth = (uint32_t)lb_stats->depth;
 		lb_stats->depth--;
 		break;
-	case LO_DIRECT_XMIT_RECURSION:
-		/* __dev_queue_xmit() on a queueless device: dev_xmit_recursion()
-		 * reads the per-CPU counter; past the limit the packet is dropped
-		 * ("Dead loop on virtual device"), which also ends a loop */
-		sd = softnet(c, c->cpu);
-		if (unlikely(sd->xmit_recursion > XMIT_RECURSION_LIMIT)) {
-			n->lo->recursion_drops++;
-			kfree_skb_local(c, n, skb);
-			rc = -1;
-			break;
-		}
+	case LO_DIRECT_XMIT_RECURSION:	/* below the limit: checked above */
 		sd->xmit_recursion++;
 		if (sd->xmit_recursion > n->lo->max_depth)
 			n->lo->max_depth = sd->xmit_recursion;
@@ -169,6 +172,9 @@ static inline void stack_work(struct net_ctx *n, struct lo_sock *sk, uint32_t le
 		;	/* no pause: this is work, and a pause would overshoot it */
 	n->stack_work_debt += t - t0;		/* >= want, so the debt stays >= 0 */
 	n->stack_work_debt -= n->stack_work;
+	/* a preemption inside a spin is not work to pay back: at most a call's */
+	if (n->stack_work_debt > n->stack_work)
+		n->stack_work_debt = n->stack_work;
 	n->lo->stack_work_cycles += t - t0;
 }
 

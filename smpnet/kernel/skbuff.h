@@ -290,18 +290,6 @@ static __attribute__((noinline)) int slab_spill(struct cpu_ctx *c, struct net_ct
 	return 0;
 }
 
-/* kmem_cache_free() of a head this CPU allocated: onto its own slab. */
-static inline int slab_free_local(struct cpu_ctx *c, struct net_ctx *n, uint32_t h)
-{
-	struct skb_slab *s = slab_of(n, c->cpu);
-
-	skb_of(n, h)->next = s->freelist;
-	s->freelist = h;
-	if (unlikely(++s->count > SLAB_CPU_MAX))
-		return slab_spill(c, n, s);
-	return 0;
-}
-
 /* Take up to `want` heads from this CPU's slab into its cache. */
 static __attribute__((noinline)) void napi_cache_refill(struct cpu_ctx *c, struct net_ctx *n,
 							 uint32_t want)
@@ -328,13 +316,19 @@ static __attribute__((noinline)) void napi_cache_refill(struct cpu_ctx *c, struc
 static __attribute__((noinline)) int napi_cache_spill(struct cpu_ctx *c, struct net_ctx *n)
 {
 	struct napi_alloc_cache *nc = n->cache;
+	struct skb_slab *s = slab_of(n, c->cpu);
 	uint32_t i;
-	int rc = 0;
 
-	for (i = NAPI_SKB_CACHE_HALF; i < NAPI_SKB_CACHE_SIZE; i++)
-		rc |= slab_free_local(c, n, nc->skb_cache[i]);
+	for (i = NAPI_SKB_CACHE_HALF; i < NAPI_SKB_CACHE_SIZE; i++) {
+		uint32_t h = nc->skb_cache[i];
+
+		skb_of(n, h)->next = s->freelist;
+		s->freelist = h;
+		s->count++;
+	}
 	nc->count = NAPI_SKB_CACHE_HALF;
-	return rc;
+	/* one spill at most: the heads are on the slab whether it works or not */
+	return s->count > SLAB_CPU_MAX ? slab_spill(c, n, s) : 0;
 }
 
 /* napi_alloc_skb(): a head from this CPU's cache, or NULL if the pool is dry. */
@@ -391,9 +385,11 @@ static inline void kfree_skb_local(struct cpu_ctx *c, struct net_ctx *n, struct 
 	skb_release_data(n, skb);
 	skb->state = SKB_FREE;
 	n->stats->freed++;
-	if (unlikely(nc->count == NAPI_SKB_CACHE_SIZE) && napi_cache_spill(c, n))
-		return;		/* stopped with a full cache: the head is not kept */
+	/* napi_skb_cache_put(): in, then the newer half out once the cache is
+	 * full (a stopped run's failed spill to the pool loses nothing) */
 	nc->skb_cache[nc->count++] = skb_handle(n, skb);
+	if (unlikely(nc->count == NAPI_SKB_CACHE_SIZE))
+		napi_cache_spill(c, n);
 }
 
 /* kfree_skb() of a head another CPU allocated: the remote free. The
