@@ -36,20 +36,34 @@ def test_lstats_count_every_packet_sent(allowed, mode, protocol):
 
 
 @pytest.mark.parametrize("protocol,acks,backlogged", [("tbench", 1, 1), ("ack-every", 2, 0)])
-def test_tbench_acks_the_second_unacked_segment_into_the_owners_backlog(one_cpu, protocol,
-                                                                        acks, backlogged):
-    # two requests and no reply: tbench's delayed ACK goes out with the
-    # second, nested in its receive, to the client, which is inside
-    # sendmsg (owned): it waits on the socket's backlog until release_sock
+def test_tbench_acks_past_a_full_segment_into_the_owners_backlog(one_cpu, protocol, acks,
+                                                                 backlogged):
+    # a request of 20000 bytes goes as two segments (16384 and 3616): the
+    # server has measured a full segment, and the second leaves more than
+    # one unACKed, so tbench's TCP ACKs at once, nested in that receive, to
+    # the client, which is inside sendmsg (owned): it waits on the socket's
+    # backlog until release_sock. ack-every ACKs each segment as it comes.
     m, c = one_cpu
     names = m.segment.region_names
     c.attach_loopback(names.index("net_device"), names.index("lo_stats"), "direct-unguarded",
                       proto=protocol)
-    assert c.tcp_sendmsg("client", "request") and c.tcp_sendmsg("client", "request")
+    assert c.tcp_sendmsg("client", "request", 20000)
     lo = m.region("lo_stats")[0]
+    assert int(lo["requests"]) == 2 and int(lo["server_pending"]) == 1   # one message
     assert int(lo["acks"]) == acks and int(lo["sk_backlogged"]) == backlogged
     assert int(lo["delivered"]) == 2 + acks     # the backlog was processed at release
-    assert int(lo["server_pending"]) == 2
+    c.loopback_purge()
+
+
+def test_tbench_never_acks_from_a_receive_for_messages_up_to_a_segment(one_cpu):
+    m, c = one_cpu
+    names = m.segment.region_names
+    c.attach_loopback(names.index("net_device"), names.index("lo_stats"), "direct-unguarded",
+                      proto="tbench")
+    for _ in range(5):      # small segments never reach rcv_mss (536 unmeasured)
+        assert c.tcp_sendmsg("client", "request", 100)
+    lo = m.region("lo_stats")[0]
+    assert int(lo["acks"]) == 0 and int(lo["server_pending"]) == 5
     c.loopback_purge()
 
 

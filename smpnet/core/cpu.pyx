@@ -225,7 +225,7 @@ cdef class Cpu:
         sk = SK_SERVER if to == "server" else SK_CLIENT
         self._begin()
         if bh:
-            rc = loopback.dev_queue_xmit(&self.c, n, PACKET_TYPES[type], sk, size)
+            rc = loopback.dev_queue_xmit(&self.c, n, PACKET_TYPES[type], sk, size, 1)
         else:
             rc = loopback.loopback_send(&self.c, n, PACKET_TYPES[type], sk, size)
         self._end()

@@ -7,6 +7,7 @@ from libc.stdlib cimport calloc, free
 LOOPBACK_MODES = c_enum(loopback.lo_mode_names, loopback.LO_NR_MODES)
 LOOPBACK_PROTOS = c_enum(loopback.lo_proto_names, loopback.LO_NR_PROTOS)
 XMIT_RECURSION_LIMIT = loopback.XMIT_RECURSION_LIMIT
+LO_MSS = loopback.LO_MSS
 PACKET_TYPES = {"request": loopback.PKT_REQUEST, "reply": loopback.PKT_REPLY, "ack": loopback.PKT_ACK}
 NETDEV_MAX_BACKLOG = dev.NETDEV_MAX_BACKLOG
 # the emulated stack's frame kinds, name -> enum value (dev.h's STACK_FRAME_TABLE;
@@ -45,6 +46,8 @@ cdef int loopback_setup(net_ctx *n, cpu_ctx *c, int dev_region, int lo_region, i
     n.stack_used = dev.STACK_BASE
     n.stack_depth = 0
     memset(n.sk, 0, sizeof(n.sk))
+    for i in range(2):
+        n.sk[i].rcv_mss = loopback.TCP_MSS_DEFAULT
     n.stack_work = 0
     n.stack_work_debt = 0
     n.app_buf = NULL

@@ -9,11 +9,14 @@
  *                          the per-CPU softnet_data.xmit.recursion counter,
  *                          dropped beyond XMIT_RECURSION_LIMIT (dev_xmit_recursion)
  * Protocols (when the receive path transmits an ACK):
- *   tbench     2.6.24's TCP under tbench: delayed ACKs (a pure ACK only once
- *              two data segments are unACKed; otherwise the ACK rides on the
- *              next data segment), and data for a socket its owner holds
- *              (lock_sock, as in sendmsg) goes to the socket's backlog,
- *              processed at release_sock(): nested transmits are rare
+ *   tbench     2.6.24's TCP under tbench: delayed ACKs (a pure ACK at once
+ *              only when more than one full-sized segment, rcv_mss bytes,
+ *              is unACKed, as __tcp_ack_snd_check() tests; otherwise it
+ *              rides on the next data segment), messages cut into LO_MSS
+ *              segments, and data for a socket its owner holds (lock_sock,
+ *              as in sendmsg) goes to the socket's backlog, processed at
+ *              release_sock(): a request/response of messages up to one
+ *              segment never ACKs from a receive; larger ones do
  *   ack-every  a pure ACK for every data segment, sent from inside the
  *              receive (tcp_send_ack): the recursion stress
  *   no-ack     no ACKs at all
@@ -49,7 +52,8 @@ SMP_ENUM(lo_mode, LO_MODE_TABLE, LO_NR_MODES);
 SMP_ENUM(lo_proto, LO_PROTO_TABLE, LO_NR_PROTOS);
 
 #define XMIT_RECURSION_LIMIT	8	/* include/linux/netdevice.h */
-#define TCP_DELACK_SEGS		2	/* __tcp_ack_snd_check(): ACK at once past one full segment */
+#define LO_MSS			16384	/* 2.6.24's loopback: MTU 16436 less the headers */
+#define TCP_MSS_DEFAULT		536	/* rcv_mss before a segment has been measured */
 enum { PKT_REQUEST = 1, PKT_REPLY = 2, PKT_ACK = 3 };
 #define ACK_LEN 52
 
@@ -133,7 +137,8 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
  * around the transmit, and turning them back on runs the NET_RX softirq
  * that netif_rx() raised (unless this is already softirq context).
  * -1 if the packet went nowhere. */
-static int dev_queue_xmit(struct cpu_ctx *c, struct net_ctx *n, int type, int to, uint32_t len)
+static int dev_queue_xmit(struct cpu_ctx *c, struct net_ctx *n, int type, int to, uint32_t len,
+			  int last)
 {
 	struct sk_buff *skb = napi_alloc_skb(c, n, len);
 	int rc;
@@ -142,6 +147,7 @@ static int dev_queue_xmit(struct cpu_ctx *c, struct net_ctx *n, int type, int to
 		return -1;
 	skb->cb[0] = (uint8_t)type;
 	skb->cb[1] = (uint8_t)to;
+	skb->cb[2] = (uint8_t)last;	/* PSH: the message's last segment */
 	local_bh_disable(c);
 	rc = loopback_xmit(c, n, skb);
 	local_bh_enable(c);
@@ -189,20 +195,24 @@ static inline int peer(int sk)
 static void tcp_v4_do_rcv(struct cpu_ctx *c, struct net_ctx *n, int to, struct sk_buff *skb)
 {
 	struct lo_sock *sk = &n->sk[to];
-	int type = skb->cb[0], ack;
+	int type = skb->cb[0], last = skb->cb[2], ack;
+	uint32_t len = skb->len;
 
 	n->lo->delivered++;
 	kfree_skb_local(c, n, skb);
 	if (type == PKT_ACK) {
 		ack = n->ack_storm;	/* ACKing an ACK: the bug */
 	} else {
-		if (type == PKT_REQUEST)
+		if (last && type == PKT_REQUEST)	/* a whole message for the application */
 			n->lo->server_pending++;
-		else
+		else if (last)
 			n->lo->client_pending++;
+		if (len >= sk->rcv_mss)			/* tcp_measure_rcv_mss() */
+			sk->rcv_mss = len < LO_MSS ? len : LO_MSS;
+		sk->unacked += len;
 		switch (n->lo_proto) {
-		case LO_PROTO_TBENCH:	/* delayed: ride on the next data segment */
-			ack = ++sk->unacked >= TCP_DELACK_SEGS;
+		case LO_PROTO_TBENCH:	/* delayed, unless more than a full segment waits */
+			ack = sk->unacked > sk->rcv_mss;
 			break;
 		case LO_PROTO_ACK_EVERY:
 			ack = 1;
@@ -213,7 +223,7 @@ static void tcp_v4_do_rcv(struct cpu_ctx *c, struct net_ctx *n, int to, struct s
 	}
 	if (ack) {
 		sk->unacked = 0;
-		dev_queue_xmit(c, n, PKT_ACK, peer(to), ACK_LEN);
+		dev_queue_xmit(c, n, PKT_ACK, peer(to), ACK_LEN, 1);
 	}
 }
 
@@ -254,18 +264,25 @@ static void release_sock(struct cpu_ctx *c, struct net_ctx *n, int to)
 	sk->owned = 0;
 }
 
-/* tcp_sendmsg(): one data segment of `type` from socket `from` to its
- * peer, under the socket's ownership; it carries the ACK of what `from`
- * received (the piggyback). */
+/* tcp_sendmsg(): a message of `type` from socket `from` to its peer, in
+ * segments of at most LO_MSS, under the socket's ownership; each carries
+ * the ACK of what `from` received (the piggyback). -1 if a segment went
+ * nowhere. */
 static int tcp_sendmsg(struct cpu_ctx *c, struct net_ctx *n, int from, int type, uint32_t len)
 {
 	struct lo_sock *sk = &n->sk[from];
-	int rc;
+	uint32_t left = len;
+	int rc = 0;
 
 	sk->owned = 1;			/* lock_sock() */
 	stack_work(n, sk, len, 1);
-	sk->unacked = 0;
-	rc = dev_queue_xmit(c, n, type, peer(from), len);
+	do {
+		uint32_t seg = left < LO_MSS ? left : LO_MSS;
+
+		sk->unacked = 0;
+		left -= seg;
+		rc |= dev_queue_xmit(c, n, type, peer(from), seg, left == 0);
+	} while (left);
 	release_sock(c, n, from);
 	return rc;
 }
@@ -286,6 +303,7 @@ static int loopback_send(struct cpu_ctx *c, struct net_ctx *n, int type, int to,
 		return -1;
 	skb->cb[0] = (uint8_t)type;
 	skb->cb[1] = (uint8_t)to;
+	skb->cb[2] = 1;		/* a message of one segment */
 	return loopback_xmit(c, n, skb);
 }
 

@@ -20,7 +20,9 @@ cdef extern from "loopback.h" nogil:
     enum: PKT_ACK
 
     int loopback_send(cpu_ctx *c, net_ctx *n, int type, int to, uint32_t len)
-    int dev_queue_xmit(cpu_ctx *c, net_ctx *n, int type, int to, uint32_t len)
+    int dev_queue_xmit(cpu_ctx *c, net_ctx *n, int type, int to, uint32_t len, int last)
+    enum: TCP_MSS_DEFAULT
+    enum: LO_MSS
     int tcp_sendmsg(cpu_ctx *c, net_ctx *n, int sk, int type, uint32_t len)
     void tcp_recvmsg(net_ctx *n, int sk, uint32_t len)
     void loopback_purge(cpu_ctx *c, net_ctx *n)

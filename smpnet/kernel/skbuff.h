@@ -133,7 +133,8 @@ enum { SK_CLIENT = 0, SK_SERVER = 1, NR_LO_SOCKS = 2 };
 #define LO_BUF_BYTES	65536	/* the largest payload (--size) */
 struct lo_sock {
 	uint32_t owned;			/* sock_owned_by_user() */
-	uint32_t unacked;		/* data segments received since our last ACK */
+	uint32_t unacked;		/* data bytes received since our last ACK */
+	uint32_t rcv_mss;		/* the largest segment seen, up to the MSS */
 	uint32_t backlog_head;		/* sk->sk_backlog: skb handles, 0 when empty */
 	uint32_t backlog_tail;
 	uint8_t *buf;			/* LO_BUF_BYTES: the socket's receive/send queue */

@@ -24,6 +24,7 @@ cdef extern from "skbuff.h" nogil:
 
     struct lo_sock:
         uint32_t owned
+        uint32_t rcv_mss
         uint8_t *buf
 
     struct sk_buff:
