@@ -8,7 +8,7 @@ import errno
 import signal
 import sys
 
-from . import __version__, calibration, load, output, process, report
+from . import __version__, calibration, load, output, plaintext, process, report
 from .cpus import parse_cpus
 from .errors import BadInput, OutputFailed, SmpnetError
 from .experiment import bounded
@@ -33,6 +33,13 @@ def _common(p):
                    help="real CPUs to use: 0,1 or 0-3 or all (default: all allowed)")
     p.add_argument("--json", action="store_true", help="print the JSON result to stdout")
     p.add_argument("--output", metavar="PATH", help="also write the JSON result to PATH")
+    _format_option(p)
+
+
+def _format_option(p):
+    p.add_argument("--format", choices=("text", "email"), default="text",
+                   help="text: as wide as the tables come (default); email: within 80 "
+                        "columns, the machine in two lines on top, for a patch review")
 
 
 def build_parser():
@@ -68,6 +75,7 @@ def build_parser():
                    help="fewer rounds and shorter runs: under a minute on 2 CPUs")
     p.add_argument("--json", action="store_true", help="print the JSON result to stdout")
     p.add_argument("--output", metavar="PATH", help="also write the JSON result to PATH")
+    _format_option(p)
     p.add_argument("--plot", metavar="DIR",
                    help="write PNG pictures of each experiment to DIR (needs matplotlib)")
     calibration.add_option(p, "(default: one measured on the spot, by the stage that "
@@ -87,6 +95,7 @@ def build_parser():
     p.add_argument("--json", action="store_true",
                    help="print the comparison as JSON (the common envelope; results are "
                         "the rows)")
+    _format_option(p)
     p.set_defaults(func=cmd_compare)
     return parser
 
@@ -217,7 +226,7 @@ def _show(args, env, text, failed=None):
             if failed is None and getattr(args, "output", None):
                 return  # nowhere to print, but --output holds the result
             raise OSError(errno.EBADF, "stdout is closed")
-        print(report.dumps(env) if args.json else text(), flush=True)
+        print(report.dumps(env) if args.json else _text(args, env, text), flush=True)
     except BrokenPipeError:
         if failed is not None:  # the reader left; the --output failure still counts
             raise failed from None
@@ -229,6 +238,14 @@ def _show(args, env, text, failed=None):
                                f"{output.saved_text(saved)}", saved) from None
     if failed is not None:
         raise failed
+
+
+def _text(args, env, text):
+    """The text report, narrowed for a mail with --format email."""
+    if getattr(args, "format", "text") != "email":
+        return text()
+    with plaintext.narrow():
+        return plaintext.render(text(), env.get("machine"))
 
 
 def main(argv=None):
@@ -247,6 +264,8 @@ def main(argv=None):
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        if args.json and args.format != "text":
+            raise BadInput(f"--json and --format {args.format}: choose one")
         return args.func(args)
     except SmpnetError as e:
         print(f"smpnet-bench: {e}", file=sys.stderr)

@@ -49,19 +49,33 @@ def _run(argv, out, cwd):
     p = subprocess.run(PY + argv + ["--output", str(out)], capture_output=True, text=True,
                        cwd=cwd, timeout=300)
     assert p.returncode == 0, p.stderr
+    out.with_suffix(".txt").write_text(p.stdout)   # the text report, for the width test
     return out
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """{name: (path of run 1, path of run 2)}: each command twice, `all --quick` once."""
+    """{name: (path of run 1, path of run 2)}: each command twice, `all --quick` once;
+    the second run of each, and `all`, print their text --format email."""
     d = tmp_path_factory.mktemp("compare")
     out = {}
     for name, (argv, _, _) in RUNS.items():
-        out[name] = tuple(_run(argv, d / f"{name}-{k}.json", d) for k in (1, 2))
-    a = _run(["all", "--quick"], d / "all-1.json", d)
+        out[name] = tuple(_run(argv + ["--format", "email"] * (k == 2), d / f"{name}-{k}.json",
+                               d) for k in (1, 2))
+    a = _run(["all", "--quick", "--format", "email"], d / "all-1.json", d)
     out["all"] = (a, a)
     return out
+
+
+@pytest.mark.parametrize("name", list(RUNS) + ["all"])
+def test_format_email_fits_80_columns_with_the_machine_on_top(results, name):
+    """Every experiment's text and `all`'s, as a patch review mails it."""
+    text = results[name][1].with_suffix(".txt").read_text()
+    lines = text.splitlines()
+    assert lines[0].startswith("machine: ") and lines[1].startswith("clock: TSC")
+    too_wide = [ln for ln in lines if len(ln) > 80]
+    assert not too_wide, too_wide
+    assert len(lines) > 4   # a report, not just the facts
 
 
 def _compare_json(capsys, a, b):
