@@ -60,6 +60,10 @@ def build_parser():
             _machine_options(p)
         p.add_argument("--long", action="store_true",
                        help="allow a run estimated at over an hour (refused without it)")
+        if e.plot is not None:
+            p.add_argument("--plot", metavar="DIR",
+                           help="also write its picture to DIR/NAME.png, NAME the experiment "
+                                "that ran (needs matplotlib)")
         e.add_options(p)
         p.set_defaults(func=cmd_experiment, experiment=e)
 
@@ -113,6 +117,11 @@ def cmd_experiment(args):
     cpus = parse_cpus(args.cpus)
     params = e.params(args, cpus)
     args.output_target = output.prepare(args.output)
+    picture = getattr(args, "plot", None)
+    if picture is not None:
+        from . import plot
+        plot.require()
+        plot.check_dir(picture)
     bounds.check_run_time(e.seconds(params, cpus), args.long)
     facts = report.machine(cpus)
     oversubscribed = params.get("ncpus", len(cpus)) > len(cpus)
@@ -125,7 +134,14 @@ def cmd_experiment(args):
                           facts=facts)
     _emit(args, env, lambda: e.text(env, out.extra)
           + ("" if e.own_warnings else report.warnings_text(warnings)))
-    return _exit_rule(args.command, _broken(e.invariant_failures(out.rows)))
+    problems = _broken(e.invariant_failures(out.rows))
+    if picture is not None and out.rows:   # after the result is saved: a picture is extra
+        from . import plot
+        try:
+            plot.write(e, out.rows, picture)
+        except OSError as err:
+            problems.append(f"picture not written to {picture}: {err.strerror or err}")
+    return _exit_rule(args.command, problems)
 
 
 def cmd_all(args):

@@ -198,3 +198,12 @@ def test_render_puts_the_machine_in_two_lines_and_wraps_prose():
     assert max(len(ln) for ln in out) <= 80
     assert all(ln.startswith("  ") for ln in out[out.index(next(
         ln for ln in out if "indented" in ln)):])
+
+
+def test_plot_draws_the_swept_run(tmp_path, capsys, allowed):
+    pytest.importorskip("matplotlib")
+    d = tmp_path / "pics"
+    assert main(["locks", "--contended", "--algo", "tas,ticket", "--variant", "plain",
+                 "--hold-cycles", "0,100", "--repeat", "2", "--duration", "0.003",
+                 "--plot", str(d)]) == 0
+    assert (d / "contended.png").stat().st_size > 0
