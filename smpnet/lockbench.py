@@ -48,12 +48,12 @@ CONTENDED_ONLY = ("--hold-cycles", "--think-cycles", "--duration", "--repeat", "
 def add_contended_options(p, which=""):
     """The options of a contended run (`which`: the help's prefix). No
     default here: a run that is not contended refuses them."""
-    p.add_argument("--hold-cycles", type=bounded("--hold-cycles"), metavar="LIST",
-                   help=f"{which}critical-section lengths in TSC cycles, a sweep such as "
-                        f"0,100,1000 (default: {HOLD_CYCLES})")
-    p.add_argument("--think-cycles", type=bounded("--think-cycles"), metavar="LIST",
-                   help=f"{which}TSC cycles of work outside the lock between a release and "
-                        f"the next acquire, a sweep as --hold-cycles (default: {THINK_CYCLES})")
+    for option, what, default in (
+            ("--hold-cycles", "critical-section lengths in TSC cycles", HOLD_CYCLES),
+            ("--think-cycles", "TSC cycles of work outside the lock between a release and the "
+                               "next acquire", THINK_CYCLES)):
+        p.add_argument(option, type=bounded(option), metavar="LIST",
+                       help=f"{which}{what}, a sweep such as 0,100,1000 (default: {default})")
     p.add_argument("--duration", type=bounded("--duration"), metavar="S",
                    help=f"{which}seconds per run of one algorithm and variant "
                         f"(default: {DURATION})")

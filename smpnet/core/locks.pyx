@@ -17,6 +17,16 @@ cdef lock_slot *checked_slot(smp_header *hdr, int region, int index) except NULL
     return slot_ptr(hdr, region, index)
 
 
+cdef inline void tsc_spin(smp_header *hdr, uint64_t cycles, uint64_t deadline) noexcept nogil:
+    """Spin `cycles` TSC cycles (a hold or a think time), cut at the run's
+    deadline or a stop: work that takes time and touches no shared line."""
+    cdef uint64_t end = tsc_read_unordered() + cycles
+    if end > deadline:
+        end = deadline
+    while tsc_read_unordered() < end and not smp_should_stop(hdr):
+        cpu_relax()
+
+
 # name -> enum value, from the headers' tables (SPIN_ALGO_TABLE, SPIN_VARIANT_TABLE)
 LOCK_ALGOS = c_enum(spin_algo_names, SPIN_NR_ALGOS)
 LOCK_VARIANTS = c_enum(spin_variant_names, SPIN_NR_VARIANTS)
@@ -65,7 +75,7 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
     check_cpu(hdr, cpu)
     cdef lock_slot *s = checked_slot(hdr, region, index)
     cdef unsigned long flags = 0
-    cdef uint64_t n = 0, t0, t1, deadline, spins0, hold_end, think_end, now = 0
+    cdef uint64_t n = 0, t0, t1, deadline, spins0
     cdef bint aborted = False
     # how often the deadline is read: see above
     cdef uint64_t every = 0 if hold_cycles or think_cycles or hdr.flags & percpu.SMP_F_OVERSUBSCRIBED else 15
@@ -87,27 +97,14 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
                 break
             s.counter = s.counter + 1
             if hold_cycles:
-                hold_end = tsc_read_unordered() + hold_cycles
-                if hold_end > deadline:
-                    hold_end = deadline
-                now = tsc_read_unordered()
-                while now < hold_end and not smp_should_stop(hdr):
-                    cpu_relax()
-                    now = tsc_read_unordered()
+                tsc_spin(hdr, hold_cycles, deadline)
             spin_unlock_variant(&c, &s.lock, variant, flags)
             n += 1
             if n == max_acquisitions:
                 break
             if think_cycles:
-                # outside the lock, so the other CPUs can take it meanwhile;
-                # TSC-timed like the hold, and cut at the deadline too
-                think_end = tsc_read_unordered() + think_cycles
-                if think_end > deadline:
-                    think_end = deadline
-                now = tsc_read_unordered()
-                while now < think_end and not smp_should_stop(hdr):
-                    cpu_relax()
-                    now = tsc_read_unordered()
+                # outside the lock, so the other CPUs can take it meanwhile
+                tsc_spin(hdr, think_cycles, deadline)
             if (n & every) == 0:
                 if tsc_read_unordered() >= deadline:
                     break
