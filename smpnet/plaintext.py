@@ -40,13 +40,14 @@ def _longest_word(text):
     return max((len(x) for x in text.split()), default=0)
 
 
-def table(cells, headers, numeric, limit):
+def table(cells, headers, numeric, limit, numbered=False):
     """cells: rows of strings; headers: strings; numeric: per column,
     right-aligned. Returns the lines of a table no line of which is over
-    `limit` columns (unless a single word is)."""
+    `limit` columns (unless a single word is), or None when it fits as it
+    is. numbered: the first column is the row's number (see below)."""
     n = len(headers)
     natural = [max(len(r[i]) for r in [headers] + cells) for i in range(n)]
-    if sum(natural) + 2 * (n - 1) <= limit:
+    if sum(natural) + 2 * (n - 1) <= limit and not numbered:
         return None   # it fits as it is: the caller's own layout
     # a header can wrap at its spaces; a cell wraps only when it is wider
     # than all the room a block has beside the row's name
@@ -55,8 +56,8 @@ def table(cells, headers, numeric, limit):
     want = [max([len(headers[i].split()[0]) if headers[i].split() else 0]
                 + [_longest_word(headers[i])] + [len(r[i]) for r in cells]) for i in range(n)]
     # the leading text columns name the row: repeated in every block
-    keys = 0
-    while keys < min(2, n - 1) and not numeric[keys] and \
+    first = keys = 1 if numbered else 0
+    while keys < min(first + 2, n - 1) and not numeric[keys] and \
             sum(want[:keys + 1]) + 2 * keys <= limit // 3:
         keys += 1
     room = limit - sum(want[:keys]) - 2 * keys
@@ -69,6 +70,11 @@ def table(cells, headers, numeric, limit):
             block = []
         block.append(i)
     blocks.append(block)
+    if len(blocks) > 1 and not numbered and \
+            len({tuple(r[:keys]) for r in cells}) < len(cells):
+        # the repeated columns do not tell the rows apart: number them
+        return table([[str(k + 1)] + r for k, r in enumerate(cells)], ["#"] + headers,
+                     [True] + numeric, limit, numbered=True)
     out = []
     for b in blocks:
         cols = list(range(keys)) + b

@@ -207,3 +207,15 @@ def test_plot_draws_the_swept_run(tmp_path, capsys, allowed):
                  "--hold-cycles", "0,100", "--repeat", "2", "--duration", "0.003",
                  "--plot", str(d)]) == 0
     assert (d / "contended.png").stat().st_size > 0
+
+
+def test_a_narrow_table_numbers_its_rows_when_the_repeated_name_does_not_tell_them_apart():
+    rows = [("locks", f"spin_lock_unlock algo{k} " + "x" * 40, 1.5 * k, 2.5 * k, "yes" * 10)
+            for k in range(3)]
+    with plaintext.narrow():
+        lines = report.table(rows, ["table", "row", "A", "B", "beyond noise"]).splitlines()
+    assert max(len(ln) for ln in lines) <= 80
+    assert lines[0].startswith("#")
+    blocks = [ln for ln in lines if ln.startswith("#")]
+    assert len(blocks) >= 2   # every block carries the number
+    assert sum(ln.lstrip().startswith("3  locks") for ln in lines) == len(blocks)
