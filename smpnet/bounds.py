@@ -27,7 +27,9 @@ LONG_RUN_GRACE = 1.05
 # option: (lowest, highest, unit). Where a bound comes from:
 #   --ncpus      Machine.MAX_CPUS (qspinlock's tail field allows 16383)
 #   --loops      a round of 1e9 ops takes seconds to a minute
-#   --hold-cycles  about 4 s at 2.5 GHz; it must also fit in --duration
+#   --hold-cycles, --think-cycles  about 4 s at 2.5 GHz; each must also fit in --duration
+#   --scale      Machine.MAX_CPUS, and no more than the CPUs given
+#   --rng-seed   any 64-bit value numpy's generator takes
 #   --skbs, --packets  2^40: far past an hour at any rate seen, below every C counter
 #   --defer-max  65536, the pool is sized from it
 #   --batch      layout.SKB_RING_SIZE, the ring's length
@@ -40,6 +42,9 @@ BOUNDS = {
     "--loops": (1, 10**9, "ops per round"),
     "--rounds": (1, 1000, "rounds"),
     "--hold-cycles": (0, 10**10, "TSC cycles"),
+    "--think-cycles": (0, 10**10, "TSC cycles"),
+    "--scale": (1, MAX_CPUS, "CPUs"),
+    "--rng-seed": (0, 2**64 - 1, "RNG seed"),
     "--duration": (0.001, 3600.0, "seconds"),
     "--rx-cpus": (1, MAX_CPUS - 1, "CPUs"),
     "--skbs": (1, MAX_SKBS, "skbs"),
@@ -72,6 +77,27 @@ def parse(option, text):
     if not low <= value <= high:
         raise BadInput(f"{text} is out of range ({bound})")
     return value
+
+
+# the options that take a comma list of values, each within its bound (a sweep)
+LISTS = ("--hold-cycles", "--think-cycles", "--scale")
+MAX_LIST = 64   # points of one sweep: each is a whole set of repeated runs
+
+
+def parse_list(option, text):
+    """A comma list of an option's values ('0,100,1000'), each within its
+    bound; no empty item, no value twice. Returns them as given."""
+    items = text.split(",")
+    if len(items) > MAX_LIST:
+        raise BadInput(f"{len(items)} values: give at most {MAX_LIST}")
+    values = []
+    for item in items:
+        if not item:
+            raise BadInput(f"{text!r} has an empty item (give a comma list such as 0,100,1000)")
+        values.append(parse(option, item))
+    if len(set(values)) != len(values):
+        raise BadInput(f"a value is listed twice in {text!r}")
+    return values
 
 
 def _num(v):

@@ -8,7 +8,7 @@ import errno
 import signal
 import sys
 
-from . import __version__, calibration, load, output, process, report
+from . import __version__, calibration, load, output, plaintext, process, report
 from .cpus import parse_cpus
 from .errors import BadInput, OutputFailed, SmpnetError
 from .experiment import bounded
@@ -33,6 +33,13 @@ def _common(p):
                    help="real CPUs to use: 0,1 or 0-3 or all (default: all allowed)")
     p.add_argument("--json", action="store_true", help="print the JSON result to stdout")
     p.add_argument("--output", metavar="PATH", help="also write the JSON result to PATH")
+    _format_option(p)
+
+
+def _format_option(p):
+    p.add_argument("--format", choices=("text", "email"), default="text",
+                   help="text: as wide as the tables come (default); email: within 80 "
+                        "columns, the machine in two lines on top, for a patch review")
 
 
 def build_parser():
@@ -53,6 +60,10 @@ def build_parser():
             _machine_options(p)
         p.add_argument("--long", action="store_true",
                        help="allow a run estimated at over an hour (refused without it)")
+        if e.plot is not None:
+            p.add_argument("--plot", metavar="DIR",
+                           help="also write its picture to DIR/NAME.png, NAME the experiment "
+                                "that ran (needs matplotlib)")
         e.add_options(p)
         p.set_defaults(func=cmd_experiment, experiment=e)
 
@@ -68,6 +79,7 @@ def build_parser():
                    help="fewer rounds and shorter runs: under a minute on 2 CPUs")
     p.add_argument("--json", action="store_true", help="print the JSON result to stdout")
     p.add_argument("--output", metavar="PATH", help="also write the JSON result to PATH")
+    _format_option(p)
     p.add_argument("--plot", metavar="DIR",
                    help="write PNG pictures of each experiment to DIR (needs matplotlib)")
     calibration.add_option(p, "(default: one measured on the spot, by the stage that "
@@ -87,6 +99,7 @@ def build_parser():
     p.add_argument("--json", action="store_true",
                    help="print the comparison as JSON (the common envelope; results are "
                         "the rows)")
+    _format_option(p)
     p.set_defaults(func=cmd_compare)
     return parser
 
@@ -104,6 +117,11 @@ def cmd_experiment(args):
     cpus = parse_cpus(args.cpus)
     params = e.params(args, cpus)
     args.output_target = output.prepare(args.output)
+    picture = getattr(args, "plot", None)
+    if picture is not None:
+        from . import plot
+        plot.require()
+        plot.check_dir(picture)
     bounds.check_run_time(e.seconds(params, cpus), args.long)
     facts = report.machine(cpus)
     oversubscribed = params.get("ncpus", len(cpus)) > len(cpus)
@@ -116,7 +134,14 @@ def cmd_experiment(args):
                           facts=facts)
     _emit(args, env, lambda: e.text(env, out.extra)
           + ("" if e.own_warnings else report.warnings_text(warnings)))
-    return _exit_rule(args.command, _broken(e.invariant_failures(out.rows)))
+    problems = _broken(e.invariant_failures(out.rows))
+    if picture is not None and out.rows:   # after the result is saved: a picture is extra
+        from . import plot
+        try:
+            plot.write(e, out.rows, picture)
+        except OSError as err:
+            problems.append(f"picture not written to {picture}: {err.strerror or err}")
+    return _exit_rule(args.command, problems)
 
 
 def cmd_all(args):
@@ -217,7 +242,7 @@ def _show(args, env, text, failed=None):
             if failed is None and getattr(args, "output", None):
                 return  # nowhere to print, but --output holds the result
             raise OSError(errno.EBADF, "stdout is closed")
-        print(report.dumps(env) if args.json else text(), flush=True)
+        print(report.dumps(env) if args.json else _text(args, env, text), flush=True)
     except BrokenPipeError:
         if failed is not None:  # the reader left; the --output failure still counts
             raise failed from None
@@ -229,6 +254,14 @@ def _show(args, env, text, failed=None):
                                f"{output.saved_text(saved)}", saved) from None
     if failed is not None:
         raise failed
+
+
+def _text(args, env, text):
+    """The text report, narrowed for a mail with --format email."""
+    if getattr(args, "format", "text") != "email":
+        return text()
+    with plaintext.narrow():
+        return plaintext.render(text(), env.get("machine"))
 
 
 def main(argv=None):
@@ -247,6 +280,8 @@ def main(argv=None):
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        if args.json and args.format != "text":
+            raise BadInput(f"--json and --format {args.format}: choose one")
         return args.func(args)
     except SmpnetError as e:
         print(f"smpnet-bench: {e}", file=sys.stderr)

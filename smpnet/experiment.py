@@ -95,6 +95,8 @@ def bounded(option):
 
     def check(text):
         try:
+            if option in bounds.LISTS:
+                return bounds.parse_list(option, text)
             return bounds.parse(option, text)
         except BadInput as e:  # argparse puts "argument --x: " before it
             raise argparse.ArgumentTypeError(str(e)) from None

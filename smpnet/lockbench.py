@@ -33,16 +33,39 @@ def add_lock_options(p, algo_default="qspinlock"):
                    help="run the lock/IRQ checker and report what it finds")
 
 
-HOLD_CYCLES, DURATION = 0, 0.5   # a contended run's defaults
+# A contended run's defaults. REPEAT rounds: with 10 paired rounds the
+# 95 % interval of a median (stats.median_ci) is the 2nd to 9th of the 10
+# values, so one disturbed round can neither make nor hide a difference
+# (at stats.MIN_SAMPLES = 6 it is [min, max], and one round decides);
+# docs/experiments/contended.md shows two runs' rankings agreeing with it.
+HOLD_CYCLES, THINK_CYCLES, DURATION, REPEAT = 0, 0, 0.2, 10
+
+# the options only a contended run takes (`locks` without --contended refuses them)
+CONTENDED_ONLY = ("--hold-cycles", "--think-cycles", "--duration", "--repeat", "--scale",
+                  "--rng-seed")
 
 
 def add_contended_options(p, which=""):
-    """--hold-cycles and --duration of a contended run (`which`: the help's
-    prefix). No default here: a run that is not contended refuses them."""
-    p.add_argument("--hold-cycles", type=bounded("--hold-cycles"), metavar="N",
-                   help=f"{which}critical-section length in TSC cycles (default: {HOLD_CYCLES})")
+    """The options of a contended run (`which`: the help's prefix). No
+    default here: a run that is not contended refuses them."""
+    for option, what, default in (
+            ("--hold-cycles", "critical-section lengths in TSC cycles", HOLD_CYCLES),
+            ("--think-cycles", "TSC cycles of work outside the lock between a release and the "
+                               "next acquire", THINK_CYCLES)):
+        p.add_argument(option, type=bounded(option), metavar="LIST",
+                       help=f"{which}{what}, a sweep such as 0,100,1000 (default: {default})")
     p.add_argument("--duration", type=bounded("--duration"), metavar="S",
-                   help=f"{which}seconds per algorithm and variant (default: {DURATION})")
+                   help=f"{which}seconds per run of one algorithm and variant "
+                        f"(default: {DURATION})")
+    p.add_argument("--repeat", type=bounded("--repeat"), metavar="R",
+                   help=f"{which}rounds at each sweep point; each round runs every algorithm "
+                        f"and variant once, in a shuffled order (default: {REPEAT})")
+    p.add_argument("--scale", type=bounded("--scale"), metavar="LIST",
+                   help=f"{which}CPU counts to run on, a sweep such as 1,2 (the first N "
+                        "selected CPUs; default: all selected)")
+    p.add_argument("--rng-seed", type=bounded("--rng-seed"), metavar="N",
+                   help=f"{which}RNG seed of the rounds' order (default: a random one, "
+                        "recorded in the result)")
 
 
 # smpnet's instruments, run beside the suite on every selected algorithm

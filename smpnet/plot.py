@@ -1,7 +1,8 @@
 """--plot DIR: the pictures a person would rather look at than read.
 
 Needs matplotlib (the `plot` extra). One PNG per experiment of an
-`smpnet-bench all` result, drawn by the experiment's own `plot`.
+`smpnet-bench all` result, or of one experiment's run (`--plot DIR` on its
+command), drawn by the experiment's own `plot`.
 """
 import os
 import tempfile
@@ -40,25 +41,29 @@ def check_dir(path):
 
 def write_all(env, directory):
     """Write one PNG per experiment of an `all` result that draws one; returns their paths."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from .experiments import EXPERIMENTS
 
-    os.makedirs(directory, exist_ok=True)
     stages = {s["stage"]: s for s in env["results"]}
     made = []
     for e in EXPERIMENTS:
         rows = stages.get(e.name, {}).get("results")
-        if e.plot is None or not rows:
-            continue
-        fig, ax = plt.subplots(figsize=(9, 5))
-        e.plot(ax, rows)
-        ax.grid(True, alpha=0.3)
-        fig.tight_layout()
-        path = os.path.join(directory, f"{e.name}.png")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        made.append(path)
+        if e.plot is not None and rows:
+            made.append(write(e, rows, directory))
     return made
+
+
+def write(e, rows, directory):
+    """Experiment e's picture of `rows` as DIR/NAME.png; returns its path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(directory, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(9, 5))
+    e.plot(ax, rows)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    path = os.path.join(directory, f"{e.name}.png")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

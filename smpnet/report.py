@@ -19,7 +19,7 @@ docs/cli.md lists the changes.
 import json
 import math
 
-from . import __version__, _core, sysinfo
+from . import __version__, _core, plaintext, sysinfo
 from .tsc import tsc_info
 
 SCHEMA = 3
@@ -67,11 +67,17 @@ def _finite(v):
 
 
 def table(rows, headers):
-    """A plain aligned text table; numbers right-aligned."""
+    """A plain aligned text table; numbers right-aligned. Inside
+    plaintext.narrow() (--format email), one wider than the width is laid
+    out within it."""
     cells = [[str(h) for h in headers]] + [[_cell(v) for v in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     numeric = [all(_is_num(r[i]) for r in rows) if rows else False
                for i in range(len(headers))]
+    if plaintext.width():
+        narrow = plaintext.table(cells[1:], cells[0], numeric, plaintext.width())
+        if narrow is not None:
+            return "\n".join(narrow)
     lines = []
     for n, r in enumerate(cells):
         lines.append("  ".join(c.rjust(w) if numeric[i] else c.ljust(w)

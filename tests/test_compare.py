@@ -26,15 +26,16 @@ RUNS = {
     "info": (["info"], {"info"}, set()),
     "locks": (["locks", "--rounds", "3", "--loops", "2000", "--algo", "qspinlock,ticket",
                "--variant", "plain,irqsave"], {"locks"}, {"locks"}),
-    "contended": (["locks", "--contended", "--duration", "0.05", "--algo", "ticket",
-                   "--variant", "plain,irq"], {"locks"}, set()),
+    "contended": (["locks", "--contended", "--duration", "0.02", "--repeat", "3", "--algo",
+                   "ticket", "--variant", "plain,irq"], {"locks"}, {"locks"}),
     "defer": (["defer", "--duration", "0.05", "--repeat", "3"] + ONE_CPU_PAIR,
               {"defer"}, {"defer"}),
     "loopback": (["loopback", "--duration", "0.03", "--repeat", "3", "--scaling"],
                  {"loopback"}, {"loopback"}),
     "arp": (["arp", "--trials", "5"] + ONE_CPU_PAIR, {"arp"}, {"arp"}),
-    "contended-command": (["contended", "--duration", "0.05", "--algo", "tas",
-                           "--variant", "plain"], {"contended"}, set()),
+    "contended-command": (["contended", "--duration", "0.02", "--repeat", "3", "--algo",
+                           "tas", "--variant", "plain", "--hold-cycles", "0,100"],
+                          {"contended"}, {"contended"}),
     "null": (["null", "--rounds", "3", "--loops", "2000"], {"null"}, {"null"}),
     "kernel": (["kernel", "--transactions", "200", "--rounds", "3", "--trials", "3"], {"kernel"},
                {"kernel"}),
@@ -48,19 +49,33 @@ def _run(argv, out, cwd):
     p = subprocess.run(PY + argv + ["--output", str(out)], capture_output=True, text=True,
                        cwd=cwd, timeout=300)
     assert p.returncode == 0, p.stderr
+    out.with_suffix(".txt").write_text(p.stdout)   # the text report, for the width test
     return out
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """{name: (path of run 1, path of run 2)}: each command twice, `all --quick` once."""
+    """{name: (path of run 1, path of run 2)}: each command twice, `all --quick` once;
+    the second run of each, and `all`, print their text --format email."""
     d = tmp_path_factory.mktemp("compare")
     out = {}
     for name, (argv, _, _) in RUNS.items():
-        out[name] = tuple(_run(argv, d / f"{name}-{k}.json", d) for k in (1, 2))
-    a = _run(["all", "--quick"], d / "all-1.json", d)
+        out[name] = tuple(_run(argv + ["--format", "email"] * (k == 2), d / f"{name}-{k}.json",
+                               d) for k in (1, 2))
+    a = _run(["all", "--quick", "--format", "email"], d / "all-1.json", d)
     out["all"] = (a, a)
     return out
+
+
+@pytest.mark.parametrize("name", list(RUNS) + ["all"])
+def test_format_email_fits_80_columns_with_the_machine_on_top(results, name):
+    """Every experiment's text and `all`'s, as a patch review mails it."""
+    text = results[name][1].with_suffix(".txt").read_text()
+    lines = text.splitlines()
+    assert lines[0].startswith("machine: ") and lines[1].startswith("clock: TSC")
+    too_wide = [ln for ln in lines if len(ln) > 80]
+    assert not too_wide, too_wide
+    assert len(lines) > 4   # a report, not just the facts
 
 
 def _compare_json(capsys, a, b):
@@ -120,7 +135,8 @@ def test_a_result_compared_with_itself(capsys, results, name):
             assert r["significant"] is False and r["judged_by"] == "bootstrap", r
     if name in ("contended", "all"):
         contended = [r for r in rows if r["metric"] == "acq_per_s"]
-        assert contended and all(r["significant"] is None for r in contended)
+        # judged by the rounds' samples (acq_per_s_samples)
+        assert contended and all(r["judged_by"] == "bootstrap" for r in contended)
         assert all(isinstance(r["key"]["cpus"], list) for r in contended)
 
 

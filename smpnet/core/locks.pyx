@@ -17,6 +17,16 @@ cdef lock_slot *checked_slot(smp_header *hdr, int region, int index) except NULL
     return slot_ptr(hdr, region, index)
 
 
+cdef inline void tsc_spin(smp_header *hdr, uint64_t cycles, uint64_t deadline) noexcept nogil:
+    """Spin `cycles` TSC cycles (a hold or a think time), cut at the run's
+    deadline or a stop: work that takes time and touches no shared line."""
+    cdef uint64_t end = tsc_read_unordered() + cycles
+    if end > deadline:
+        end = deadline
+    while tsc_read_unordered() < end and not smp_should_stop(hdr):
+        cpu_relax()
+
+
 # name -> enum value, from the headers' tables (SPIN_ALGO_TABLE, SPIN_VARIANT_TABLE)
 LOCK_ALGOS = c_enum(spin_algo_names, SPIN_NR_ALGOS)
 LOCK_VARIANTS = c_enum(spin_variant_names, SPIN_NR_VARIANTS)
@@ -42,15 +52,17 @@ def lock_init(unsigned char[::1] seg, int region, int index, int algo, uint32_t 
 
 def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int variant,
                 uint64_t max_acquisitions, double duration_s, uint64_t hold_cycles,
-                bint check=False, bint popf=False, int irq_lock=-1):
+                bint check=False, bint popf=False, int irq_lock=-1, uint64_t think_cycles=0):
     """Take and release one lock over and over, incrementing its counter
-    inside the critical section (held `hold_cycles` TSC cycles), until
+    inside the critical section (held `hold_cycles` TSC cycles), then
+    spinning `think_cycles` TSC cycles outside it before the next acquire
+    (the work a real caller does between two critical sections), until
     max_acquisitions (0: no limit) or duration_s (0: no limit) or stop.
     IRQs that arrive meanwhile run the test handler, which takes lock
     `irq_lock` of the same region if that is not -1.
 
     The deadline bounds the run whatever the hold time: a hold ends at it,
-    and with a hold, or on an oversubscribed machine (where one acquisition
+    and with a hold or a think time, or on an oversubscribed machine (where one acquisition
     can wait for a whole round of the scheduler), it is checked after every
     acquisition; otherwise every 16th, to keep the TSC read out of the
     measured loop. A waiter never gives up at the deadline (a ticket or an
@@ -63,10 +75,10 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
     check_cpu(hdr, cpu)
     cdef lock_slot *s = checked_slot(hdr, region, index)
     cdef unsigned long flags = 0
-    cdef uint64_t n = 0, t0, t1, deadline, spins0, hold_end, now = 0
+    cdef uint64_t n = 0, t0, t1, deadline, spins0
     cdef bint aborted = False
     # how often the deadline is read: see above
-    cdef uint64_t every = 0 if hold_cycles or hdr.flags & percpu.SMP_F_OVERSUBSCRIBED else 15
+    cdef uint64_t every = 0 if hold_cycles or think_cycles or hdr.flags & percpu.SMP_F_OVERSUBSCRIBED else 15
     if max_acquisitions == 0 and duration_s <= 0:
         raise ValueError("give max_acquisitions or duration_s")
     check_enum(variant, SPIN_NR_VARIANTS, "lock variant")
@@ -85,17 +97,14 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
                 break
             s.counter = s.counter + 1
             if hold_cycles:
-                hold_end = tsc_read_unordered() + hold_cycles
-                if hold_end > deadline:
-                    hold_end = deadline
-                now = tsc_read_unordered()
-                while now < hold_end and not smp_should_stop(hdr):
-                    cpu_relax()
-                    now = tsc_read_unordered()
+                tsc_spin(hdr, hold_cycles, deadline)
             spin_unlock_variant(&c, &s.lock, variant, flags)
             n += 1
             if n == max_acquisitions:
                 break
+            if think_cycles:
+                # outside the lock, so the other CPUs can take it meanwhile
+                tsc_spin(hdr, think_cycles, deadline)
             if (n & every) == 0:
                 if tsc_read_unordered() >= deadline:
                     break

@@ -29,8 +29,8 @@ def add_options(p):
 def params(args, cpus):
     algos = parse_list(args.algo, ALGOS, "lock algorithm")
     variants = parse_list(args.variant, VARIANTS, "lock variant")
-    contended_only = [o for o, v in (("--ncpus", args.ncpus), ("--hold-cycles", args.hold_cycles),
-                                      ("--duration", args.duration)) if v is not None]
+    contended_only = [o for o in ("--ncpus",) + lockbench.CONTENDED_ONLY
+                      if getattr(args, o[2:].replace("-", "_")) is not None]
     contended_only += ["--oversubscribe"] if args.oversubscribe else []
     if contended_only:
         raise BadInput(f"{' and '.join(contended_only)}: for --contended runs only")
