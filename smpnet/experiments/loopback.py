@@ -70,7 +70,6 @@ def estimate_seconds(ncpus, n_modes, repeat, packets=None, duration=None, scalin
                for k in counts)
 
 
-
 def default_protocol(ack_storm):
     """tbench's, but for the storm, which starts from an ACK of every segment."""
     return "ack-every" if ack_storm else "tbench"
