@@ -54,6 +54,7 @@ SMP_ENUM(lo_proto, LO_PROTO_TABLE, LO_NR_PROTOS);
 #define XMIT_RECURSION_LIMIT	8	/* include/linux/netdevice.h */
 #define LO_MSS			16384	/* 2.6.24's loopback: MTU 16436 less the headers */
 #define TCP_MSS_DEFAULT		536	/* rcv_mss before a segment has been measured */
+#define STACK_WORK_DEBT_MAX	16	/* calls' work a spin's overshoot may carry */
 enum { PKT_REQUEST = 1, PKT_REPLY = 2, PKT_ACK = 3 };
 #define ACK_LEN 52
 
@@ -178,9 +179,12 @@ static inline void stack_work(struct net_ctx *n, struct lo_sock *sk, uint32_t le
 		;	/* no pause: this is work, and a pause would overshoot it */
 	n->stack_work_debt += t - t0;		/* >= want, so the debt stays >= 0 */
 	n->stack_work_debt -= n->stack_work;
-	/* a preemption inside a spin is not work to pay back: at most a call's */
-	if (n->stack_work_debt > n->stack_work)
-		n->stack_work_debt = n->stack_work;
+	/* an interrupt inside a spin (microseconds) is paid back, as the
+	 * kernel's measured transactions include theirs; a preemption
+	 * (milliseconds) is not work, and is not: the debt stops at
+	 * STACK_WORK_DEBT_MAX calls' work */
+	if (n->stack_work_debt > STACK_WORK_DEBT_MAX * n->stack_work)
+		n->stack_work_debt = STACK_WORK_DEBT_MAX * n->stack_work;
 	n->lo->stack_work_cycles += t - t0;
 }
 
