@@ -179,30 +179,40 @@ class VethPair:
             self.index_a = ipa.link_lookup(ifname=IFNAME)[0]
 
     def close(self):
-        """Remove both namespaces (the veth pair goes with them)."""
-        if self.ipa is not None:
+        """Remove both namespaces (the veth pair goes with them), whatever
+        state the netlink socket is in: a stop signal taken inside one of
+        pyroute2's calls can leave its event loop unusable, and its close()
+        then fails; the namespaces must go all the same."""
+        with signals_held():
             try:
-                self.ipa.close()
+                if self.ipa is not None:
+                    self.ipa.close()
+            except Exception:       # noqa: BLE001 (see the docstring)
+                pass
             finally:
                 self.ipa = None
-        for name in (self.a, self.b):
-            remove(name)
+                try:
+                    remove(self.a)
+                finally:
+                    remove(self.b)
 
     def neighbour_state(self, dst=ADDR_B):
         """A's neighbour entry for `dst`: its NUD state, 0 when there is none."""
-        entries = self.ipa.get_neighbours(dst=dst, ifindex=self.index_a)
+        with signals_held():    # a stop signal lands between pyroute2's calls
+            entries = self.ipa.get_neighbours(dst=dst, ifindex=self.index_a)
         return entries[0]["state"] if entries else 0
 
     def flush_neighbour(self, dst=ADDR_B):
         """As `arp -d dst` in A: the next packet to it must resolve it first.
         Returns the state the entry had (0: none)."""
         from pyroute2.netlink.exceptions import NetlinkError
-        entries = self.ipa.get_neighbours(dst=dst, ifindex=self.index_a)
-        try:
-            self.ipa.neigh("del", dst=dst, ifindex=self.index_a)
-        except NetlinkError as e:
-            if e.code != ENOENT:
-                raise
+        with signals_held():    # a stop signal lands between pyroute2's calls
+            entries = self.ipa.get_neighbours(dst=dst, ifindex=self.index_a)
+            try:
+                self.ipa.neigh("del", dst=dst, ifindex=self.index_a)
+            except NetlinkError as e:
+                if e.code != ENOENT:
+                    raise
         return entries[0]["state"] if entries else 0
 
     def set_peer_up(self, up):
