@@ -23,7 +23,7 @@ import math
 import os
 import time
 
-from . import __version__
+from . import __version__, jsonfile
 from .errors import BadInput
 from .sysinfo import machine_facts
 
@@ -79,13 +79,8 @@ def dumps(profile):
 def load(path):
     """The profile at PATH, checked; BadInput (one line) if it is not one,
     or was measured on another machine or kernel."""
-    try:
-        with open(path) as f:
-            profile = json.load(f)
-    except OSError as e:
-        raise BadInput(f"--calibration {path}: {e.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise BadInput(f"--calibration {path}: not JSON ({e})") from None
+    # bounded, and a FIFO or /dev/zero cannot hang it: as compare reads a result
+    profile = jsonfile.read_json(path, f"--calibration {path}")
     if not isinstance(profile, dict) or profile.get("kind") != KIND:
         raise BadInput(f"--calibration {path}: not a calibration profile "
                        f"(make one with smpnet-bench kernel --save PATH)")

@@ -19,7 +19,8 @@ import numpy as np
 
 from . import stats
 from .errors import BadInput
-from .results import MAX_BYTES, commands, load, metric  # noqa: F401 (the command's API)
+from .jsonfile import MAX_BYTES  # noqa: F401 (the command's API)
+from .results import commands, load, metric  # noqa: F401 (the command's API)
 from .results import _key_text, _shown
 
 # samples a side for the bootstrap: two independent runs' samples, not

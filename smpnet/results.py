@@ -6,16 +6,13 @@ what is wrong (docs/compare.md says the same for users).
 """
 import json
 import math
-import os
-import select
-import stat
 from collections import namedtuple
 
 from .errors import BadInput
+from .jsonfile import oneline as _oneline
+from .jsonfile import read_json
+from .jsonfile import shown as _shown
 from .report import READABLE, SCHEMA
-
-MAX_BYTES = 64 * 1024 * 1024      # the most compare reads of one file
-READ_TIMEOUT_S = 10.0             # a FIFO or pipe that gives nothing for this long is refused
 
 
 # What identifies a row and what is compared: each experiment's own Metric
@@ -45,65 +42,7 @@ Result = namedtuple("Result", "path command tables")
 def load(path):
     """Read and check one result file; a Result, or a BadInput naming the file."""
     shown = _shown(path)
-    env = _parse(shown, _read(path, shown))
-    return _check(shown, env)
-
-
-def _read(path, shown):
-    try:
-        # O_NONBLOCK: a FIFO with no writer must not block the open for ever
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode):
-                data = _read_pipe(fd, shown)
-            else:
-                os.set_blocking(fd, True)
-                with os.fdopen(fd, "rb", closefd=False) as f:
-                    data = f.read(MAX_BYTES + 1)   # bounded: /dev/zero cannot run away
-        finally:
-            os.close(fd)
-    except OSError as e:
-        raise BadInput(f"{shown}: cannot read it: {e.strerror or e}") from None
-    if len(data) > MAX_BYTES:
-        raise BadInput(f"{shown}: larger than {MAX_BYTES // (1024 * 1024)} MiB, "
-                       "the most compare reads")
-    return data
-
-
-def _read_pipe(fd, shown):
-    """A FIFO or a pipe (`<(ssh host cat a.json)`): read to its end, at most
-    MAX_BYTES + 1, giving up after READ_TIMEOUT_S without data."""
-    chunks, size = [], 0
-    while size <= MAX_BYTES:
-        ready, _, _ = select.select([fd], [], [], READ_TIMEOUT_S)
-        if not ready:
-            raise BadInput(f"{shown}: nothing came through it for {READ_TIMEOUT_S:g} s")
-        try:
-            chunk = os.read(fd, 1 << 20)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
-
-
-def _parse(shown, data):
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadInput(f"{shown}: not JSON (not UTF-8 text: byte {e.start})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{shown}: not JSON ({e.msg}, line {e.lineno})") from None
-    except RecursionError:
-        raise BadInput(f"{shown}: not JSON compare can read (nested too deeply)") from None
-    except ValueError as e:   # int digits limit ("Exceeds the limit ... integer string")
-        why = ("a number with too many digits" if "digits" in str(e)
-               else _oneline(str(e)))
-        raise BadInput(f"{shown}: not JSON compare can read ({why})") from None
+    return _check(shown, read_json(path, shown))
 
 
 def _check(shown, env):
@@ -278,16 +217,6 @@ def _key_text(key):
         else:
             parts.append(f"{field}={v}")
     return " ".join(parts)
-
-
-def _shown(path):
-    """A path as one printable line (undecodable bytes and controls escaped)."""
-    s = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return s if s.isprintable() else repr(s)
-
-
-def _oneline(s):
-    return s if s.isprintable() else repr(s)[1:-1]
 
 
 def _short(v, width=40):

@@ -150,3 +150,10 @@ def test_a_calibration_with_the_storm_is_refused_in_one_line(tmp_path, capsys):
     assert main(["loopback", "--ack-storm", "--calibration", path, "--repeat", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--calibration" in err[0] and "storm" in err[0]
+
+
+def test_a_profile_that_never_ends_is_refused_not_read_for_ever(capsys):
+    # read as compare reads a result: bounded, so /dev/zero is refused
+    assert main(["loopback", "--calibration", "/dev/zero", "--repeat", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("smpnet-bench: --calibration /dev/zero: ")

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smpnet import compare, experiments, report, run_all
-from smpnet import results as result_files
+from smpnet import compare, experiments, jsonfile, report, run_all
 from smpnet.cli import main
 
 PY = [sys.executable, "-m", "smpnet"]
@@ -444,14 +443,14 @@ def test_dev_zero_is_refused_after_a_bounded_read(tmp_path):
                        text=True, cwd=tmp_path, timeout=60)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == [
-        "smpnet-bench: /dev/zero: larger than 64 MiB, the most compare reads"]
+        "smpnet-bench: /dev/zero: larger than 64 MiB, the most smpnet reads of a file"]
 
 
 def test_a_file_over_the_bound_is_refused(capsys, tmp_path, monkeypatch):
     good = _write(tmp_path / "good.json", _good_info())
-    monkeypatch.setattr(result_files, "MAX_BYTES", good.stat().st_size - 1)
+    monkeypatch.setattr(jsonfile, "MAX_BYTES", good.stat().st_size - 1)
     _one_line_exit_2(capsys, ["compare", str(good), str(good)], "good.json", "larger than")
-    monkeypatch.setattr(result_files, "MAX_BYTES", good.stat().st_size)
+    monkeypatch.setattr(jsonfile, "MAX_BYTES", good.stat().st_size)
     assert main(["compare", str(good), str(good)]) == 0
 
 
@@ -560,7 +559,7 @@ def test_a_fifo_is_read_to_its_end_and_one_with_no_writer_is_refused(capsys, tmp
     assert main(["compare", str(fifo), str(good), "--json"]) == 0
     writer.join()
     assert json.loads(capsys.readouterr().out)["results"]
-    monkeypatch.setattr(result_files, "READ_TIMEOUT_S", 0.2)  # the open used to block for ever
+    monkeypatch.setattr(jsonfile, "READ_TIMEOUT_S", 0.2)  # the open used to block for ever
     _one_line_exit_2(capsys, ["compare", str(fifo), str(good)], "fifo", "nothing came through")
 
 
