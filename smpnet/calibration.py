@@ -53,11 +53,10 @@ def from_kernel(rows, params, tsc_hz):
     """A profile from the `kernel` experiment's rows and params."""
     tcp = {r["placement"]: {k: r[k] for k in ("cycles", "cycles_lo", "cycles_hi", "us")}
            for r in rows if r.get("test", "tcp_rr") == "tcp_rr"}
-    veth = next((r for r in rows if r.get("test") == "veth_ping"), None)
     return {"kind": KIND, "version": VERSION, "smpnet": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "machine": dict(machine(), tsc_hz=tsc_hz), "tcp_rr": tcp,
-            "veth_ping": veth_summary(rows) if veth else None,
+            "veth_ping": veth_summary(rows),
             "sysctls": params.get("sysctls", {})}
 
 
@@ -168,9 +167,3 @@ def stack_work(kernel_cycles, model_cycles):
     return {"kernel_cycles": kernel_cycles, "model_cycles": model_cycles,
             "work_cycles": work, "per_call": int(round(work / CALLS_PER_TRANSACTION))}
 
-
-def describe(cal):
-    """One line on where a profile came from."""
-    m = cal.get("machine", {})
-    return (f"{cal.get('source', 'measured in this run')} ({m.get('cpu_model')}, "
-            f"Linux {m.get('kernel')}, {cal.get('created')})")

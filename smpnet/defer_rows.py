@@ -54,6 +54,7 @@ def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
     rates = [r["skbs_per_s"] for r in runs]
     flushed, flushes = sum(r["flushed"] for r in runs), sum(r["flushes"] for r in runs)
     received = sum(r["received"] for r in runs)
+    ipis = sum(r["ipis"] for r in runs)
     reports = {}
     for r in runs:
         for k, v in r["checker_reports"].items():
@@ -76,13 +77,12 @@ def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
         "flushes": flushes, "skbs_per_flush": flushed / flushes if flushes else 0.0,
         "max_flush": max(r["max_flush"] for r in runs),
         "flush_hist": [sum(col) for col in zip(*(r["flush_hist"] for r in runs))],
-        "ipis": sum(r["ipis"] for r in runs),
-        "ipis_per_m": sum(r["ipis"] for r in runs) * 1e6 / received if received else 0.0,
+        "ipis": ipis,
+        "ipis_per_m": ipis * 1e6 / received if received else 0.0,
         # an IPI's cost, a floor: the sender's real system call (measured
         # per send) and the target's entry and exit (a real kernel entry,
         # measured once)
-        "ipi_send_cycles": (sum(r["ipi_send_cycles"] for r in runs) / sum(r["ipis"] for r in runs)
-                            if any(r["ipis"] for r in runs) else None),
+        "ipi_send_cycles": sum(r["ipi_send_cycles"] for r in runs) / ipis if ipis else None,
         "irq_entry_cycles": runs[0]["irq_entry_cycles"],
         "remote_frees": sum(r["remote_frees"] for r in runs),
         "remote_frees_per_m": (sum(r["remote_frees"] for r in runs) * 1e6 / received
@@ -100,9 +100,7 @@ def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
     }
 
 
-
-
-def add_gains(rows, runs, repeat):
+def add_gains(rows, runs):
     """Each strategy's gain in skbs/s over `none` (the consumer freeing
     remotely), paired run by run, with its 95 % interval; None without
     `none` in the run or with too few runs."""

@@ -68,7 +68,6 @@ def verdicts(rows, runs, n, modes, repeat, ack_storm, sizing=None):
                          for key in ("refcnt_atomics", "softirqs", "queued")})
     if sizing:
         v["breakdown"]["saved_cycles_raw"] = saved(*RAW)[0]
-    if sizing:
         v["calibration"] = dict(sizing, measured_work_cycles=_per_transaction(
             by["netif_rx"], "stack_work_cycles"))
         v["unit_note"] = ("calibrated: each transaction costs the host kernel's measured "

@@ -119,7 +119,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
         cpu_map = [int(c) for c in m.cpu_map]
     rows = [defer_rows.row(s, runs[s], cpu_map, rx, defer_max, batch, overhead, timing_valid)
             for s in sides]
-    defer_rows.add_gains(rows, runs, repeat)
+    defer_rows.add_gains(rows, runs)
     if "irq" not in runs or "irqsave" not in runs:
         return rows, [], "seed 003's verdicts need the irq and irqsave strategies"
     if repeat < stats.MIN_SAMPLES:

@@ -16,9 +16,6 @@
 #ifndef SMPNET_IRQFLAGS_H
 #define SMPNET_IRQFLAGS_H
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include "atomic.h"
 #include "lockdep.h"
 #include "preempt.h"
@@ -81,13 +78,7 @@ static void do_softirq(struct cpu_ctx *c);
  * syscall_cycles() in core/cpu.pyx); nothing when it is 0. */
 static inline void irq_entry_cost(const struct cpu_ctx *c)
 {
-	uint64_t t0;
-
-	if (!c->irq_entry_cycles)
-		return;
-	t0 = tsc_read_unordered();
-	while (tsc_read_unordered() - t0 < c->irq_entry_cycles)
-		;	/* no pause: this is the work the entry does */
+	tsc_spend(c->irq_entry_cycles);
 }
 
 /* Run every pending hard IRQ, in hardirq context with IRQs off, then the

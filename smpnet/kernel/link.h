@@ -82,13 +82,7 @@ static inline int link_pop(struct link_ring *r, struct frame *f)
  * uncalibrated: the emulated link costs only its memory traffic. */
 static inline void link_wire_delay(const uint64_t *wire, uint32_t type)
 {
-	uint64_t t0, cycles = type < NR_FRAME_TYPES ? wire[type] : 0;
-
-	if (!cycles)
-		return;
-	t0 = tsc_read_unordered();
-	while (tsc_read_unordered() - t0 < cycles)
-		;	/* no pause: this is work, and a pause would overshoot it */
+	tsc_spend(type < NR_FRAME_TYPES ? wire[type] : 0);
 }
 
 static const uint8_t HOST_A_MAC[8] = { 0x02, 0, 0, 0, 0, 0x0a };

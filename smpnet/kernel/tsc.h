@@ -79,4 +79,17 @@ static inline int smp_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 }
 #endif
 
+/* Spend `cycles` TSC cycles, as work (no pause: a pause would overshoot
+ * it). The stand-in for costs the model charges but does not execute. */
+static inline void tsc_spend(uint64_t cycles)
+{
+	uint64_t t0;
+
+	if (!cycles)
+		return;
+	t0 = tsc_read_unordered();
+	while (tsc_read_unordered() - t0 < cycles)
+		;
+}
+
 #endif
