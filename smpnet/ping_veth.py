@@ -71,12 +71,9 @@ def echo_in(ctx, ns_name, count, seq0, timeout_ms):
 
 
 def _median_row(placement, cpus, trials, count, cycles, us):
-    c, (c_lo, c_hi) = stats.median_ci(cycles)
-    u, (u_lo, u_hi) = stats.median_ci(us)
     return {"test": "veth_ping", "placement": placement, "cpus": cpus, "trials": trials,
-            "count": count, "cycles": c, "cycles_lo": c_lo, "cycles_hi": c_hi,
-            "us": u, "us_lo": u_lo, "us_hi": u_hi,
-            "cycles_samples": cycles, "us_samples": us}
+            "count": count, **stats.median_fields("cycles", cycles),
+            **stats.median_fields("us", us), "cycles_samples": cycles, "us_samples": us}
 
 
 def run(cpu, trials, count, progress=None, warnings=None):

@@ -76,6 +76,13 @@ def median_ci(values, confidence=0.95):
     return float(np.median(x)), (float(x[k - 1]), float(x[n - k]))
 
 
+def median_fields(name, values):
+    """{name: median, name_lo, name_hi: its 95 % interval}, by median_ci:
+    a row's figure as the kernel experiment's rows carry it."""
+    med, (lo, hi) = median_ci(values)
+    return {name: med, f"{name}_lo": lo, f"{name}_hi": hi}
+
+
 def paired(a, b, op):
     """op(a[k], b[k]) over the pairs whose values are both there (not
     None): (median, [95 % interval], pairs) by median_ci, or None with

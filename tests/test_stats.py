@@ -118,3 +118,9 @@ def test_paired_needs_enough_pairs_and_skips_missing_values():
     m, ci, n = stats.paired([1, 2, None, 4, 5, 6, 7], [0] * 7, lambda a, b: a - b)
     assert n == 6 and m == 4.5 and ci == [1, 7]
     assert stats.gain(105.0, 100.0) == pytest.approx(5.0)
+
+
+def test_median_fields_name_the_median_and_its_interval():
+    values = [5.0, 1.0, 4.0, 2.0, 3.0, 6.0, 7.0]
+    med, (lo, hi) = stats.median_ci(values)
+    assert stats.median_fields("tps", values) == {"tps": med, "tps_lo": lo, "tps_hi": hi}

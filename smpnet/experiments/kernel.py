@@ -168,14 +168,12 @@ def run(cpus, p, progress=None):
     rows = []
     for pl in placements:
         tps, cyc = samples[pl]
-        tps_med, (tps_lo, tps_hi) = stats.median_ci(tps)
-        cyc_med, (cyc_lo, cyc_hi) = stats.median_ci(cyc)
+        rate = stats.median_fields("tps", tps)
         rows.append({"test": "tcp_rr", "placement": pl,
                      "cpus": format_cpus(placement_cpus(pl, cpus)),
                      "transactions": n, "rounds": rounds,
-                     "tps": tps_med, "tps_lo": tps_lo, "tps_hi": tps_hi,
-                     "cycles": cyc_med, "cycles_lo": cyc_lo, "cycles_hi": cyc_hi,
-                     "us": 1e6 / tps_med, "tps_samples": tps, "cycles_samples": cyc})
+                     **rate, **stats.median_fields("cycles", cyc),
+                     "us": 1e6 / rate["tps"], "tps_samples": tps, "cycles_samples": cyc})
     if rounds < stats.MIN_SAMPLES:
         warnings.append(f"the intervals cover less than 95 %: give --rounds "
                         f"{stats.MIN_SAMPLES} or more")
