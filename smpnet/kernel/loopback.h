@@ -134,6 +134,21 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 	return rc;
 }
 
+/* A new packet of `type` for socket `to`; `last`: the message's last
+ * segment (PSH). NULL if the pool is dry. */
+static inline struct sk_buff *lo_alloc_skb(struct cpu_ctx *c, struct net_ctx *n, int type,
+					   int to, uint32_t len, int last)
+{
+	struct sk_buff *skb = napi_alloc_skb(c, n, len);
+
+	if (skb) {
+		skb->cb[0] = (uint8_t)type;
+		skb->cb[1] = (uint8_t)to;
+		skb->cb[2] = (uint8_t)last;
+	}
+	return skb;
+}
+
 /* dev_queue_xmit() of a new packet of `type` for socket `to`: BHs off
  * around the transmit, and turning them back on runs the NET_RX softirq
  * that netif_rx() raised (unless this is already softirq context).
@@ -141,14 +156,11 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 static int dev_queue_xmit(struct cpu_ctx *c, struct net_ctx *n, int type, int to, uint32_t len,
 			  int last)
 {
-	struct sk_buff *skb = napi_alloc_skb(c, n, len);
+	struct sk_buff *skb = lo_alloc_skb(c, n, type, to, len, last);
 	int rc;
 
 	if (!skb)
 		return -1;
-	skb->cb[0] = (uint8_t)type;
-	skb->cb[1] = (uint8_t)to;
-	skb->cb[2] = (uint8_t)last;	/* PSH: the message's last segment */
 	local_bh_disable(c);
 	rc = loopback_xmit(c, n, skb);
 	local_bh_enable(c);
@@ -297,18 +309,13 @@ static inline void tcp_recvmsg(struct net_ctx *n, int to, uint32_t len)
 	stack_work(n, &n->sk[to], len, 0);
 }
 
-/* Build a packet of `type` for socket `to` and hand it straight to
- * loopback_xmit(), outside dev_queue_xmit's BH section (tests). */
+/* Build a one-segment packet of `type` for socket `to` and hand it
+ * straight to loopback_xmit(), outside dev_queue_xmit's BH section (tests). */
 static int loopback_send(struct cpu_ctx *c, struct net_ctx *n, int type, int to, uint32_t len)
 {
-	struct sk_buff *skb = napi_alloc_skb(c, n, len);
+	struct sk_buff *skb = lo_alloc_skb(c, n, type, to, len, 1);
 
-	if (!skb)
-		return -1;
-	skb->cb[0] = (uint8_t)type;
-	skb->cb[1] = (uint8_t)to;
-	skb->cb[2] = 1;		/* a message of one segment */
-	return loopback_xmit(c, n, skb);
+	return skb ? loopback_xmit(c, n, skb) : -1;
 }
 
 /* Free what is left in this CPU's backlog and sockets (the device going down). */
