@@ -37,7 +37,7 @@ cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
     n.stats = <skbuff.skb_stats *>per_cpu_ptr(hdr, stats_r, c.cpu)
     n.strategy = strategy
     n.defer_max = defer_max
-    n.tick_cycles = max(<uint64_t>(hdr.tsc_hz / dev.NET_HZ), 1)
+    n.tick_cycles = max(<uint64_t>(hdr.tsc_hz / dev.NET_HZ), <uint64_t>1)
     # usecs_to_jiffies() rounds up: 2 ms is one jiffy at HZ=250
     n.budget_jiffies = (dev.NETDEV_BUDGET_USECS * dev.NET_HZ + 999999) // 1000000
     n.netdev_budget = dev.NETDEV_BUDGET

@@ -114,6 +114,7 @@ static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *s
 		lb_stats->depth--;
 		break;
 	case LO_DIRECT_XMIT_RECURSION:	/* below the limit: checked above */
+		sd = softnet(c, c->cpu);
 		sd->xmit_recursion++;
 		if (sd->xmit_recursion > n->lo->max_depth)
 			n->lo->max_depth = sd->xmit_recursion;

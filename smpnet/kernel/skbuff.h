@@ -194,6 +194,18 @@ static inline uint32_t skb_handle(struct net_ctx *n, struct sk_buff *skb)
 	return (uint32_t)(skb - n->skbs) + 1;
 }
 
+/* llist_add() of `skb` onto a lock-free list of handles that other CPUs
+ * push onto too; its taker takes the whole list with one xchg. */
+static inline void llist_add_skb(struct net_ctx *n, uint32_t *head, struct sk_buff *skb)
+{
+	uint32_t h = skb_handle(n, skb), first = READ_ONCE(*head);
+
+	do {
+		skb->next = first;
+	} while (!__atomic_compare_exchange_n(head, &first, h, 0,
+					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
 /* __skb_queue_tail() on a list of handles (head, tail; 0 when empty). */
 static inline void skb_list_add_tail(struct net_ctx *n, uint32_t *head, uint32_t *tail,
 				     struct sk_buff *skb)
@@ -400,17 +412,12 @@ static inline void kfree_skb_local(struct cpu_ctx *c, struct net_ctx *n, struct 
 static inline void kfree_skb_remote(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
 {
 	struct skb_slab *home = slab_of(n, (int)skb->alloc_cpu);
-	uint32_t h = skb_handle(n, skb), first;
 
 	skb_release_data(n, skb);
 	skb->state = SKB_FREE;
 	n->stats->freed++;
 	n->stats->remote_frees++;
-	first = READ_ONCE(home->remote_free);
-	do {				/* llist_add() */
-		skb->next = first;
-	} while (!__atomic_compare_exchange_n(&home->remote_free, &first, h, 0,
-					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	llist_add_skb(n, &home->remote_free, skb);
 	(void)c;
 }
 
@@ -462,17 +469,11 @@ static inline void skb_attempt_defer_free(struct cpu_ctx *c, struct net_ctx *n,
 	sd = softnet(c, cpu);
 	h = skb_handle(n, skb);
 	if (n->strategy == DEFER_LLIST) {
-		uint32_t first;
-
 		count = atomic_inc_return(&sd->defer_count);
 		if (count >= defer_max)
 			goto nodefer;
 		skb->state = SKB_DEFERRED;
-		first = READ_ONCE(sd->defer_list);
-		do {				/* llist_add() */
-			skb->next = first;
-		} while (!__atomic_compare_exchange_n(&sd->defer_list, &first, h, 0,
-						      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+		llist_add_skb(n, &sd->defer_list, skb);
 		kick = (count - 1) == (defer_max >> 1);
 	} else {
 		if (READ_ONCE(sd->defer_count) >= defer_max)
