@@ -220,7 +220,9 @@ def cmd_compare(args):
 
 def _emit(args, env, text):
     """Write --output, then print the text (or the JSON); raise afterwards
-    if the file could not be written (the result was saved elsewhere)."""
+    if the file could not be written (the result was saved elsewhere). An
+    interrupted run writes nothing, even if its interrupt got lost."""
+    process.check_interrupted()
     _show(args, env, text, _save(args, env))
 
 
@@ -269,7 +271,8 @@ def main(argv=None):
     SIGHUP or SIGQUIT stops the run cleanly (workers stopped and reaped,
     exit 130); any more are ignored until that is done. The caller's
     handlers are back when it returns."""
-    interrupted = []
+    interrupted = process.interrupted
+    interrupted.clear()
 
     def interrupt(signum, frame):
         if not interrupted:
@@ -294,6 +297,7 @@ def main(argv=None):
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+        interrupted.clear()
 
 
 if __name__ == "__main__":

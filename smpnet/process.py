@@ -11,6 +11,20 @@ INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 stdout_closed = False  # smpnet-bench was started with fd 1 closed: the result must be saved
 
+# The stop signal cli.main took, if any. Its handler raises
+# KeyboardInterrupt, but one raised while Python runs a weakref callback
+# or a __del__ is printed as "Exception ignored" and dropped, and the run
+# would go on to the end (and exit 0); so the points between a run's steps
+# check this too (check_interrupted).
+interrupted = []
+
+
+def check_interrupted():
+    """Raise KeyboardInterrupt if a stop signal was taken and its
+    KeyboardInterrupt got lost on the way."""
+    if interrupted:
+        raise KeyboardInterrupt
+
 
 def open_std_fds():
     """Give a closed stdin, stdout or stderr /dev/null, so that no file smpnet

@@ -1,12 +1,15 @@
 """Progress on stderr for long runs: one line per step, rewritten in place on a terminal."""
 import sys
 
+from . import process
+
 
 def printer(command):
     """A progress(n, total, what) callable that prints `[n+1/total] what`."""
     tty = sys.stderr.isatty()
 
     def show(n, total, what):
+        process.check_interrupted()     # a step is where a lost interrupt is found
         line = f"smpnet-bench {command}: [{n + 1}/{total}] {what}"
         if tty:
             sys.stderr.write("\r\033[K" + line)

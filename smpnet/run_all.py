@@ -11,7 +11,7 @@ the seed's verdicts from other experiments are its details.
 import sys
 import time
 
-from . import load, report, sysinfo
+from . import load, process, report, sysinfo
 from .cpus import format_cpus
 from .errors import Interrupted, SmpnetError
 from .experiments import EXPERIMENTS
@@ -52,6 +52,7 @@ def run(cpus, quick=True, progress=True, profile=None):
                              f"so far)\n")
             sys.stderr.flush()
         try:
+            process.check_interrupted()     # between stages: a lost interrupt ends the run
             done[e.name] = _stage(e, cpus, quick, warnings, profile)
             if e.calibrates and profile is None:
                 profile = done[e.name].get("profile")

@@ -294,3 +294,20 @@ def test_interrupted_before_any_stage_finished_leaves_output_as_it_was(capsys, m
     assert out.read_text() == "an earlier result\n"
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "smpnet-bench: stage info failed: interrupted: workers stopped"
+
+
+def test_an_interrupt_lost_in_a_stage_ends_all_before_the_next(capsys, monkeypatch, tmp_path):
+    from smpnet import process
+
+    ran = []
+
+    def lost_in_first(e, cpus, quick, warnings, profile):
+        ran.append(e.name)
+        process.interrupted.append(2)   # SIGINT taken; its KeyboardInterrupt was lost
+        return {"params": {}, "results": [], "verdicts": []}
+
+    monkeypatch.setattr(run_all, "_stage", lost_in_first)
+    out = tmp_path / "all.json"
+    assert main(["all", "--quick", "--output", str(out)]) == 130
+    assert ran == STAGES[:1]     # no stage after the one the signal came in
+    assert [s["stage"] for s in json.loads(out.read_text())["results"]] == STAGES[:1]

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from conftest import segment_holders
+from smpnet.cli import main
 
 # A coordinator whose workers poll the stop flag for up to 60 s. It prints the
 # segment's inode and the worker pids as JSON once every worker is running.
@@ -274,3 +275,22 @@ def test_a_stopped_worker_is_found_and_named(tmp_path):
     assert f"pid {victim}) made no progress: stopped" in lines[0]
     assert "s into a run expected to take" in lines[0]
     assert took < 10  # 0.2 s expected + 3 s and a tenth, a 1 s grace
+
+
+def test_an_interrupt_lost_in_a_callback_still_ends_the_run(monkeypatch, tmp_path, capsys):
+    # a KeyboardInterrupt raised while Python runs a weakref callback is
+    # printed as "Exception ignored" and dropped: the signal was taken, the
+    # run must still end as interrupted, at its next step, writing nothing
+    from smpnet import process
+    from smpnet.experiments import BY_NAME
+
+    def lost_then_step(cpus, p, progress):
+        process.interrupted.append(signal.SIGTERM)     # the handler ran; its raise was lost
+        progress(0, 2, "the next step")
+        raise AssertionError("the run went on past a taken stop signal")
+
+    monkeypatch.setattr(BY_NAME["null"], "run", lost_then_step)
+    out = tmp_path / "r.json"
+    assert main(["null", "--output", str(out)]) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "smpnet-bench: interrupted"
+    assert not out.exists() and process.interrupted == []
