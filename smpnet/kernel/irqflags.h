@@ -131,6 +131,22 @@ static inline void irq_poll(struct cpu_ctx *c)
 		irq_replay(c);
 }
 
+/* One wait step of a lock's spin loop (spinlock.h, mcs_spinlock.h): a
+ * CPU spinning with IRQs on takes them. -1 when the run is being stopped
+ * (or the caller's deadline passed: Python-driven CPUs set one, they have
+ * no stop flag raised for them). */
+static inline int spin_wait(struct cpu_ctx *c)
+{
+	c->irq->spins++;
+	if (smp_should_stop(c->hdr))
+		return -1;
+	if (unlikely(c->spin_deadline) && tsc_read_unordered() > c->spin_deadline)
+		return -1;
+	irq_poll(c);
+	smp_spin_wait(c->hdr);
+	return 0;
+}
+
 /* Raise `vector` on `target`: what the sender's APIC write does. With
  * ipi_wake the sender also pays a real system call, FUTEX_WAKE on the
  * target's pending word (shared memory: the target's worker is another

@@ -24,21 +24,6 @@
 #include "lockdep.h"
 #include "spinlock_types.h"
 
-/* One wait step; -1 when the run is being stopped (or the caller's
- * deadline passed: Python-driven CPUs set one, they have no stop flag
- * raised for them). */
-static inline int spin_wait(struct cpu_ctx *c)
-{
-	c->irq->spins++;
-	if (smp_should_stop(c->hdr))
-		return -1;
-	if (unlikely(c->spin_deadline) && tsc_read_unordered() > c->spin_deadline)
-		return -1;
-	irq_poll(c);
-	smp_spin_wait(c->hdr);
-	return 0;
-}
-
 /* ---------------------------------------------------------------- tas, ttas */
 
 static __attribute__((noinline)) int tas_lock_slowpath(struct cpu_ctx *c, spinlock_t *l)
