@@ -72,6 +72,7 @@ PCPU_LSTATS = STRUCTS["pcpu_lstats"]
 IRQ_CPUSTAT = STRUCTS["irq_cpustat"]        # `bugs`: one count per LOCKDEP_BUGS kind
 QNODES = STRUCTS["qnodes"]
 QNODE = STRUCTS["qnode"]
+MCS_NODE = STRUCTS["mcs_node"]
 SPINLOCK = STRUCTS["spinlock"]
 LOCK_SLOT = STRUCTS["lock_slot"]
 SK_BUFF = STRUCTS["sk_buff"]

@@ -198,6 +198,7 @@ class Machine:
         for name in ("irqs_off", "preempt_count", "softirq_pending", "save_depth", "irq_pending"):
             irq[name] = 0
         self.region("qnodes")["n"] = 0
+        self.region("qnodes")["mcs"] = 0
 
         workers = []
         # SIGTERM, SIGHUP and SIGQUIT end a run the way Ctrl-C does, unless

@@ -140,6 +140,7 @@ static const struct smp_field irq_cpustat_fields[] = {
 
 static const struct smp_field qnodes_fields[] = {
 	SMP_RECORDS(qnodes, n, qnode),
+	SMP_RECORDS(qnodes, mcs, mcs_node),
 	{ 0 }
 };
 
@@ -147,6 +148,13 @@ static const struct smp_field qnode_fields[] = {
 	SMP_FIELD(qnode, next),
 	SMP_FIELD(qnode, locked),
 	SMP_FIELD(qnode, count),
+	{ 0 }
+};
+
+static const struct smp_field mcs_node_fields[] = {
+	SMP_FIELD(mcs_node, next),
+	SMP_FIELD(mcs_node, locked),
+	SMP_FIELD(mcs_node, lock),
 	{ 0 }
 };
 
@@ -385,6 +393,7 @@ static const struct smp_struct smp_structs[] = {
 	SMP_STRUCT(irq_cpustat),
 	SMP_STRUCT(qnodes),
 	SMP_STRUCT(qnode),
+	SMP_STRUCT(mcs_node),
 	SMP_STRUCT(spinlock),
 	SMP_STRUCT(lock_slot),
 	SMP_STRUCT(sk_buff),
@@ -444,6 +453,7 @@ static const struct smp_const smp_consts[] = {
 	SMP_CONST(CPU_DONE),
 	SMP_CONST(LOCKDEP_NR_BUGS),
 	SMP_CONST(MAX_NODES),
+	SMP_CONST(MCS_NODES),
 	SMP_CONST(REGION_CPU),
 	SMP_CONST(REGION_SOFTNET),
 	SMP_CONST(REGION_LSTATS),

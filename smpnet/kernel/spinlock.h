@@ -2,7 +2,8 @@
  *
  * Algorithms (arch_spin_lock): tas, ttas, ticket, qspinlock (the kernel's
  * queued spinlock: locked byte, pending bit, MCS queue with per-CPU nodes,
- * after kernel/locking/qspinlock.c) and pthread (a process-shared mutex).
+ * after kernel/locking/qspinlock.c), the plain MCS and CLH queue locks
+ * (mcs_spinlock.h) and pthread (a process-shared mutex).
  * Variants, as include/linux/spinlock_api_smp.h composes them:
  *   spin_lock           preempt_disable + lock
  *   spin_lock_bh        local_bh_disable + lock
@@ -13,8 +14,8 @@
  * spinning with IRQs enabled would. An acquire returns 0, or -1 when the
  * run was stopped while it waited. An aborted wait leaves tas, ttas,
  * pthread and a pending qspinlock waiter's lock usable; a ticket taken or
- * an MCS node queued cannot be given back (the kernel has no way either),
- * so such a lock needs spin_lock_init() again.
+ * a node queued (qspinlock, mcs, clh) cannot be given back (the kernel has
+ * no way either), so such a lock needs spin_lock_init() again.
  */
 #ifndef SMPNET_SPINLOCK_H
 #define SMPNET_SPINLOCK_H
@@ -22,6 +23,7 @@
 #include <errno.h>
 #include "irqflags.h"
 #include "lockdep.h"
+#include "mcs_spinlock.h"
 #include "spinlock_types.h"
 
 /* ---------------------------------------------------------------- tas, ttas */
@@ -254,6 +256,10 @@ static __always_inline int __arch_spin_lock(struct cpu_ctx *c, spinlock_t *l, co
 		return queued_spin_lock(c, l);
 	case SPIN_TICKET:
 		return ticket_lock(c, l);
+	case SPIN_MCS:
+		return mcs_spin_lock(c, l);
+	case SPIN_CLH:
+		return clh_spin_lock(c, l);
 	case SPIN_TAS:
 		if (likely(!__atomic_exchange_n(&l->val, 1, __ATOMIC_ACQUIRE)))
 			return 0;
@@ -269,7 +275,7 @@ static __always_inline int __arch_spin_lock(struct cpu_ctx *c, spinlock_t *l, co
 	}
 }
 
-static __always_inline void __arch_spin_unlock(spinlock_t *l, const int algo)
+static __always_inline void __arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l, const int algo)
 {
 	switch (algo) {
 	case SPIN_QSPINLOCK:
@@ -277,6 +283,12 @@ static __always_inline void __arch_spin_unlock(spinlock_t *l, const int algo)
 		break;
 	case SPIN_TICKET:
 		ticket_unlock(l);
+		break;
+	case SPIN_MCS:
+		mcs_spin_unlock(c, l);
+		break;
+	case SPIN_CLH:
+		clh_spin_unlock(c, l);
 		break;
 	case SPIN_TAS:
 	case SPIN_TTAS:
@@ -293,9 +305,9 @@ static inline int arch_spin_lock(struct cpu_ctx *c, spinlock_t *l)
 	return __arch_spin_lock(c, l, (int)l->algo);
 }
 
-static inline void arch_spin_unlock(spinlock_t *l)
+static inline void arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 {
-	__arch_spin_unlock(l, (int)l->algo);
+	__arch_spin_unlock(c, l, (int)l->algo);
 }
 
 static __always_inline int __do_raw_spin_lock(struct cpu_ctx *c, spinlock_t *l,
@@ -316,7 +328,7 @@ static __always_inline void __do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *
 {
 	if (unlikely(check))
 		WRITE_ONCE(l->owner, 0);
-	__arch_spin_unlock(l, algo);
+	__arch_spin_unlock(c, l, algo);
 }
 
 /* ---------------------------------------------------------------- variants */

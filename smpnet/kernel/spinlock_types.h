@@ -8,6 +8,8 @@
  *   ticket      low 16 bits: the ticket being served; high 16: the next ticket
  *   qspinlock   the kernel's x86 layout (include/asm-generic/qspinlock_types.h,
  *               NR_CPUS < 16K): locked byte, pending byte, 16-bit MCS tail
+ *   mcs, clh    the whole word is the queue's tail, a node of struct
+ *               qnodes.mcs encoded as (cpu + 1, index); 0 free, no queue
  *   pthread     a process-shared, robust, error-checking pthread mutex
  */
 #ifndef SMPNET_SPINLOCK_TYPES_H
@@ -22,6 +24,8 @@
 	X(SPIN_TTAS,		"ttas")		\
 	X(SPIN_TICKET,		"ticket")	\
 	X(SPIN_QSPINLOCK,	"qspinlock")	\
+	X(SPIN_MCS,		"mcs")		\
+	X(SPIN_CLH,		"clh")		\
 	X(SPIN_PTHREAD,		"pthread")
 
 SMP_ENUM(spin_algo, SPIN_ALGO_TABLE, SPIN_NR_ALGOS);
@@ -72,8 +76,26 @@ struct qnode {
 /* One node per context a CPU can spin in: task, softirq, hardirq, NMI. */
 #define MAX_NODES 4
 
+/* A node of the plain queue locks (mcs_spinlock.h). Unlike qspinlock's,
+ * which is done with its node once it owns the lock, an MCS or CLH holder
+ * keeps its node until it unlocks, and may hold several locks, released in
+ * any order: `lock` says which lock a node is in use for, so the unlock
+ * finds it, and is 0 when the node is free. */
+struct mcs_node {
+	uint32_t next;		/* mcs: encoded node of the waiter behind us, 0 if none */
+	uint32_t locked;	/* mcs: 1 once the lock is handed to us;
+				 * clh: 1 until this node's holder releases the lock */
+	uint64_t lock;		/* the lock's offset from the segment, 0: free */
+};
+
+/* Nodes for queue locks held or waited for at once on one CPU: two per
+ * context, so a handler can take a lock while its task holds two. */
+#define MCS_NODE_BITS 3
+#define MCS_NODES (1 << MCS_NODE_BITS)
+
 struct qnodes {
-	struct qnode n[MAX_NODES];
+	struct qnode n[MAX_NODES];		/* qspinlock's, one per context */
+	struct mcs_node mcs[MCS_NODES];		/* mcs and clh */
 };
 
 #endif

@@ -5,10 +5,13 @@ cdef extern from "spinlock_types.h" nogil:
     enum: SPIN_TTAS
     enum: SPIN_TICKET
     enum: SPIN_QSPINLOCK
+    enum: SPIN_MCS
+    enum: SPIN_CLH
     enum: SPIN_PTHREAD
     enum: SPIN_NR_ALGOS
     const char *const spin_algo_names[]
     enum: MAX_NODES
+    enum: MCS_NODES
 
     ctypedef struct spinlock_t:
         uint32_t val

@@ -1,0 +1,244 @@
+/* mcs_spinlock.h - the plain queue locks, MCS and CLH, beside qspinlock.
+ *
+ * qspinlock embeds an MCS queue (its struct mcs_spinlock comes from the
+ * kernel's kernel/locking/mcs_spinlock.h) behind a locked byte and a
+ * pending bit in a 4-byte word. These two are the queue locks alone, so
+ * that a user sees what the rest buys:
+ *   mcs  Mellor-Crummey and Scott (1991), kernel/locking/mcs_spinlock.h's
+ *        mcs_spin_lock/mcs_spin_unlock: every acquire queues a node (xchg
+ *        of the tail), a waiter spins on its own node, the holder hands the
+ *        lock to the node behind it; an unlock with nobody behind is a
+ *        cmpxchg of the tail back to 0, and one that loses that race waits
+ *        for the newcomer to link itself in.
+ *   clh  Craig, and Landin and Hagersten (1993): an acquire queues a node
+ *        the same way, but the waiter spins on its predecessor's node and
+ *        the holder releases by clearing its own; nobody links, so a
+ *        release never waits. The node it spun on is free from then on.
+ * qspinlock's uncontended lock is one cmpxchg and its unlock one byte
+ * store; its pending bit lets the second CPU spin on the word without a
+ * node. MCS and CLH always queue: their uncontended pair is an xchg and a
+ * cmpxchg, and every waiter has a node.
+ *
+ * The lock word is the tail: a node encoded as (cpu + 1, index), never a
+ * pointer (every worker maps the segment at its own address); 0 is free,
+ * with no node. So CLH has no dummy node: a lock that goes free hands no
+ * node on, and the cmpxchg of the release (as MCS's) is how it sees that
+ * nobody is behind it. Classic CLH keeps a released node in the lock as
+ * the next acquirer's predecessor and releases with one store; here that
+ * store is the release only when somebody waits.
+ *
+ * The nodes: MCS_NODES per CPU (struct qnodes.mcs), each marked with the
+ * lock it is in use for (its offset from the segment; 0 when free). An
+ * acquire takes a free node of its CPU; the unlock finds the node by its
+ * lock, so locks are released in any order, and handlers that take locks
+ * while the task holds or waits for others (spin_wait() takes IRQs) take
+ * nodes of their own. An MCS node is freed by its own CPU's unlock. A CLH
+ * node is freed by whoever is done with it last: its own CPU when the
+ * release's cmpxchg finds no one behind, else the successor, once it has
+ * seen the release. So a node always goes back to its CPU (none migrates;
+ * each CPU's count is conserved) and a CPU's nodes in use are the locks
+ * it holds or waits for, plus, for CLH, released ones their successors
+ * have not yet seen. An acquire that finds no free node waits for one (a
+ * CLH successor frees it; for MCS that is a nesting deeper than
+ * MCS_NODES, which waits, as a deadlock would, for the run's stop).
+ *
+ * An aborted wait (stop flag, deadline) gives its node back, as qspinlock
+ * does; the node stays linked in the lock's queue, so the lock needs
+ * spin_lock_init() again (spinlock.h), and a stopped run starts with all
+ * nodes free (machine.py).
+ */
+#ifndef SMPNET_MCS_SPINLOCK_H
+#define SMPNET_MCS_SPINLOCK_H
+
+#include "irqflags.h"
+#include "spinlock_types.h"
+
+static inline uint32_t mcs_encode(int cpu, int idx)
+{
+	return ((uint32_t)(cpu + 1) << MCS_NODE_BITS) | (uint32_t)idx;
+}
+
+static inline struct mcs_node *mcs_decode(struct cpu_ctx *c, uint32_t tail)
+{
+	int cpu = (int)(tail >> MCS_NODE_BITS) - 1;
+
+	return &((struct qnodes *)per_cpu_ptr(c->hdr, REGION_QNODES, cpu))
+		->mcs[tail & (MCS_NODES - 1)];
+}
+
+static inline struct mcs_node *mcs_nodes(struct cpu_ctx *c)
+{
+	return ((struct qnodes *)per_cpu_ptr(c->hdr, REGION_QNODES, c->cpu))->mcs;
+}
+
+/* What a node in use says about its lock: the same in every process. */
+static inline uint64_t mcs_lock_key(const struct cpu_ctx *c, const spinlock_t *l)
+{
+	return (uint64_t)((uintptr_t)l - (uintptr_t)c->hdr);
+}
+
+/* Claim a free node of this CPU for the lock `key`; its index, or -1 when
+ * all are in use. Handlers run only inside spin_wait(), never between the
+ * test and the claim. The acquire pairs with a CLH successor's freeing. */
+static inline int mcs_node_get(struct mcs_node *nodes, uint64_t key)
+{
+	int i;
+
+	for (i = 0; i < MCS_NODES; i++)
+		if (!__atomic_load_n(&nodes[i].lock, __ATOMIC_ACQUIRE)) {
+			WRITE_ONCE(nodes[i].lock, key);
+			return i;
+		}
+	return -1;
+}
+
+/* The node this CPU holds lock `key` with; -1 if none (an unlock of a lock
+ * this CPU does not hold, which then does nothing). */
+static inline int mcs_node_find(struct mcs_node *nodes, uint64_t key)
+{
+	int i;
+
+	for (i = 0; i < MCS_NODES; i++)
+		if (READ_ONCE(nodes[i].lock) == key)
+			return i;
+	return -1;
+}
+
+static __attribute__((noinline)) int mcs_node_wait(struct cpu_ctx *c, struct mcs_node *nodes,
+						   uint64_t key)
+{
+	int idx;
+
+	while ((idx = mcs_node_get(nodes, key)) < 0)
+		if (spin_wait(c))
+			return -1;
+	return idx;
+}
+
+/* Claim a node and queue it: the xchg of the tail (a full barrier on x86,
+ * as the kernel's xchg_tail). Returns the previous tail, 0 when the lock
+ * was free; *tail and *node are ours. -1 (no node, stopped): nothing queued. */
+static __always_inline int64_t mcs_enqueue(struct cpu_ctx *c, spinlock_t *l, uint32_t locked,
+					   uint32_t *tail, struct mcs_node **node)
+{
+	struct mcs_node *nodes = mcs_nodes(c);
+	uint64_t key = mcs_lock_key(c, l);
+	int idx = mcs_node_get(nodes, key);
+
+	if (unlikely(idx < 0) && (idx = mcs_node_wait(c, nodes, key)) < 0)
+		return -1;
+	*node = &nodes[idx];
+	*tail = mcs_encode(c->cpu, idx);
+	WRITE_ONCE((*node)->locked, locked);
+	WRITE_ONCE((*node)->next, 0);
+	return __atomic_exchange_n(&l->val, *tail, __ATOMIC_SEQ_CST);
+}
+
+/* ---------------------------------------------------------------- mcs */
+
+static __attribute__((noinline)) int mcs_spin_lock_contended(struct cpu_ctx *c,
+							     struct mcs_node *node,
+							     uint32_t tail, uint32_t prev)
+{
+	__atomic_store_n(&mcs_decode(c, prev)->next, tail, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&node->locked, __ATOMIC_ACQUIRE))	/* our own node */
+		if (spin_wait(c)) {
+			__atomic_store_n(&node->lock, 0, __ATOMIC_RELEASE);
+			return -1;
+		}
+	return 0;
+}
+
+static inline int mcs_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	struct mcs_node *node;
+	uint32_t tail;
+	int64_t prev = mcs_enqueue(c, l, 0, &tail, &node);
+
+	if (likely(prev == 0))
+		return 0;
+	if (unlikely(prev < 0))
+		return -1;
+	return mcs_spin_lock_contended(c, node, tail, (uint32_t)prev);
+}
+
+/* Somebody queued behind us but has not linked in yet: wait for it (the
+ * kernel's loop in mcs_spin_unlock); 0 when the run was stopped first. */
+static __attribute__((noinline)) uint32_t mcs_wait_next(struct cpu_ctx *c, struct mcs_node *node)
+{
+	uint32_t next;
+
+	while (!(next = __atomic_load_n(&node->next, __ATOMIC_ACQUIRE)))
+		if (spin_wait(c))
+			break;
+	return next;
+}
+
+static inline void mcs_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
+{
+	struct mcs_node *nodes = mcs_nodes(c);
+	int idx = mcs_node_find(nodes, mcs_lock_key(c, l));
+	uint32_t tail, next;
+
+	if (unlikely(idx < 0))
+		return;
+	tail = mcs_encode(c->cpu, idx);
+	next = __atomic_load_n(&nodes[idx].next, __ATOMIC_ACQUIRE);
+	if (likely(!next)) {
+		if (likely(__atomic_compare_exchange_n(&l->val, &tail, 0, 0, __ATOMIC_RELEASE,
+						       __ATOMIC_RELAXED)))
+			goto out;
+		next = mcs_wait_next(c, &nodes[idx]);
+	}
+	if (likely(next))
+		__atomic_store_n(&mcs_decode(c, next)->locked, 1, __ATOMIC_RELEASE);
+out:
+	WRITE_ONCE(nodes[idx].lock, 0);		/* nobody else looks at it now */
+}
+
+/* ---------------------------------------------------------------- clh */
+
+static __attribute__((noinline)) int clh_spin_lock_contended(struct cpu_ctx *c,
+							     struct mcs_node *node, uint32_t prev)
+{
+	struct mcs_node *pred = mcs_decode(c, prev);
+
+	while (__atomic_load_n(&pred->locked, __ATOMIC_ACQUIRE))	/* the predecessor's node */
+		if (spin_wait(c)) {
+			__atomic_store_n(&node->lock, 0, __ATOMIC_RELEASE);
+			return -1;
+		}
+	__atomic_store_n(&pred->lock, 0, __ATOMIC_RELEASE);	/* it goes back to its CPU */
+	return 0;
+}
+
+static inline int clh_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	struct mcs_node *node;
+	uint32_t tail;
+	int64_t prev = mcs_enqueue(c, l, 1, &tail, &node);
+
+	if (likely(prev == 0))
+		return 0;
+	if (unlikely(prev < 0))
+		return -1;
+	return clh_spin_lock_contended(c, node, (uint32_t)prev);
+}
+
+static inline void clh_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
+{
+	struct mcs_node *nodes = mcs_nodes(c);
+	int idx = mcs_node_find(nodes, mcs_lock_key(c, l));
+	uint32_t tail;
+
+	if (unlikely(idx < 0))
+		return;
+	tail = mcs_encode(c->cpu, idx);
+	if (likely(__atomic_compare_exchange_n(&l->val, &tail, 0, 0, __ATOMIC_RELEASE,
+					       __ATOMIC_RELAXED)))
+		WRITE_ONCE(nodes[idx].lock, 0);		/* nobody behind: ours again */
+	else	/* the successor spins on it, and frees it */
+		__atomic_store_n(&nodes[idx].locked, 0, __ATOMIC_RELEASE);
+}
+
+#endif
