@@ -14,6 +14,14 @@
  *   ticket     xadd of the next-ticket half, compare with now-serving;
  *              release: now-serving + 1 (a 16-bit store)
  *   qspinlock  cmpxchg 0 -> 1 (the fast path); release: the locked byte := 0
+ *   mcs        the node's locked := 0 and next := 0, xchg of the tail (a
+ *              node on the loop's stack, as the kernel's callers give one);
+ *              release: next is 0, so cmpxchg the tail back to 0
+ *   clh        the node's locked := 1, xchg of the tail; release: cmpxchg
+ *              the tail back to 0 (mcs_spinlock.h: no dummy node)
+ * (mcs and clh: the uncontended path only, these loops' lock is never
+ * contended; smpnet's own adds finding a free per-CPU node and, at the
+ * unlock, the node of this lock.)
  *   pthread    pthread_mutex_trylock (smpnet's uncontended path too), spinning
  *              while busy / pthread_mutex_unlock
  */
@@ -24,7 +32,11 @@
 #include "spinlock_types.h"
 #include "tsc.h"
 
-static __always_inline void ref_lock(uint32_t *word, pthread_mutex_t *mutex, const int algo)
+/* What the bare mcs and clh put in the lock word: any tail but 0. */
+#define REF_TAIL 1U
+
+static __always_inline void ref_lock(uint32_t *word, pthread_mutex_t *mutex,
+				     struct mcs_node *node, const int algo)
 {
 	uint32_t v;
 
@@ -53,14 +65,24 @@ static __always_inline void ref_lock(uint32_t *word, pthread_mutex_t *mutex, con
 			cpu_relax();
 		}
 		break;
+	case SPIN_MCS:
+	case SPIN_CLH:
+		WRITE_ONCE(node->locked, algo == SPIN_CLH);
+		if (algo == SPIN_MCS)
+			WRITE_ONCE(node->next, 0);
+		__atomic_exchange_n(word, REF_TAIL, __ATOMIC_SEQ_CST);
+		break;
 	default:
 		while (pthread_mutex_trylock(mutex))
 			cpu_relax();
 	}
 }
 
-static __always_inline void ref_unlock(uint32_t *word, pthread_mutex_t *mutex, const int algo)
+static __always_inline void ref_unlock(uint32_t *word, pthread_mutex_t *mutex,
+				       struct mcs_node *node, const int algo)
 {
+	uint32_t v = REF_TAIL;
+
 	switch (algo) {
 	case SPIN_TAS:
 	case SPIN_TTAS:
@@ -73,6 +95,12 @@ static __always_inline void ref_unlock(uint32_t *word, pthread_mutex_t *mutex, c
 	case SPIN_QSPINLOCK:
 		__atomic_store_n((uint8_t *)word, 0, __ATOMIC_RELEASE);
 		break;
+	case SPIN_MCS:
+	case SPIN_CLH:
+		if (algo == SPIN_MCS && __atomic_load_n(&node->next, __ATOMIC_ACQUIRE))
+			break;	/* never: nobody queues behind */
+		__atomic_compare_exchange_n(word, &v, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+		break;
 	default:
 		pthread_mutex_unlock(mutex);
 	}
@@ -83,13 +111,14 @@ static __always_inline void ref_unlock(uint32_t *word, pthread_mutex_t *mutex, c
 static __always_inline uint64_t ref_loop(uint32_t *preempt_count, uint32_t *word,
 					 pthread_mutex_t *mutex, uint64_t loops, const int algo)
 {
+	struct mcs_node node = { 0 };
 	uint64_t i, t0 = tsc_start();
 
 	for (i = 0; i < loops; i++) {
 		(*preempt_count)++;
 		barrier();
-		ref_lock(word, mutex, algo);
-		ref_unlock(word, mutex, algo);
+		ref_lock(word, mutex, &node, algo);
+		ref_unlock(word, mutex, &node, algo);
 		barrier();
 		(*preempt_count)--;
 	}
