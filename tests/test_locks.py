@@ -74,12 +74,13 @@ def test_waiters_give_up_when_the_holder_dies(allowed, algo):
         assert list(m.region("returned")["flag"]) == [0, 1, 1]
 
 
-@pytest.mark.parametrize("algo", ["qspinlock", "ticket", "pthread"])
+@pytest.mark.parametrize("algo", ["qspinlock", "ticket", "pthread", "mcs", "clh"])
 @pytest.mark.parametrize("variant", ["plain", "irqsave", "bh"])
 def test_irqs_during_contention(allowed, algo, variant):
     """CPU 0 keeps sending IPIs while CPUs 1 and 2 hammer lock 0; the IRQ
     handler takes lock 1, so CPUs waiting for lock 0 with IRQs on nest a
-    second acquisition (qspinlock: MCS node 1) inside the wait."""
+    second acquisition (qspinlock: MCS node 1; mcs, clh: a second node)
+    inside the wait."""
     done = np.dtype([("flag", "<u4")])
 
     def body(ctx, reg):
@@ -111,6 +112,8 @@ def test_irqs_during_contention(allowed, algo, variant):
         assert int(irq["bugs"].sum()) == 0  # lock 1 only in hardirq, lock 0 never
         assert is_free(int(locks_[0]["lock"]["val"]), algo)
         assert is_free(int(locks_[1]["lock"]["val"]), algo)
+        qnodes = m.region("qnodes")
+        assert not qnodes["n"]["count"].any() and not qnodes["mcs"]["lock"].any()  # all given back
 
 
 # ------------------------------------------------------------------ checker
@@ -371,7 +374,7 @@ def test_long_holds_end_at_the_deadline(allowed, oversubscribe):
 
 
 @pytest.mark.parametrize("argv", [
-    ["--algo", "mcs"], ["--algo", ""], ["--variant", "irqsafe"], ["--algo", "tas,tas"],
+    ["--algo", "rwlock"], ["--algo", ""], ["--variant", "irqsafe"], ["--algo", "tas,tas"],
     ["--loops", "0"], ["--loops", "x"], ["--rounds", "0"], ["--duration", "-1"],
     ["--hold-cycles", "-1"], ["--restore", "iret"], ["--ncpus", "2"],
     ["--contended", "--ncpus", "99"], ["--contended", "--ncpus", "99999", "--oversubscribe"],

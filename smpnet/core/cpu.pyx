@@ -103,8 +103,14 @@ cdef class Cpu:
         return flags
 
     def spin_unlock(self, int index, int variant=0, unsigned long flags=0):
+        """Release lock `index`. An MCS unlock can wait too, for a waiter
+        that has queued behind it to link in: that wait gives up at this
+        Cpu's `timeout`, leaving the lock to lock_init()."""
+        cdef spinlock_t *l = self._lock(index)
         check_enum(variant, SPIN_NR_VARIANTS, "lock variant")
-        spin_unlock_variant(&self.c, self._lock(index), variant, flags)
+        self.c.spin_deadline = tsc_read_unordered() + <uint64_t>(self.timeout * self.c.hdr.tsc_hz)
+        spin_unlock_variant(&self.c, l, variant, flags)
+        self.c.spin_deadline = 0
 
     @property
     def cpu(self):

@@ -1,0 +1,151 @@
+"""The queue locks' nodes and order: MCS and CLH (mcs_spinlock.h) keep a
+per-CPU node for each lock held or waited for, found again at the unlock
+whatever the order of the unlocks, and always given back; ticket,
+qspinlock, MCS and CLH serve their waiters first come, first served."""
+import time
+
+import numpy as np
+import pytest
+
+from smpnet import Machine, _core, layout
+
+QUEUE_LOCKS = ("mcs", "clh")
+FIFO_LOCKS = ("ticket", "qspinlock") + QUEUE_LOCKS
+FLAG = np.dtype([("flag", "<u4")])
+
+
+def machine(cpus, ncpus=1, n=2, **regions):
+    return Machine(cpus=cpus, ncpus=ncpus, oversubscribe=True,
+                   regions=[("locks", layout.LOCK_SLOT, n)] +
+                           [(name, FLAG, ncpus) for name in regions])
+
+
+def init(m, algo, n=2):
+    reg = m.segment.region_names.index("locks")
+    for i in range(n):
+        _core.lock_init(m.segment.buf, reg, i, _core.LOCK_ALGOS[algo], i)
+    return reg
+
+
+def nodes_in_use(m):
+    """Per CPU: the queue-lock nodes not free, and qspinlock's nesting count."""
+    q = m.region("qnodes")
+    return [int((q["mcs"]["lock"][cpu] != 0).sum()) + int(q["n"]["count"][cpu][0])
+            for cpu in range(len(q))]
+
+
+def words(m):
+    return [int(v) for v in m.region("locks")["lock"]["val"]]
+
+
+def wait_for(cond, what, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.001)
+
+
+@pytest.mark.parametrize("algo", QUEUE_LOCKS)
+def test_unlock_in_any_order_finds_each_locks_node(allowed, algo):
+    # lock A, lock B, unlock A: a holder that took the last node it queued
+    # (a stack) would release B's node from A, whose tail is not B's
+    with machine([allowed[0]]) as m:
+        c = _core.Cpu(m.segment.buf, 0, lock_region=init(m, algo))
+        c.spin_lock(0)
+        c.spin_lock(1)
+        a, b = words(m)
+        assert a and b and a != b and nodes_in_use(m) == [2]
+        c.spin_unlock(0)
+        assert words(m) == [0, b] and nodes_in_use(m) == [1]
+        b_node = b & (_core.c_constants()["MCS_NODES"] - 1)
+        assert m.region("qnodes")["mcs"]["lock"][0][b_node] != 0  # B's node, kept
+        c.spin_lock(0)      # A again, on the node A gave back
+        assert words(m)[0] == a
+        c.spin_unlock(1)
+        c.spin_unlock(0)
+        assert words(m) == [0, 0] and nodes_in_use(m) == [0]
+
+
+@pytest.mark.parametrize("algo", QUEUE_LOCKS + ("qspinlock", "ticket"))
+def test_unlock_out_of_order_hands_each_lock_to_its_waiter(allowed, algo):
+    """CPU 0 holds A then B and releases A first while CPU 1 waits for A:
+    CPU 1 gets A (handed on from A's node), then waits for B until CPU 0
+    releases it."""
+    def body(ctx, reg):
+        c = _core.Cpu(ctx.seg, ctx.cpu, lock_region=reg, timeout=30)
+        spins = ctx.machine.region("irq")["spins"]
+        got = ctx.machine.region("got")["flag"]
+        if ctx.cpu == 0:
+            c.spin_lock(0)
+            c.spin_lock(1)
+            got[0] = 1
+            wait_for(lambda: spins[1] > 0, "CPU 1 to wait for A")
+            c.spin_unlock(0)
+            wait_for(lambda: got[1] == 1, "CPU 1 to take A")
+            c.spin_unlock(1)
+            return None
+        wait_for(lambda: got[0] == 1, "CPU 0 to hold both")
+        c.spin_lock(0, timeout=30)
+        got[1] = 1
+        c.spin_lock(1, timeout=30)
+        c.spin_unlock(1)
+        c.spin_unlock(0)
+        return None
+
+    with machine(allowed, ncpus=2, got=True) as m:
+        reg = init(m, algo)
+        m.run(body, reg, timeout=60)
+        assert list(m.region("got")["flag"]) == [1, 1]
+        assert nodes_in_use(m) == [0, 0]
+        assert all(w == 0 or algo == "ticket" for w in words(m))
+
+
+@pytest.mark.parametrize("algo", FIFO_LOCKS)
+def test_waiters_are_served_in_the_order_they_came(allowed, algo):
+    """CPU 0 holds the lock; CPUs 1, 2, 3 start waiting one after the
+    other (each once the one before it spins). Each then records its turn:
+    a queue served last in, first out (or tas's free-for-all) fails."""
+    ncpus = 4
+
+    def body(ctx, reg):
+        c = _core.Cpu(ctx.seg, ctx.cpu, lock_region=reg, timeout=30)
+        spins = ctx.machine.region("irq")["spins"]
+        turn = ctx.machine.region("turn")["flag"]
+        counter = ctx.machine.region("locks")["counter"]
+        if ctx.cpu == 0:
+            c.spin_lock(0)
+            turn[0] = 1
+            wait_for(lambda: spins[ncpus - 1] > 0, "the last CPU to wait")
+            c.spin_unlock(0)
+            return None
+        if ctx.cpu == 1:
+            wait_for(lambda: turn[0] == 1, "CPU 0 to hold the lock")
+        else:
+            wait_for(lambda: spins[ctx.cpu - 1] > 0, f"CPU {ctx.cpu - 1} to wait")
+        c.spin_lock(0, timeout=30)
+        counter[0] += 1
+        turn[ctx.cpu] = counter[0]
+        c.spin_unlock(0)
+        return None
+
+    with machine(allowed, ncpus=ncpus, n=1, turn=True) as m:
+        reg = init(m, algo, n=1)
+        m.run(body, reg, timeout=60)
+        assert list(m.region("turn")["flag"][1:]) == [1, 2, 3]
+        assert nodes_in_use(m) == [0] * ncpus
+
+
+@pytest.mark.parametrize("algo", QUEUE_LOCKS)
+def test_no_node_is_lost_or_kept_after_contended_runs(allowed, algo):
+    # CLH's nodes are freed by the successor that spun on them: after any
+    # run, every node of every CPU is back, and the lock free
+    with machine(allowed, ncpus=4, n=1) as m:
+        reg = init(m, algo, n=1)
+        for variant in ("plain", "irqsave", "bh"):
+            out = m.run(lambda ctx: _core.lock_hammer(ctx.seg, ctx.cpu, reg, 0,
+                                                      _core.LOCK_VARIANTS[variant], 3000, 0, 0),
+                        timeout=120)
+            assert [r[0] for r in out] == [3000] * 4 and not any(r[3] for r in out)
+            assert nodes_in_use(m) == [0] * 4, variant
+            assert words(m) == [0]
+        assert m.region("locks")[0]["counter"] == 3 * 4 * 3000
