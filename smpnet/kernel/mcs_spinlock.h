@@ -68,7 +68,7 @@ static inline struct mcs_node *mcs_decode(struct cpu_ctx *c, uint32_t tail)
 
 static inline struct mcs_node *mcs_nodes(struct cpu_ctx *c)
 {
-	return ((struct qnodes *)per_cpu_ptr(c->hdr, REGION_QNODES, c->cpu))->mcs;
+	return c->qnodes->mcs;
 }
 
 /* What a node in use says about its lock: the same in every process. */

@@ -29,6 +29,7 @@ struct cpu_ctx {
 	int check;			/* the lock/IRQ checker is on */
 	int popf;			/* local_irq_restore() with popf (before 5.12) */
 	struct irq_cpustat *irq;	/* this CPU's IRQ state */
+	struct qnodes *qnodes;		/* this CPU's lock queue nodes */
 	struct spinlock *irq_test_lock;	/* taken by the test IRQ handler, if set */
 	uint64_t spin_deadline;		/* TSC after which a lock wait gives up; 0: never */
 	struct net_ctx *net;		/* the network model, for CPUs that run it */
@@ -44,6 +45,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->check = check;
 	c->popf = popf;
 	c->irq = (struct irq_cpustat *)per_cpu_ptr(hdr, REGION_IRQ, cpu);
+	c->qnodes = (struct qnodes *)per_cpu_ptr(hdr, REGION_QNODES, cpu);
 	c->irq_test_lock = NULL;
 	c->spin_deadline = 0;
 	c->net = NULL;
