@@ -115,25 +115,6 @@ static __attribute__((noinline)) int mcs_node_wait(struct cpu_ctx *c, struct mcs
 	return idx;
 }
 
-/* Claim a node and queue it: the xchg of the tail (a full barrier on x86,
- * as the kernel's xchg_tail). Returns the previous tail, 0 when the lock
- * was free; *tail and *node are ours. -1 (no node, stopped): nothing queued. */
-static __always_inline int64_t mcs_enqueue(struct cpu_ctx *c, spinlock_t *l, uint32_t locked,
-					   uint32_t *tail, struct mcs_node **node)
-{
-	struct mcs_node *nodes = mcs_nodes(c);
-	uint64_t key = mcs_lock_key(c, l);
-	int idx = mcs_node_get(nodes, key);
-
-	if (unlikely(idx < 0) && (idx = mcs_node_wait(c, nodes, key)) < 0)
-		return -1;
-	*node = &nodes[idx];
-	*tail = mcs_encode(c->cpu, idx);
-	WRITE_ONCE((*node)->locked, locked);
-	WRITE_ONCE((*node)->next, 0);
-	return __atomic_exchange_n(&l->val, *tail, __ATOMIC_SEQ_CST);
-}
-
 /* ---------------------------------------------------------------- mcs */
 
 static __attribute__((noinline)) int mcs_spin_lock_contended(struct cpu_ctx *c,
@@ -147,19 +128,6 @@ static __attribute__((noinline)) int mcs_spin_lock_contended(struct cpu_ctx *c,
 			return -1;
 		}
 	return 0;
-}
-
-static inline int mcs_spin_lock(struct cpu_ctx *c, spinlock_t *l)
-{
-	struct mcs_node *node;
-	uint32_t tail;
-	int64_t prev = mcs_enqueue(c, l, 0, &tail, &node);
-
-	if (likely(prev == 0))
-		return 0;
-	if (unlikely(prev < 0))
-		return -1;
-	return mcs_spin_lock_contended(c, node, tail, (uint32_t)prev);
 }
 
 /* Somebody queued behind us but has not linked in yet: wait for it (the
@@ -212,19 +180,6 @@ static __attribute__((noinline)) int clh_spin_lock_contended(struct cpu_ctx *c,
 	return 0;
 }
 
-static inline int clh_spin_lock(struct cpu_ctx *c, spinlock_t *l)
-{
-	struct mcs_node *node;
-	uint32_t tail;
-	int64_t prev = mcs_enqueue(c, l, 1, &tail, &node);
-
-	if (likely(prev == 0))
-		return 0;
-	if (unlikely(prev < 0))
-		return -1;
-	return clh_spin_lock_contended(c, node, (uint32_t)prev);
-}
-
 static inline void clh_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 {
 	struct mcs_node *nodes = mcs_nodes(c);
@@ -239,6 +194,43 @@ static inline void clh_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 		WRITE_ONCE(nodes[idx].lock, 0);		/* nobody behind: ours again */
 	else	/* the successor spins on it, and frees it */
 		__atomic_store_n(&nodes[idx].locked, 0, __ATOMIC_RELEASE);
+}
+
+/* ---------------------------------------------------------------- the acquire */
+
+/* Both queue the same way: claim a node, ready it (mcs: not yet handed
+ * the lock; clh: held until released) and swap it in as the tail (the
+ * kernel's xchg_tail; a full barrier on x86). The lock was free if the
+ * old tail is 0; else mcs links in behind it and spins on its own node,
+ * clh spins on it. */
+static __always_inline int queue_spin_lock(struct cpu_ctx *c, spinlock_t *l, const int clh)
+{
+	struct mcs_node *nodes = mcs_nodes(c);
+	uint64_t key = mcs_lock_key(c, l);
+	int idx = mcs_node_get(nodes, key);
+	uint32_t tail, prev;
+
+	if (unlikely(idx < 0) && (idx = mcs_node_wait(c, nodes, key)) < 0)
+		return -1;	/* stopped: nothing queued */
+	tail = mcs_encode(c->cpu, idx);
+	WRITE_ONCE(nodes[idx].locked, (uint32_t)clh);
+	WRITE_ONCE(nodes[idx].next, 0);
+	prev = __atomic_exchange_n(&l->val, tail, __ATOMIC_SEQ_CST);
+	if (likely(!prev))
+		return 0;
+	if (clh)
+		return clh_spin_lock_contended(c, &nodes[idx], prev);
+	return mcs_spin_lock_contended(c, &nodes[idx], tail, prev);
+}
+
+static inline int mcs_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	return queue_spin_lock(c, l, 0);
+}
+
+static inline int clh_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	return queue_spin_lock(c, l, 1);
 }
 
 #endif
