@@ -343,7 +343,7 @@ def test_defer_oversubscribed_gives_rows_but_no_verdict(capsys):
 @pytest.mark.parametrize("argv", [
     ["--strategy", "rcu"], ["--rx-cpus", "0"], ["--rx-cpus", "2"], ["--skbs", "0"],
     ["--skbs", "10", "--duration", "1"], ["--defer-max", "0"], ["--defer-max", "100000"],
-    ["--batch", "0"], ["--batch", "1000"], ["--repeat", "0"], ["--lock", "mcs"],
+    ["--batch", "0"], ["--batch", "1000"], ["--repeat", "0"], ["--lock", "rwlock"],
     ["--duration", "0"], ["--lock", "all"], ["--lock", "tas,ticket"],
     ["--skbs", "99999999999999999999999"], ["--ncpus", "100000"],
 ])
