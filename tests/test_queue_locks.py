@@ -149,3 +149,22 @@ def test_no_node_is_lost_or_kept_after_contended_runs(allowed, algo):
             assert nodes_in_use(m) == [0] * 4, variant
             assert words(m) == [0]
         assert m.region("locks")[0]["counter"] == 3 * 4 * 3000
+
+
+@pytest.mark.parametrize("algo", QUEUE_LOCKS)
+def test_an_acquire_past_the_last_node_waits_and_gives_up(allowed, algo):
+    # every node in use: the next acquire waits for one (a CLH successor
+    # frees it), and a CPU driven from Python gives up at its deadline
+    nodes = _core.c_constants()["MCS_NODES"]
+    with machine([allowed[0]], n=nodes + 1) as m:
+        c = _core.Cpu(m.segment.buf, 0, lock_region=init(m, algo, n=nodes + 1))
+        for i in range(nodes):
+            c.spin_lock(i)
+        with pytest.raises(RuntimeError, match="aborted"):
+            c.spin_lock(nodes, timeout=0.1)
+        assert words(m)[nodes] == 0 and nodes_in_use(m) == [nodes]  # nothing queued
+        c.spin_unlock(3)
+        c.spin_lock(nodes)
+        for i in [i for i in range(nodes + 1) if i != 3]:
+            c.spin_unlock(i)
+        assert words(m) == [0] * (nodes + 1) and nodes_in_use(m) == [0]
