@@ -34,6 +34,9 @@ struct cpu_ctx {
 	struct net_ctx *net;		/* the network model, for CPUs that run it */
 	int ipi_wake;			/* an IPI wakes its target for real (a futex syscall) */
 	uint64_t irq_entry_cycles;	/* what a hard IRQ's entry and exit cost; 0: nothing */
+	int lock_algo;			/* the algorithm of every lock this CPU takes by the
+					 * kernel's names (spinlock.h's spin_algo()), as a
+					 * kernel is built with one; -1: each lock's own */
 };
 
 static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int cpu,
@@ -49,6 +52,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->net = NULL;
 	c->ipi_wake = 0;
 	c->irq_entry_cycles = 0;
+	c->lock_algo = -1;
 }
 
 static inline int smp_should_stop(const struct smp_header *hdr)
