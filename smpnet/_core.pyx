@@ -12,6 +12,7 @@ extension, one C translation unit, so every header's static tables
 """
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memset
+from libc.stdlib cimport malloc, free
 from posix.time cimport timespec, nanosleep
 from libc.errno cimport errno, EINTR, EIO, ENOSPC
 
@@ -52,6 +53,7 @@ from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lo
                                        TB_OP_LOCAL_IRQ_SAVE_RESTORE)
 
 include "core/clock.pyx"
+include "core/wakeup.pyx"
 include "core/segment.pyx"
 include "core/cpu.pyx"
 include "core/locks.pyx"

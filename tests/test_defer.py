@@ -247,6 +247,21 @@ def test_irq_strategy_flush_runs_with_irqs_on(allowed):
     assert rows[0]["checker_lock_checks"] == 0  # and nothing when it is off
 
 
+def test_an_ipi_charges_its_sender_the_measured_wake_up(allowed):
+    rows, _, _ = defer.run(allowed, ["irq"], skbs=20000, repeat=1, ncpus=2, oversubscribe=True)
+    (r,) = rows
+    w = r["ipi_wake"]
+    # measured once: every timed FUTEX_WAKE woke the sleeper, from the
+    # consumer's real CPU to the RX CPU's
+    assert w["woken"] == w["rounds"] and w["complete"] and w["cycles"] > 0
+    assert (w["waker_cpu"], w["sleeper_cpu"]) == (r["cpus"][1], r["cpus"][0])
+    assert w["cross_cpu"] == (r["cpus"][0] != r["cpus"][1])
+    assert w["cycles_lo"] <= w["cycles"] <= w["cycles_hi"]
+    assert r["irq_entry_cycles"] > 0
+    if r["ipis"]:   # each IPI's sender spun at least the figure (a floor, whatever the load)
+        assert r["ipi_send_cycles"] >= int(w["cycles"])
+
+
 @pytest.fixture
 def rx_cpu(allowed):
     """One RX CPU (CPU 0) with two consumers' rings (512 slots), and the backlog."""

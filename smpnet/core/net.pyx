@@ -150,19 +150,20 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
 def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
                        uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
                        uint32_t batch, bint check=False, bint popf=False,
-                       bint ipi_wake=False):
+                       uint64_t ipi_wake_cycles=0):
     """A consumer CPU (the socket owner): take skbs off its rings, `batch` at
     a time from each, read them, and free them with skb_attempt_defer_free()
-    (1 call in 8 timed); ends when every RX CPU is done and its rings are
-    empty. With ipi_wake, each defer kick also wakes its target for real (a
-    futex system call, timed). Returns its TSC cycles."""
+    (1 call in 8 timed, less an IPI's send); ends when every RX CPU is done and its rings are
+    empty. Each defer kick costs it ipi_wake_cycles (futex_wake_cycles():
+    what a real cross-CPU wake-up costs the waker), timed. Returns its TSC
+    cycles."""
     cdef smp_header *hdr = segment_header(seg)
     cdef cpu_ctx c
     cdef net_ctx n
     cdef fake_nic.defer_ctl *ctl
     cdef fake_nic.skb_ring *r
     cdef sk_buff *skb
-    cdef uint64_t t0, t1, v, ts, got, sink = 0
+    cdef uint64_t t0, t1, v, ts, ipi, got, sink = 0
     cdef uint32_t k
     cdef int rx, me = cpu - n_rx
     check_cpu(hdr, cpu)
@@ -172,7 +173,7 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
         raise ValueError("batch must be at least 1")
     ctl = defer_setup(&c, &n, hdr, cpu, regions, strategy, defer_max, ring_region,
                       n_rx, n_consumers, ctl_region, check, popf)
-    c.ipi_wake = ipi_wake     # the defer kick wakes its target for real
+    c.ipi_wake_cycles = ipi_wake_cycles   # the defer kick's wake-up, on this CPU
     with nogil:
         t0 = tsc_start()
         while not smp_should_stop(hdr):
@@ -190,9 +191,13 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
                     sink += skb.hash + skbuff.skb_data_of(&n, skb).head[0]
                     n.stats.received += 1
                     if (n.defer_calls & skbuff.DEFER_SAMPLE_MASK) == 0:
+                        # less the IPI's send, when this call sent one: it
+                        # is timed on its own (ipi_send_cycles), and its
+                        # tens of thousands of cycles would swamp the defer
+                        ipi = c.irq.ipi_send_cycles
                         ts = tsc_start()
                         skbuff.skb_attempt_defer_free(&c, &n, skb)
-                        n.stats.defer_cycles += tsc_stop() - ts
+                        n.stats.defer_cycles += tsc_stop() - ts - (c.irq.ipi_send_cycles - ipi)
                         n.stats.defer_samples += 1
                     else:
                         skbuff.skb_attempt_defer_free(&c, &n, skb)
