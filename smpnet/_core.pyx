@@ -12,8 +12,9 @@ extension, one C translation unit, so every header's static tables
 """
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memset
+from libc.stdlib cimport malloc, free
 from posix.time cimport timespec, nanosleep
-from libc.errno cimport errno, EINTR, EIO
+from libc.errno cimport errno, EINTR, EIO, ENOSPC
 
 # The model, smpnet/kernel/*.pxd: one per header, cimported whole where a
 # file uses its structs (percpu.smp_header, skbuff.sk_buff, ...), by name
@@ -35,8 +36,9 @@ from smpnet.kernel.irqflags cimport (IRQ_TEST, IPI_NET_RX, HI_SOFTIRQ, NET_RX_SO
                                      local_irq_disable, local_irq_enable, local_irq_save,
                                      local_irq_restore, local_bh_disable, local_bh_enable,
                                      raise_softirq, irq_poll, send_ipi)
-from smpnet.kernel.lockdep cimport lockdep_end
-from smpnet.kernel.spinlock_types cimport spinlock_t, lock_slot, SPIN_NR_ALGOS, spin_algo_names
+from smpnet.kernel.lockdep cimport lockdep_end, lock_info_of
+from smpnet.kernel.spinlock_types cimport (spinlock_t, lock_info, lock_slot, SPIN_NR_ALGOS,
+                                           spin_algo_names, LOCK_INFO_PER_CPU)
 from smpnet.kernel.spinlock cimport (spin_lock, spin_unlock, spin_lock_bh,
                                      spin_unlock_bh, spin_lock_irq, spin_unlock_irq,
                                      spin_lock_irqsave, spin_unlock_irqrestore,
@@ -51,6 +53,7 @@ from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lo
                                        TB_OP_LOCAL_IRQ_SAVE_RESTORE)
 
 include "core/clock.pyx"
+include "core/wakeup.pyx"
 include "core/segment.pyx"
 include "core/cpu.pyx"
 include "core/locks.pyx"

@@ -28,7 +28,7 @@ LONG_RUN_GRACE = 1.05
 #   --ncpus      Machine.MAX_CPUS (qspinlock's tail field allows 16383)
 #   --loops      a round of 1e9 ops takes seconds to a minute
 #   --hold-cycles, --think-cycles  about 4 s at 2.5 GHz; each must also fit in --duration
-#   --scale      Machine.MAX_CPUS, and no more than the CPUs given
+#   --scale      Machine.MAX_CPUS, and no more than the CPUs given unless --oversubscribe
 #   --rng-seed   any 64-bit value numpy's generator takes
 #   --skbs, --packets  2^40: far past an hour at any rate seen, below every C counter
 #   --defer-max  65536, the pool is sized from it

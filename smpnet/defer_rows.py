@@ -7,7 +7,16 @@ import statistics
 from . import layout, net, stats
 
 
-def measure(m, cycles, rx, overhead, spins0, bugs0, entry=0.0):
+def ipi_wake(w):
+    """_core.futex_wake_cycles()'s result as the rows carry it: the median
+    with its 95 % interval, min and max, and where it was measured; not the
+    samples."""
+    return {**stats.median_fields("cycles", w["samples"]),
+            **{k: w[k] for k in ("min", "max", "rounds", "woken", "missed", "waker_cpu",
+                                 "sleeper_cpu", "cross_cpu", "complete")}}
+
+
+def measure(m, cycles, rx, overhead, spins0, bugs0, wake=None, entry=0.0):
     st = m.region("skb_stats")
     tsc_hz = float(m.header["tsc_hz"])
     tot = {name: int(st[name].sum()) for name in layout.SKB_STATS.names if name != "flush_hist"}
@@ -32,6 +41,7 @@ def measure(m, cycles, rx, overhead, spins0, bugs0, entry=0.0):
         "lock_spins": int((m.region("irq")["spins"] - spins0["spins"]).sum()),
         "ipi_send_cycles": int((m.region("irq")["ipi_send_cycles"]
                                 - spins0["ipi_send_cycles"]).sum()),
+        "ipi_wake": wake,
         "irq_entry_cycles": entry,
         "time_squeeze": int(softnet["time_squeeze"].sum()),
         "missing": net.audit(m),
@@ -79,10 +89,12 @@ def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
         "flush_hist": [sum(col) for col in zip(*(r["flush_hist"] for r in runs))],
         "ipis": ipis,
         "ipis_per_m": ipis * 1e6 / received if received else 0.0,
-        # an IPI's cost, a floor: the sender's real system call (measured
-        # per send) and the target's entry and exit (a real kernel entry,
-        # measured once)
+        # an IPI's cost: the sender's, timed per send (a spin of the measured
+        # wake-up, ipi_wake: a real cross-CPU FUTEX_WAKE of a sleeper,
+        # measured once), and the target's entry and exit (a real kernel
+        # entry, measured once)
         "ipi_send_cycles": sum(r["ipi_send_cycles"] for r in runs) / ipis if ipis else None,
+        "ipi_wake": runs[0]["ipi_wake"],
         "irq_entry_cycles": runs[0]["irq_entry_cycles"],
         "remote_frees": sum(r["remote_frees"] for r in runs),
         "remote_frees_per_m": (sum(r["remote_frees"] for r in runs) * 1e6 / received

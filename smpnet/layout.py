@@ -73,10 +73,13 @@ IRQ_CPUSTAT = STRUCTS["irq_cpustat"]        # `bugs`: one count per LOCKDEP_BUGS
 QNODES = STRUCTS["qnodes"]
 QNODE = STRUCTS["qnode"]
 MCS_NODE = STRUCTS["mcs_node"]
-SPINLOCK = STRUCTS["spinlock"]
+SPINLOCK = STRUCTS["spinlock"]             # the 4-byte word; the rest in LOCK_INFO
+LOCK_INFO = STRUCTS["lock_info"]           # spinlock_t's side table (lockdep.h)
+LOCK_INFOS = STRUCTS["lock_infos"]
 LOCK_SLOT = STRUCTS["lock_slot"]
 SK_BUFF = STRUCTS["sk_buff"]
 SKB_DATA = STRUCTS["skb_data"]
+SKB_PAGE = STRUCTS["skb_page"]
 SKB_SLAB = STRUCTS["skb_slab"]
 SKB_POOL = STRUCTS["skb_pool"]
 NAPI_ALLOC_CACHE = STRUCTS["napi_alloc_cache"]
@@ -98,10 +101,12 @@ ARP_CTL = STRUCTS["arp_ctl"]
 LOCKDEP_BUGS = _core.LOCKDEP_BUGS
 
 MAX_NODES = _C["MAX_NODES"]
+LOCK_INFO_PER_CPU = _C["LOCK_INFO_PER_CPU"]
 
 # The network model (skbuff.h, fake_nic.h)
 NAPI_SKB_CACHE_SIZE = _C["NAPI_SKB_CACHE_SIZE"]
 SLAB_CPU_MAX = _C["SLAB_CPU_MAX"]
+SKB_FRAGS_PER_PAGE = _C["SKB_FRAGS_PER_PAGE"]
 FLUSH_HIST_BUCKETS = _C["FLUSH_HIST_BUCKETS"]
 SKB_RING_SIZE = _C["SKB_RING_SIZE"]
 SKB_FREE, SKB_LIVE, SKB_DEFERRED = _C["SKB_FREE"], _C["SKB_LIVE"], _C["SKB_DEFERRED"]

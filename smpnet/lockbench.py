@@ -61,8 +61,9 @@ def add_contended_options(p, which=""):
                    help=f"{which}rounds at each sweep point; each round runs every algorithm "
                         f"and variant once, in a shuffled order (default: {REPEAT})")
     p.add_argument("--scale", type=bounded("--scale"), metavar="LIST",
-                   help=f"{which}CPU counts to run on, a sweep such as 1,2 (the first N "
-                        "selected CPUs; default: all selected)")
+                   help=f"{which}emulated CPU counts to run on, a sweep such as 1,2 (the "
+                        "first N selected CPUs; more than are selected with --oversubscribe, "
+                        "round-robin; default: all selected)")
     p.add_argument("--rng-seed", type=bounded("--rng-seed"), metavar="N",
                    help=f"{which}RNG seed of the rounds' order (default: a random one, "
                         "recorded in the result)")

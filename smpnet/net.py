@@ -6,15 +6,17 @@ import numpy as np
 from . import layout
 
 # the regions _core.net_init() takes, in its order
-NET_REGIONS = ("skb", "skb_data", "skb_pool", "napi_cache", "skb_slab", "skb_stats")
+NET_REGIONS = ("skb", "skb_data", "skb_page", "skb_pool", "napi_cache", "skb_slab",
+               "skb_stats")
 
 
 def regions(nskbs, ncpus):
     """The network model's regions, as Machine(regions=...) takes them:
-    `nskbs` skb heads with their data areas, and each CPU's cache, slab
-    and counters."""
+    `nskbs` skb heads with their data areas and the pages those are cut
+    from, and each CPU's cache, slab and counters."""
+    pages = -(-nskbs // layout.SKB_FRAGS_PER_PAGE)
     return [("skb", layout.SK_BUFF, nskbs), ("skb_data", layout.SKB_DATA, nskbs),
-            ("skb_pool", layout.SKB_POOL, 1), ("napi_cache", layout.NAPI_ALLOC_CACHE, ncpus),
+            ("skb_page", layout.SKB_PAGE, pages), ("skb_pool", layout.SKB_POOL, 1), ("napi_cache", layout.NAPI_ALLOC_CACHE, ncpus),
             ("skb_slab", layout.SKB_SLAB, ncpus), ("skb_stats", layout.SKB_STATS, ncpus)]
 
 
@@ -35,9 +37,11 @@ def _walk(skb, h, held):
 
 def audit(m):
     """Conservation after a run: every head is back in the pool, a cache or
-    a slab (its freelist or its remote-free list), exactly once, and free.
-    Returns the number of heads out of place: missing, held twice, or not
-    free (0 when all are accounted for)."""
+    a slab (its freelist or its remote-free list), exactly once, and free,
+    and every frag its page counted is back (the pages' refcounts add up to
+    the CPUs' unspent bias: no skb is live). Returns the number of things
+    out of place: heads missing, held twice, or not free, and counts that
+    disagree (0 when all are accounted for)."""
     skb = m.region("skb")
     pool = m.region("skb_pool")[0]
     caches = m.region("napi_cache")
@@ -55,4 +59,6 @@ def audit(m):
     held = held[1:]
     bad += int(np.count_nonzero(held != 1))
     bad += int(np.count_nonzero(skb["state"] != layout.SKB_FREE))
+    refs = int(m.region("skb_page")["refcount"].sum())
+    bad += int(refs != int(caches["pagecnt_bias"].sum()))
     return bad + abs(counted - len(skb))

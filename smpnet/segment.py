@@ -194,6 +194,18 @@ class Segment:
                 raise KeyError(f"no region {name!r} in segment {self.name}")
         return view
 
+    def lock_info(self, region, index, field="lock"):
+        """The side-table entry (a lock_info record, a view) of the lock at
+        `field` of record `index` of `region`, or None when that lock was
+        never initialised: its algorithm, id, and the checker's owner and
+        usage bits, which spinlock_t (the kernel's 4 bytes) has no room for."""
+        r = self.header["regions"][self.region_names.index(region)]
+        key = (int(r["offset"]) + index * int(r["stride"])
+               + self._types[region].fields[field][1] + 1)
+        entries = self.region("lock_info")["e"]          # [cpu][slot]
+        hit = np.argwhere(entries["key"] == key)
+        return entries[tuple(hit[0])] if len(hit) else None
+
     @property
     def region_names(self):
         return [self.header["regions"][i]["name"].decode()

@@ -93,6 +93,21 @@ def test_agreement_between_two_runs_counts_where_the_first_saw_a_real_difference
     assert out == {"real": 2, "agree": 0, "not_real": 1, "opposite": 1, "missing": 0}
 
 
+def test_scale_past_the_selected_cpus_oversubscribes_and_says_so(capsys, allowed):
+    real = allowed[:1]
+    argv = ["contended", "--json", "--cpus", str(real[0]), "--algo", "ticket",
+            "--variant", "plain", "--repeat", "2", "--duration", "0.003", "--rng-seed", "1",
+            "--scale", "1,3", "--oversubscribe"]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)["results"]
+    by = {len(r["cpus"]): r for r in rows}
+    assert sorted(by) == [1, 3]
+    # 3 emulated CPUs round-robin on the one real CPU: flagged, still exclusive
+    assert by[3]["cpus"] == real * 3 and by[3]["timing_valid"] is False
+    assert by[1]["cpus"] == real and by[3]["mutual_exclusion"]
+    assert len(by[3]["per_cpu"]) == 3
+
+
 def test_every_sweep_point_is_there_with_its_rounds(capsys, allowed):
     argv = ["contended", "--json", "--algo", "tas,ticket", "--variant", "plain,irq",
             "--hold-cycles", "0,200", "--think-cycles", "0,300", "--repeat", "2",
@@ -153,7 +168,7 @@ def test_the_think_time_is_spent_between_acquisitions(allowed):
     (["--hold-cycles", "-5"], "argument --hold-cycles"),
     (["--think-cycles", "10000000000", "--duration", "0.1"], "--think-cycles 10000000000 is "
                                                              "longer than the whole 0.1 s run"),
-    (["--scale", "99"], "--scale 99: only"),
+    (["--scale", "99"], "needs --oversubscribe"),
     (["--scale", "1", "--ncpus", "1"], "not with --ncpus"),
     (["--scale", "0"], "out of range"),
     (["--repeat", "0"], "out of range"),

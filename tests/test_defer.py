@@ -74,6 +74,17 @@ def stat(m, cpu, name):
     return int(m.region("skb_stats")[cpu][name])
 
 
+# softnet_data's defer fields as each strategy's kernel version names them
+# (percpu.h): 5.19 to 6.17 for the locked strategies, 844c9db7f7f5 for llist
+LLIST_FIELDS = {"defer_list": "defer_llist", "defer_count": "defer_llist_count",
+                "defer_ipi_scheduled": "defer_llist_ipi_scheduled"}
+
+
+def sd_field(sd, strategy, name):
+    """softnet_data field `name`, as `strategy`'s kernel version lays it out."""
+    return int(sd[LLIST_FIELDS[name] if strategy == "llist" else name])
+
+
 def kick_at(strategy, defer_max):
     """The n-th remote free (1-based) that sends the kick, or None."""
     n = defer_max // 2 + 1          # the count goes from defer_max / 2 to one more
@@ -92,37 +103,45 @@ def test_ipi_kick_threshold(two_cpus, strategy, defer_max):
     for i in range(1, defer_max + 3):
         c0.skb_attempt_defer_free(c1.napi_alloc_skb())
         assert stat(m, 0, "ipis") == (1 if expected is not None and i >= expected else 0), i
-    assert int(m.softnet[1]["defer_ipi_scheduled"]) == (expected is not None)
+    assert sd_field(m.softnet[1], strategy, "defer_ipi_scheduled") == (expected is not None)
+    # the other kernel version's fields are not touched
+    other = "irq" if strategy == "llist" else "llist"
+    for name in LLIST_FIELDS:
+        assert sd_field(m.softnet[1], other, name) == 0, name
 
 
 @pytest.mark.parametrize("strategy", LISTS)
 def test_ipi_kick_exactly_at_half_and_one_in_flight(two_cpus, strategy):
     m, cpus = two_cpus
     c0, c1 = cpus(strategy, 8)
-    sd1 = m.softnet[1:2]
+    sd1 = m.softnet[1]   # a view: it follows the segment
+
+    def field(name):
+        return sd_field(sd1, strategy, name)
+
     skbs = [c1.napi_alloc_skb() for _ in range(20)]
     for i, h in enumerate(skbs[:5]):
         assert stat(m, 0, "ipis") == 0, f"kicked early, at skb {i}"
         c0.skb_attempt_defer_free(h)
     # the 5th skb took the count from 4 (= defer_max / 2) to 5: one kick
-    assert stat(m, 0, "ipis") == 1 and int(sd1["defer_ipi_scheduled"][0]) == 1
+    assert stat(m, 0, "ipis") == 1 and field("defer_ipi_scheduled") == 1
     assert m.region("irq")[1]["irq_pending"] != 0
     if strategy == "irq":
         # its flush turns IRQs on at unlock (that is the strategy's premise),
         # so the kick is taken with the flush: nothing stays in flight
         c1.skb_defer_free_flush()
-        assert int(sd1["defer_ipi_scheduled"][0]) == 0 and int(sd1["defer_list"][0]) == 0
+        assert field("defer_ipi_scheduled") == 0 and field("defer_list") == 0
         return
     # CPU 1 flushes with IRQs off, so the kick stays in flight
     c1.local_irq_disable()
     c1.skb_defer_free_flush()
-    assert int(sd1["defer_list"][0]) == 0 and int(sd1["defer_count"][0]) == 0
-    assert int(sd1["defer_ipi_scheduled"][0]) == 1
+    assert field("defer_list") == 0 and field("defer_count") == 0
+    assert field("defer_ipi_scheduled") == 1
     for h in skbs[5:10]:
         c0.skb_attempt_defer_free(h)
     assert stat(m, 0, "ipis") == 1  # the threshold again, but one is in flight
     c1.local_irq_enable()           # the IPI runs: NET_RX flushes, the flag clears
-    assert int(sd1["defer_ipi_scheduled"][0]) == 0 and int(sd1["defer_list"][0]) == 0
+    assert field("defer_ipi_scheduled") == 0 and field("defer_list") == 0
     assert stat(m, 1, "flushed") == 10 and stat(m, 1, "freed") == 10
 
 
@@ -175,6 +194,29 @@ def test_none_frees_every_skb_remotely_and_the_owner_takes_them_back(two_cpus):
     assert again in handles and remote_free_list(m, 1) == []
 
 
+def test_every_free_drops_its_data_pages_refcount_and_allocation_pays_in_bulk(two_cpus):
+    m, cpus = two_cpus
+    c0, c1 = cpus("none", 16)
+    pages, caches = m.region("skb_page"), m.region("napi_cache")
+    per = layout.SKB_FRAGS_PER_PAGE
+
+    def live_plus_bias():
+        return len(handles) - freed + int(caches["pagecnt_bias"].sum())
+
+    handles, freed = [c1.napi_alloc_skb() for _ in range(per + 4)], 0
+    # two page_ref_add()s of a page's worth: 2 * per frags paid for, per + 4 used
+    assert int(pages["refcount"].sum()) == 2 * per == live_plus_bias()
+    assert int(caches[1]["pagecnt_bias"]) == per - 4
+    for h in handles:
+        page = (h - 1) // per
+        before = int(pages[page]["refcount"])
+        c0.skb_attempt_defer_free(h)        # a remote free: CPU 0 drops CPU 1's page
+        freed += 1
+        assert int(pages[page]["refcount"]) == before - 1
+        assert int(pages["refcount"].sum()) == live_plus_bias()
+    assert net.audit(m) == 0
+
+
 def test_local_skb_is_freed_on_the_spot(two_cpus):
     m, cpus = two_cpus
     c0, c1 = cpus("irq", 8)
@@ -203,6 +245,21 @@ def test_irq_strategy_flush_runs_with_irqs_on(allowed):
     assert rows[0]["checker_lock_checks"] >= rows[0]["flushes"] + rows[0]["deferred"]
     rows, _, _ = defer.run(allowed, ["irq"], skbs=2000, repeat=1, ncpus=2, oversubscribe=True)
     assert rows[0]["checker_lock_checks"] == 0  # and nothing when it is off
+
+
+def test_an_ipi_charges_its_sender_the_measured_wake_up(allowed):
+    rows, _, _ = defer.run(allowed, ["irq"], skbs=20000, repeat=1, ncpus=2, oversubscribe=True)
+    (r,) = rows
+    w = r["ipi_wake"]
+    # measured once: every timed FUTEX_WAKE woke the sleeper, from the
+    # consumer's real CPU to the RX CPU's
+    assert w["woken"] == w["rounds"] and w["complete"] and w["cycles"] > 0
+    assert (w["waker_cpu"], w["sleeper_cpu"]) == (r["cpus"][1], r["cpus"][0])
+    assert w["cross_cpu"] == (r["cpus"][0] != r["cpus"][1])
+    assert w["cycles_lo"] <= w["cycles"] <= w["cycles_hi"]
+    assert r["irq_entry_cycles"] > 0
+    if r["ipis"]:   # each IPI's sender spun at least the figure (a floor, whatever the load)
+        assert r["ipi_send_cycles"] >= int(w["cycles"])
 
 
 @pytest.fixture

@@ -156,15 +156,22 @@ def test_each_run_starts_with_irqs_on(allowed):
 
 
 def test_an_ipi_costs_its_sender_a_real_wake_up_and_its_target_the_entry(allowed):
-    # the costs are floors (a timed system call, a spin of at least so many
-    # cycles), so these assertions hold whatever the machine's load
+    # the costs are floors (a spin of at least so many cycles, timed), so
+    # these assertions hold whatever the machine's load
     with Machine(cpus=allowed, ncpus=2, oversubscribe=True) as m:
         c0, c1 = _core.Cpu(m.segment.buf, 0), _core.Cpu(m.segment.buf, 1)
         c0.send_ipi(1, IRQ_TEST)
         assert irq(m, 0)["ipi_send_cycles"] == 0        # emulated delivery: free
-        c0.set_ipi_costs(wake=True)
+        wake = 5000
+        c0.set_ipi_costs(wake_cycles=wake)
+        for _ in range(3):
+            c0.send_ipi(1, IRQ_TEST)
+        assert irq(m, 0)["ipi_send_cycles"] >= 3 * wake and irq(m, 0)["ipis_sent"] == 4
+        c0.set_ipi_costs()                              # and nothing again without it
+        sent = int(irq(m, 0)["ipi_send_cycles"])
         c0.send_ipi(1, IRQ_TEST)
-        assert irq(m, 0)["ipi_send_cycles"] > 0 and irq(m, 0)["ipis_sent"] == 2
+        assert irq(m, 0)["ipi_send_cycles"] == sent and irq(m, 0)["ipis_sent"] == 5
+        assert irq(m, 1)["ipi_send_cycles"] == 0        # the target pays no wake-up
         entry = int(float(m.header["tsc_hz"]) * 0.05)   # 50 ms of entry and exit
         c1.set_ipi_costs(entry_cycles=entry)
         t0 = time.perf_counter()

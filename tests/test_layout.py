@@ -17,7 +17,7 @@ from smpnet import _core, layout
 # by another smpnet is refused by its version, not only by its hash.
 LAYOUT_PINS = {6: "28814baf10709e9c", 7: "83b185ecc8b53fe5", 8: "de8ed2f9beaaa1fa",
                9: "73f04e66e671abc1", 10: "6c41120246259712", 11: "e626891802bcfbac",
-               12: "6812bfe941c2ea6c", 13: "7f1445c361d1d89f"}
+               12: "6812bfe941c2ea6c", 13: "375c64838ef67124", 14: "69c3a91987f741e3"}
 
 
 def records_digest(structs):
@@ -168,8 +168,9 @@ def test_layout_hash_depends_on_regions_and_policy():
 
 # members of a shared record that have no layout.h row, each with the reason
 UNLISTED = {
-    "spinlock": {"locked", "pending", "locked_pending", "tail", "mutex"},  # union views of
-    # `val` and `mutex_raw`, which have rows: Python reads the word and the raw bytes
+    "spinlock": {"locked", "pending", "locked_pending", "tail"},  # union views of `val`,
+    # which has a row: Python reads the word
+    "lock_info": {"mutex"},  # a union view of `mutex_raw`, which has a row
 }
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
@@ -200,15 +201,31 @@ def test_every_member_of_a_shared_record_has_its_layout_row(struct):
     assert members - UNLISTED.get(struct, set()) == set(layout.STRUCTS[struct].names)
 
 
-def test_the_defer_fields_share_one_line_as_the_kernels_do():
-    # softnet_data's "another possibly contended cache line": the list, its
-    # count and the lock's word (and the algorithm the run-time wrappers
-    # read) on one line, apart from the owner's line 0
-    sd, lock = layout.SOFTNET_DATA.fields, layout.SPINLOCK.fields
-    base = sd["defer_lock"][1]
-    lines = {name: sd[name][1] // layout.CACHELINE
-             for name in ("defer_count", "defer_ipi_scheduled", "defer_list")}
-    lines["defer_lock.val"] = (base + lock["val"][1]) // layout.CACHELINE
-    lines["defer_lock.algo"] = (base + lock["algo"][1]) // layout.CACHELINE
-    assert set(lines.values()) == {1}, lines
-    assert sd["input_qlen"][1] // layout.CACHELINE == 0
+def test_the_defer_fields_lie_as_each_kernel_version_lays_them_out():
+    sd = layout.SOFTNET_DATA.fields
+
+    def line(name):
+        return sd[name][1] // layout.CACHELINE
+
+    # spinlock_t is the kernel's 4-byte word: the checker's fields and the
+    # pthread mutex are in the side table, not in the record
+    assert layout.SPINLOCK.itemsize == 4
+    # 5.19 to 6.17: defer_lock first on "another possibly contended cache
+    # line" (____cacheline_aligned_in_smp), then the count, the IPI flag and
+    # the list, all on it, apart from the owner's line 0
+    assert sd["defer_lock"][1] % layout.CACHELINE == 0
+    assert {line(n) for n in ("defer_lock", "defer_count", "defer_ipi_scheduled",
+                              "defer_list")} == {1}
+    assert line("input_qlen") == 0
+    # 844c9db7f7f5 (2025): the llist head and an 8-byte atomic_long_t count
+    # on that line, the IPI flag moved to a line of its own
+    assert line("defer_llist") == line("defer_llist_count") == 1
+    assert sd["defer_llist_count"][0].itemsize == 8
+    assert line("defer_llist_ipi_scheduled") == 2
+
+
+def test_a_lock_in_a_record_takes_the_kernels_four_bytes():
+    # the datum a lock_slot's lock protects follows its word on the same
+    # line, as a kernel struct's fields follow an embedded spinlock_t
+    assert layout.LOCK_SLOT.fields["counter"][1] == 8
+    assert layout.LOCK_INFO.itemsize == layout.CACHELINE

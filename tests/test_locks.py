@@ -116,6 +116,46 @@ def test_irqs_during_contention(allowed, algo, variant):
         assert not qnodes["n"]["count"].any() and not qnodes["mcs"]["lock"].any()  # all given back
 
 
+# ------------------------------------------------------------------ side table
+
+def test_a_locks_algorithm_and_id_live_in_the_side_table_not_in_its_word(allowed):
+    with lock_machine([allowed[0]], n=3) as m:
+        reg = region(m)
+        r = m.segment.header["regions"][reg]
+        for i, algo in enumerate(("tas", "pthread", "qspinlock")):
+            _core.lock_init(m.segment.buf, reg, i, _core.LOCK_ALGOS[algo], 100 + i)
+        keys = m.region("lock_info")["e"]["key"]
+        for i, algo in enumerate(("tas", "pthread", "qspinlock")):
+            e = m.segment.lock_info("locks", i)
+            assert int(e["key"]) == int(r["offset"]) + i * int(r["stride"]) + 1
+            assert (int(e["algo"]), int(e["id"])) == (_core.LOCK_ALGOS[algo], 100 + i)
+            assert int(m.region("locks")[i]["lock"]["val"]) == 0
+        assert m.segment.lock_info("locks", 2, "counter") is None
+        # initialising a lock again reuses its entry, for the new algorithm
+        _core.lock_init(m.segment.buf, reg, 0, _core.LOCK_ALGOS["ticket"], 7)
+        assert int((keys != 0).sum()) == 3
+        assert int(m.segment.lock_info("locks", 0)["algo"]) == _core.LOCK_ALGOS["ticket"]
+        # and the lock runs as the table says: a ticket lock's word counts tickets
+        out = m.run(hammer, reg, _core.LOCK_VARIANTS["plain"], 5)
+        assert out[0][0] == 5 and int(m.region("locks")[0]["lock"]["val"]) == 5 * 0x10001
+
+
+def test_a_full_side_table_is_one_clear_error(allowed):
+    per = layout.LOCK_INFO_PER_CPU
+    with lock_machine([allowed[0]], n=per + 1) as m:
+        reg = region(m)
+        for i in range(per):
+            _core.lock_init(m.segment.buf, reg, i, _core.LOCK_ALGOS["tas"], i)
+        with pytest.raises(OSError, match="side table is full"):
+            _core.lock_init(m.segment.buf, reg, per, _core.LOCK_ALGOS["tas"], per)
+
+
+def test_a_lock_never_initialised_is_refused_before_its_loop(allowed):
+    with lock_machine([allowed[0]], n=1) as m:
+        with pytest.raises(ValueError, match="not initialised"):
+            _core.lock_hammer(m.segment.buf, 0, region(m), 0, 0, 1, 0, 0)
+
+
 # ------------------------------------------------------------------ checker
 
 @pytest.fixture(params=ALGOS)

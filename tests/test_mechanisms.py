@@ -114,7 +114,7 @@ def _defer_runs(monkeypatch, allowed, strategies):
         lock = m.softnet[0]["defer_lock"]    # emulated CPU 0 receives (rx=1)
         saves = [int(x) for x in m.region("irq")["flags_saves"]]   # since the machine began
         seen[len(seen)] = dict(acquisitions=int(lock["val"]) & 0xFFFF,
-                               usage=int(lock["usage"]),
+                               usage=int(m.segment.lock_info("softnet", 0, "defer_lock")["usage"]),
                                saves=[a - b for a, b in zip(saves, before)],
                                pool=int(m.region("skb_pool")[0]["lock"]["val"]) & 0xFFFF)
         before[:] = saves

@@ -32,21 +32,34 @@ LOCK_ALGOS = c_enum(spin_algo_names, SPIN_NR_ALGOS)
 LOCK_VARIANTS = c_enum(spin_variant_names, SPIN_NR_VARIANTS)
 
 
-cdef int lock_init_checked(spinlock_t *l, int algo, uint32_t lock_id) except -1:
+cdef int lock_init_checked(smp_header *hdr, spinlock_t *l, int algo,
+                           uint32_t lock_id) except -1:
     """spin_lock_init() for an algorithm Python named: every lock Python
     initialises comes through here, so arch_spin_lock() never meets an
     algorithm it has no case for."""
     check_enum(algo, SPIN_NR_ALGOS, "lock algorithm")
-    rc = spin_lock_init(l, algo, lock_id)
+    rc = spin_lock_init(hdr, l, algo, lock_id)
+    if rc == ENOSPC:
+        raise OSError(rc, f"the lock side table is full ({hdr.nr_cpus * LOCK_INFO_PER_CPU} "
+                          "locks: LOCK_INFO_PER_CPU per emulated CPU)")
     if rc != 0:
         raise OSError(rc, "pthread_mutex_init failed")
     return 0
 
 
+cdef int lock_algo_of(smp_header *hdr, spinlock_t *l) except -1:
+    """The algorithm lock `l` was initialised for (its side-table entry)."""
+    cdef lock_info *li = lock_info_of(hdr, l)
+    if li == NULL:
+        raise ValueError("lock not initialised: no algorithm")
+    return li.algo
+
+
 def lock_init(unsigned char[::1] seg, int region, int index, int algo, uint32_t lock_id):
     """Initialise lock `index` of a lock_slot region for an algorithm."""
-    cdef lock_slot *s = checked_slot(segment_header(seg), region, index)
-    lock_init_checked(&s.lock, algo, lock_id)
+    cdef smp_header *hdr = segment_header(seg)
+    cdef lock_slot *s = checked_slot(hdr, region, index)
+    lock_init_checked(hdr, &s.lock, algo, lock_id)
     s.counter = 0
 
 
@@ -85,8 +98,13 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
     if not 0 <= duration_s <= 1e6:
         raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     cpu_ctx_init(&c, hdr, cpu, check, popf)
+    # one algorithm throughout, looked up once: the loop's wrappers read it
+    # from the context, not from the side table
+    c.lock_algo = lock_algo_of(hdr, &s.lock)
     if irq_lock >= 0:
         c.irq_test_lock = &checked_slot(hdr, region, irq_lock).lock
+        if lock_algo_of(hdr, c.irq_test_lock) != c.lock_algo:
+            raise ValueError("the IRQ's lock and the hammered lock must share an algorithm")
     with nogil:
         spins0 = c.irq.spins
         t0 = tsc_start()

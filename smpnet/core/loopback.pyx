@@ -95,6 +95,7 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
     # local_irq_restore() was a popf until Linux 5.12
     cpu_ctx_init(&c, hdr, cpu, check, True)
     net_ctx_setup(&n, &c, regions, skbuff.DEFER_IRQ, 64)
+    c.lock_algo = lock_algo_of(hdr, &n.pool.lock)   # net_init's, for every lock
     loopback_setup(&n, &c, dev_region, lo_region, mode, proto, ack_storm, thread_size,
                    stack_work)
     lo = <dev.lo_stats *>n.lo

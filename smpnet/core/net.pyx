@@ -11,12 +11,14 @@ DEFER_STRATEGIES = c_enum(skbuff.defer_strategy_names, skbuff.DEFER_NR_STRATEGIE
 
 cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
                        uint32_t defer_max) except -1:
-    """Fill a net_ctx for CPU c from the (skb, data, pool, cache, slab,
+    """Fill a net_ctx for CPU c from the (skb, data, page, pool, cache, slab,
     stats) regions (net.NET_REGIONS)."""
     cdef smp_header *hdr = c.hdr
-    skb_r, data_r, pool_r, cache_r, slab_r, stats_r = regions
+    skb_r, data_r, page_r, pool_r, cache_r, slab_r, stats_r = regions
     check_array(hdr, skb_r, sizeof(sk_buff), 1)
     check_array(hdr, data_r, sizeof(skbuff.skb_data), hdr.regions[skb_r].count)
+    check_array(hdr, page_r, sizeof(skbuff.skb_page),
+                (hdr.regions[skb_r].count + skbuff.SKB_FRAGS_PER_PAGE - 1) // skbuff.SKB_FRAGS_PER_PAGE)
     check_region(hdr, pool_r, sizeof(skbuff.skb_pool), 1)
     check_region(hdr, cache_r, sizeof(skbuff.napi_alloc_cache), hdr.nr_cpus)
     check_region(hdr, slab_r, sizeof(skbuff.skb_slab), hdr.nr_cpus)
@@ -28,6 +30,7 @@ cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
     n.skbs = <sk_buff *>per_cpu_ptr(hdr, skb_r, 0)
     n.nr_skbs = hdr.regions[skb_r].count
     n.data = <skbuff.skb_data *>per_cpu_ptr(hdr, data_r, 0)
+    n.pages = <skbuff.skb_page *>per_cpu_ptr(hdr, page_r, 0)
     n.slabs = <skbuff.skb_slab *>per_cpu_ptr(hdr, slab_r, 0)
     n.slab_stride = hdr.regions[slab_r].stride
     n.pool = <skbuff.skb_pool *>per_cpu_ptr(hdr, pool_r, 0)
@@ -57,11 +60,12 @@ def net_init(unsigned char[::1] seg, regions, int lock_algo):
     check_enum(lock_algo, SPIN_NR_ALGOS, "lock algorithm")
     cpu_ctx_init(&c, hdr, 0, 0, 0)
     net_ctx_setup(&n, &c, regions, 0, 1)
-    skb_r, data_r, pool_r, cache_r, slab_r, stats_r = regions
+    skb_r, data_r, page_r, pool_r, cache_r, slab_r, stats_r = regions
+    memset(n.pages, 0, hdr.regions[page_r].count * hdr.regions[page_r].stride)
     for i in range(n.nr_skbs):
         n.skbs[i].next = i + 2 if i + 1 < n.nr_skbs else 0
         n.skbs[i].state = skbuff.SKB_FREE
-    lock_init_checked(&n.pool.lock, lock_algo, 0xfffffffe)
+    lock_init_checked(hdr, &n.pool.lock, lock_algo, 0xfffffffe)
     n.pool.head = 1 if n.nr_skbs else 0
     n.pool.count = n.nr_skbs
     n.pool.total = n.nr_skbs
@@ -71,12 +75,10 @@ def net_init(unsigned char[::1] seg, regions, int lock_algo):
         memset(per_cpu_ptr(hdr, stats_r, cpu), 0, hdr.regions[stats_r].stride)
         sd = skbuff.softnet(&c, cpu)
         # line 0, the owner's: counters, poll list, backlog, xmit_recursion
-        memset(sd, 0, <size_t>(<char *>&sd.defer_count - <char *>sd))
-        sd.defer_list = 0
-        sd.defer_count = 0
-        sd.defer_ipi_scheduled = 0
-        sd.poll_list = 0
-        lock_init_checked(&sd.defer_lock, lock_algo, 0x80000000u + cpu)
+        memset(sd, 0, <size_t>(<char *>&sd.defer_lock - <char *>sd))
+        # lines 1 and 2: both kernel versions' defer fields (percpu.h)
+        memset(&sd.defer_count, 0, sizeof(softnet_data) - <size_t>(<char *>&sd.defer_count - <char *>sd))
+        lock_init_checked(hdr, &sd.defer_lock, lock_algo, 0x80000000u + cpu)
 
 
 cdef fake_nic.defer_ctl *defer_setup(cpu_ctx *c, net_ctx *n, smp_header *hdr, int cpu, regions,
@@ -87,6 +89,8 @@ cdef fake_nic.defer_ctl *defer_setup(cpu_ctx *c, net_ctx *n, smp_header *hdr, in
     the fake NIC's rings, and the run's control words."""
     cpu_ctx_init(c, hdr, cpu, check, popf)
     net_ctx_setup(n, c, regions, strategy, defer_max)
+    # the run's one lock algorithm (net_init's), as the kernel's build has one
+    c.lock_algo = lock_algo_of(hdr, &n.pool.lock)
     setup_rings(n, hdr, ring_region, n_rx, n_consumers)
     check_region(hdr, ctl_region, sizeof(fake_nic.defer_ctl), 1)
     c.net = n
@@ -146,19 +150,20 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
 def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
                        uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
                        uint32_t batch, bint check=False, bint popf=False,
-                       bint ipi_wake=False):
+                       uint64_t ipi_wake_cycles=0):
     """A consumer CPU (the socket owner): take skbs off its rings, `batch` at
     a time from each, read them, and free them with skb_attempt_defer_free()
-    (1 call in 8 timed); ends when every RX CPU is done and its rings are
-    empty. With ipi_wake, each defer kick also wakes its target for real (a
-    futex system call, timed). Returns its TSC cycles."""
+    (1 call in 8 timed, less an IPI's send); ends when every RX CPU is done and its rings are
+    empty. Each defer kick costs it ipi_wake_cycles (futex_wake_cycles():
+    what a real cross-CPU wake-up costs the waker), timed. Returns its TSC
+    cycles."""
     cdef smp_header *hdr = segment_header(seg)
     cdef cpu_ctx c
     cdef net_ctx n
     cdef fake_nic.defer_ctl *ctl
     cdef fake_nic.skb_ring *r
     cdef sk_buff *skb
-    cdef uint64_t t0, t1, v, ts, got, sink = 0
+    cdef uint64_t t0, t1, v, ts, ipi, got, sink = 0
     cdef uint32_t k
     cdef int rx, me = cpu - n_rx
     check_cpu(hdr, cpu)
@@ -168,7 +173,7 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
         raise ValueError("batch must be at least 1")
     ctl = defer_setup(&c, &n, hdr, cpu, regions, strategy, defer_max, ring_region,
                       n_rx, n_consumers, ctl_region, check, popf)
-    c.ipi_wake = ipi_wake     # the defer kick wakes its target for real
+    c.ipi_wake_cycles = ipi_wake_cycles   # the defer kick's wake-up, on this CPU
     with nogil:
         t0 = tsc_start()
         while not smp_should_stop(hdr):
@@ -186,9 +191,13 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
                     sink += skb.hash + skbuff.skb_data_of(&n, skb).head[0]
                     n.stats.received += 1
                     if (n.defer_calls & skbuff.DEFER_SAMPLE_MASK) == 0:
+                        # less the IPI's send, when this call sent one: it
+                        # is timed on its own (ipi_send_cycles), and its
+                        # tens of thousands of cycles would swamp the defer
+                        ipi = c.irq.ipi_send_cycles
                         ts = tsc_start()
                         skbuff.skb_attempt_defer_free(&c, &n, skb)
-                        n.stats.defer_cycles += tsc_stop() - ts
+                        n.stats.defer_cycles += tsc_stop() - ts - (c.irq.ipi_send_cycles - ipi)
                         n.stats.defer_samples += 1
                     else:
                         skbuff.skb_attempt_defer_free(&c, &n, skb)

@@ -13,6 +13,7 @@
 cdef struct tb_ctx:
     cpu_ctx c
     spinlock_t *lock
+    lock_info *li           # the lock's side-table entry: its algorithm, its mutex
     uint32_t word
 
 ctypedef uint64_t (*tb_loop_t)(tb_ctx *t, uint64_t loops) noexcept nogil
@@ -88,7 +89,7 @@ cdef uint64_t tb_func_ptr_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
 cdef uint64_t tb_ref_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
     # the hand-written C baseline for spin_lock_unlock on this lock's
     # algorithm (reference.h)
-    return ref_spin_lock_unlock(&t.c.irq.preempt_count, t.lock, loops)
+    return ref_spin_lock_unlock(&t.c.irq.preempt_count, t.lock, t.li, loops)
 
 
 # ---------------------------------------------------------------- the table
@@ -184,6 +185,7 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
     cdef smp_header *hdr
     t.word = 0
     t.lock = NULL
+    t.li = NULL
     t.c.irq = NULL
     needs = TIME_BENCH_NEEDS[test]
     if needs:
@@ -195,17 +197,18 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
         cpu_ctx_init(&t.c, hdr, cpu, check, popf)
         if needs == TB_NEEDS_LOCK:
             t.lock = &checked_slot(hdr, lock_region, lock_index).lock
-            if t.lock.algo >= SPIN_NR_ALGOS:
-                raise ValueError(f"lock {lock_index} has no algorithm ({t.lock.algo}): "
-                                 "not initialised")
+            t.li = lock_info_of(hdr, t.lock)
+            if t.li == NULL or t.li.algo >= SPIN_NR_ALGOS:
+                raise ValueError(f"lock {lock_index} has no algorithm: not initialised")
+            t.c.lock_algo = t.li.algo
     cdef tb_loop_t fn = TB_LOOPS[idx]
     cdef tb_lock_loop_t lock_fn = NULL
     if fn == NULL and needs == TB_NEEDS_LOCK:
         # a lock test: its loop for this lock's algorithm and this CPU's
         # checker and restore mode, chosen here, once
-        lock_fn = tb_lock_loop_of(tb_rows[idx][2], <int>t.lock.algo, check, popf)
+        lock_fn = tb_lock_loop_of(tb_rows[idx][2], <int>t.li.algo, check, popf)
         if lock_fn == NULL:
-            raise ValueError(f"no {test!r} loop for lock algorithm {t.lock.algo}")
+            raise ValueError(f"no {test!r} loop for lock algorithm {t.li.algo}")
     elif fn == NULL:
         lock_fn = tb_cpu_loop_of(tb_rows[idx][4], check, popf)
     cdef uint64_t cycles, w0, w1

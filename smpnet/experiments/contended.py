@@ -35,12 +35,12 @@ def params(args, cpus):
             _check_cycles(option, v, duration, tsc.tsc_hz())
     scale = args.scale
     if scale is not None:
-        if args.ncpus is not None or args.oversubscribe:
-            raise BadInput("--scale runs on the first N selected CPUs: not with --ncpus "
-                           "or --oversubscribe")
-        if max(scale) > len(cpus):
+        if args.ncpus is not None:
+            raise BadInput("--scale gives the emulated CPU counts: not with --ncpus")
+        if max(scale) > len(cpus) and not args.oversubscribe:
             raise BadInput(f"--scale {max(scale)}: only {len(cpus)} CPUs are selected "
-                           f"({format_cpus(cpus)})")
+                           f"({format_cpus(cpus)}); more needs --oversubscribe (timings "
+                           "then not valid)")
         scale = sorted(scale)
     seed = args.rng_seed if args.rng_seed is not None else \
         int.from_bytes(os.urandom(8), "little")
@@ -78,7 +78,8 @@ def _as_list(v):
 def seconds(p, cpus):
     n = len(p["algo"]) * len(p["variant"]) * p.get("repeat", 1)
     n *= len(_as_list(p["hold_cycles"])) * len(_as_list(p.get("think_cycles", 0)))
-    return sum(contended_seconds(n, p["duration_s"], k or p["ncpus"], len(cpus))
+    return sum(contended_seconds(n, p["duration_s"], k or p["ncpus"],
+                                 min(k, len(cpus)) if k else len(cpus))
                for k in _counts(p, cpus))
 
 
@@ -94,10 +95,12 @@ def run(cpus, p, progress=None):
         done[0] += 1
 
     for k in counts:
+        # k emulated CPUs on the first k selected, or, past them (with
+        # --oversubscribe), on all of them in turn
         r, new = run_contended(cpus[:k] if k else cpus, p["algo"], p["variant"],
                                duration=p["duration_s"], restore=p["restore"],
-                               check=p["check"], ncpus=None if k else p["ncpus"],
-                               oversubscribe=False if k else p["oversubscribe"],
+                               check=p["check"], ncpus=k or p["ncpus"],
+                               oversubscribe=k > len(cpus) if k else p["oversubscribe"],
                                progress=step, sweep=sweep, repeat=p["repeat"],
                                rng_seed=p["rng_seed"])
         rows += r

@@ -96,8 +96,11 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
         idx = net.indices(m)
         ring, ctl = names.index("rings"), names.index("defer_ctl")
         overhead = _core.timer_overhead()
-        # a hard IRQ's entry and exit, charged to each IPI's target: a real
-        # kernel entry and exit on this machine, measured once
+        # an IPI's costs, measured once on this machine: the sender's, a real
+        # cross-CPU wake-up from the first consumer's real CPU to the first
+        # RX CPU's (the kick's direction); the target's, a real kernel entry
+        # and exit, charged to each hard IRQ it takes
+        wake = defer_rows.ipi_wake(_core.futex_wake_cycles(m.cpu_map[rx], m.cpu_map[0]))
         entry = _core.syscall_cycles()
         for i, (r, strategy) in enumerate(plan):
             if progress:
@@ -110,10 +113,12 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
             bugs0 = m.region("irq")["bugs"].sum(axis=0).copy()
             out = m.run(_cpu_body, idx, ring, ctl,
                         _core.DEFER_STRATEGIES[STRATEGY_OF.get(strategy, strategy)], defer_max,
-                        rx, n_cons, skbs or 0, duration or 0.0, batch, check, entry,
+                        rx, n_cons, skbs or 0, duration or 0.0, batch, check, wake["cycles"],
+                        entry,
                         expected=machine.work_seconds(skbs, duration, TYPICAL_SKBS_PER_S),
                         progress=_progress)
-            runs[strategy].append(defer_rows.measure(m, out, rx, overhead, spins0, bugs0, entry))
+            runs[strategy].append(defer_rows.measure(m, out, rx, overhead, spins0, bugs0, wake,
+                                                     entry))
             runs[strategy][-1]["lock_checks"] = int(m.region("irq")["lock_checks"].sum()) - checks0
         timing_valid = m.timing_valid
         cpu_map = [int(c) for c in m.cpu_map]
@@ -142,14 +147,14 @@ def invariant_failures(rows):
 
 
 def _cpu_body(ctx, idx, ring, ctl, strategy, defer_max, rx, n_cons, skbs, duration, batch,
-              check, entry):
+              check, wake, entry):
     if ctx.cpu < rx:
         # RX CPU i receives its share of the skbs (0: until the duration ends)
         quota = skbs // rx + (1 if ctx.cpu < skbs % rx else 0)
         return _core.defer_rx_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx, n_cons,
                                   ctl, quota, duration, check, irq_entry_cycles=int(entry))
     return _core.defer_consumer_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx,
-                                    n_cons, ctl, batch, check, ipi_wake=True)[0]
+                                    n_cons, ctl, batch, check, ipi_wake_cycles=int(wake))[0]
 
 
 def _verdicts(runs, cpu, lock_algo, progress):
@@ -251,25 +256,22 @@ def text(env, extra):
                       f"{g['measured']:+.1f} [{g['interval'][0]:+.1f} .. {g['interval'][1]:+.1f}]"
                       if g else None, r["defer_cycles"], r["flush_cycles"],
                       r["flush_lock_cycles"], r["skbs_per_flush"], r["ipis"] * per_m,
-                      None if r.get("ipi_send_cycles") is None
-                      else r["ipi_send_cycles"] + r["irq_entry_cycles"],
+                      r.get("ipi_send_cycles"), r["irq_entry_cycles"] if r["ipis"] else None,
                       r["fallback_frees"] * per_m, r.get("remote_frees", 0) * per_m,
                       r["lock_spins"] * per_m, "yes" if r["conserved"] else "NO"))
     lines.append(table(cells, [
         "strategy", "M skbs/s", "min", "max", "% over none", "cyc/defer", "cyc/flush",
-        "cyc/flush lock", "skbs/flush", "IPIs/M", "cyc/IPI", "fallback/M", "remote frees/M",
+        "cyc/flush lock", "skbs/flush", "IPIs/M", "cyc/IPI send", "cyc/IPI entry", "fallback/M",
+        "remote frees/M",
         "spins/M",
         "conserved"]))
     lines.append(f"M skbs/s: median of the runs, end to end; cyc/defer: cycles per "
-                 f"skb_attempt_defer_free (1 call in 8 timed); cyc/flush: per "
+                 f"skb_attempt_defer_free (1 call in 8 timed, less an IPI's send); cyc/flush: per "
                  f"skb_defer_free_flush, and of its locked take of the list; "
                  f"{r0['timer_overhead_cycles']} cycles of timer overhead subtracted from each; "
                  f"/M: per million skbs; remote frees: freed on a CPU that did not allocate "
                  f"them (none's every skb, the others' fallbacks); % over none: skbs/s, "
-                 f"paired run by run, 95 % interval; cyc/IPI: the sender's real system call (a "
-                 f"futex wake, timed; it wakes no one) and the target's entry and exit "
-                 f"({r0.get('irq_entry_cycles') or 0:.0f} cycles, a real kernel entry and exit "
-                 f"measured here).")
+                 f"paired run by run, 95 % interval; {ipi_legend(r0)}")
     lines.append("")
     buckets = ["1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127", ">=128"]
     lines.append("Flush sizes (skbs per flush: flushes):")
@@ -307,6 +309,20 @@ def text(env, extra):
     if bad:
         lines.append(f"CONSERVATION FAILED for {', '.join(bad)}: skbs lost or freed twice")
     return "\n".join(lines)
+
+
+def ipi_legend(r):
+    """What an IPI's two costs are, and where the sender's was measured."""
+    w = r.get("ipi_wake")
+    where = ("no wake-up measured" if not w else
+             f"FUTEX_WAKE of a thread asleep in FUTEX_WAIT, real CPU {w['waker_cpu']} -> "
+             f"{w['sleeper_cpu']}" + ("" if w["cross_cpu"] else
+                                      " (one real CPU: a same-CPU wake-up, no IPI)") +
+             f", median of {w['woken']} wakes that woke it: {w['cycles']:.0f} cycles "
+             f"[{w['cycles_lo']:.0f} .. {w['cycles_hi']:.0f}], min {w['min']}, max {w['max']}")
+    return (f"cyc/IPI send: the sender's, per IPI, timed: a spin of what a real wake-up costs "
+            f"the waker here ({where}); cyc/IPI entry: the target's interrupt entry and exit, a "
+            f"spin of a real kernel entry and exit (getppid) measured here.")
 
 
 def plot(ax, rows):

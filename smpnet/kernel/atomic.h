@@ -48,6 +48,17 @@ static inline uint32_t atomic_cmpxchg(uint32_t *v, uint32_t old, uint32_t new)
 	return old;
 }
 
+/* atomic_long_t, as the 2025 defer list counts: 64-bit, the same lock xadd */
+static inline void atomic_long_set(uint64_t *v, uint64_t i)
+{
+	__atomic_store_n(v, i, __ATOMIC_RELEASE);
+}
+
+static inline uint64_t atomic_long_inc_return(uint64_t *v)
+{
+	return __atomic_add_fetch(v, 1, __ATOMIC_SEQ_CST);
+}
+
 /* this_cpu_cmpxchg(): on x86 a cmpxchg without the lock prefix, which is
  * atomic against this CPU only (the kernel adds a %gs: prefix). */
 static inline uint32_t this_cpu_cmpxchg(uint32_t *p, uint32_t old, uint32_t new)

@@ -369,7 +369,7 @@ static void trigger_rx_softirq(struct cpu_ctx *c, unsigned int vector)
 
 	(void)vector;
 	raise_softirq(c, NET_RX_SOFTIRQ);
-	__atomic_store_n(&sd->defer_ipi_scheduled, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(defer_ipi_scheduled_of(c->net, sd), 0, __ATOMIC_RELEASE);
 }
 
 /* net_dev_init(): the NET_RX softirq, the defer kick's IPI and the backlog's poll. */

@@ -75,7 +75,7 @@ static void do_softirq(struct cpu_ctx *c);
 
 /* The interrupt's entry and exit on the target, as a calibrated spin (the
  * cost of a real kernel entry and exit measured on this machine: see
- * syscall_cycles() in core/cpu.pyx); nothing when it is 0. */
+ * syscall_cycles() in core/clock.pyx); nothing when it is 0. */
 static inline void irq_entry_cost(const struct cpu_ctx *c)
 {
 	tsc_spend(c->irq_entry_cycles);
@@ -147,22 +147,26 @@ static inline int spin_wait(struct cpu_ctx *c)
 	return 0;
 }
 
-/* Raise `vector` on `target`: what the sender's APIC write does. With
- * ipi_wake the sender also pays a real system call, FUTEX_WAKE on the
- * target's pending word (shared memory: the target's worker is another
- * process), timed into ipi_send_cycles. The target busy-polls and never
- * waits on that word, so the call wakes no one: it costs what a kernel
- * entry, the futex hash lookup and the exit cost, not a remote wake-up. */
+/* Raise `vector` on `target`: what the sender's APIC write does. The
+ * sender also pays c->ipi_wake_cycles, what a real cross-CPU wake-up costs
+ * the waker on this machine (a FUTEX_WAKE that woke a thread asleep on
+ * another real CPU: futex_wake_cycles() in core/wakeup.pyx, measured once
+ * per run), spent as a calibrated spin and timed into ipi_send_cycles.
+ * Why a spin and not a wake-up per IPI: the target's worker busy-polls and
+ * never sleeps, so a real FUTEX_WAKE here would find nobody to wake and
+ * cost a system call, not a wake-up; making the worker sleep would change
+ * what is measured on the target's side. The spin charges the figure that
+ * was measured with a real sleeper, and no more. */
 static inline void send_ipi(struct cpu_ctx *c, int target, unsigned int vector)
 {
 	struct irq_cpustat *t = (struct irq_cpustat *)per_cpu_ptr(c->hdr, REGION_IRQ, target);
 
 	__atomic_fetch_or(&t->irq_pending, 1U << vector, __ATOMIC_SEQ_CST);
 	c->irq->ipis_sent++;
-	if (c->ipi_wake) {
+	if (c->ipi_wake_cycles) {
 		uint64_t t0 = tsc_read_unordered();
 
-		syscall(SYS_futex, &t->irq_pending, FUTEX_WAKE, 1, NULL, NULL, 0);
+		tsc_spend(c->ipi_wake_cycles);
 		c->irq->ipi_send_cycles += tsc_read_unordered() - t0;
 	}
 }

@@ -104,10 +104,13 @@ static const struct smp_field softnet_data_fields[] = {
 	SMP_FIELD(softnet_data, input_tail),
 	SMP_FIELD(softnet_data, input_qlen),
 	SMP_FIELD(softnet_data, xmit_recursion),
+	SMP_RECORD(softnet_data, defer_lock, spinlock),
 	SMP_FIELD(softnet_data, defer_count),
 	SMP_FIELD(softnet_data, defer_ipi_scheduled),
 	SMP_FIELD(softnet_data, defer_list),
-	SMP_RECORD(softnet_data, defer_lock, spinlock),
+	SMP_FIELD(softnet_data, defer_llist),
+	SMP_FIELD(softnet_data, defer_llist_count),
+	SMP_FIELD(softnet_data, defer_llist_ipi_scheduled),
 	{ 0 }
 };
 
@@ -160,11 +163,21 @@ static const struct smp_field mcs_node_fields[] = {
 
 static const struct smp_field spinlock_fields[] = {
 	SMP_FIELD(spinlock, val),
-	SMP_FIELD(spinlock, algo),
-	SMP_FIELD(spinlock, owner),
-	SMP_FIELD(spinlock, usage),
-	SMP_FIELD(spinlock, id),
-	SMP_BYTES(spinlock, mutex_raw),
+	{ 0 }
+};
+
+static const struct smp_field lock_info_fields[] = {
+	SMP_FIELD(lock_info, key),
+	SMP_FIELD(lock_info, algo),
+	SMP_FIELD(lock_info, owner),
+	SMP_FIELD(lock_info, usage),
+	SMP_FIELD(lock_info, id),
+	SMP_BYTES(lock_info, mutex_raw),
+	{ 0 }
+};
+
+static const struct smp_field lock_infos_fields[] = {
+	SMP_RECORDS(lock_infos, e, lock_info),
 	{ 0 }
 };
 
@@ -193,6 +206,11 @@ static const struct smp_field skb_data_fields[] = {
 	{ 0 }
 };
 
+static const struct smp_field skb_page_fields[] = {
+	SMP_FIELD(skb_page, refcount),
+	{ 0 }
+};
+
 static const struct smp_field skb_slab_fields[] = {
 	SMP_FIELD(skb_slab, freelist),
 	SMP_FIELD(skb_slab, count),
@@ -211,6 +229,7 @@ static const struct smp_field skb_pool_fields[] = {
 static const struct smp_field napi_alloc_cache_fields[] = {
 	SMP_FIELD(napi_alloc_cache, count),
 	SMP_ARRAY(napi_alloc_cache, skb_cache),
+	SMP_FIELD(napi_alloc_cache, pagecnt_bias),
 	{ 0 }
 };
 
@@ -395,9 +414,12 @@ static const struct smp_struct smp_structs[] = {
 	SMP_STRUCT(qnode),
 	SMP_STRUCT(mcs_node),
 	SMP_STRUCT(spinlock),
+	SMP_STRUCT(lock_info),
+	SMP_STRUCT(lock_infos),
 	SMP_STRUCT(lock_slot),
 	SMP_STRUCT(sk_buff),
 	SMP_STRUCT(skb_data),
+	SMP_STRUCT(skb_page),
 	SMP_STRUCT(skb_slab),
 	SMP_STRUCT(skb_pool),
 	SMP_STRUCT(napi_alloc_cache),
@@ -430,6 +452,7 @@ static const struct smp_builtin_region smp_builtin_regions[REGION_NR_BUILTIN] = 
 	[REGION_LSTATS]	 = { "lstats", "pcpu_lstats" },
 	[REGION_IRQ]	 = { "irq", "irq_cpustat" },
 	[REGION_QNODES]	 = { "qnodes", "qnodes" },
+	[REGION_LOCK_INFO] = { "lock_info", "lock_infos" },
 };
 
 /* The constants Python reads instead of repeating them. */
@@ -459,9 +482,12 @@ static const struct smp_const smp_consts[] = {
 	SMP_CONST(REGION_LSTATS),
 	SMP_CONST(REGION_IRQ),
 	SMP_CONST(REGION_QNODES),
+	SMP_CONST(REGION_LOCK_INFO),
+	SMP_CONST(LOCK_INFO_PER_CPU),
 	SMP_CONST(REGION_NR_BUILTIN),
 	SMP_CONST(NAPI_SKB_CACHE_SIZE),
 	SMP_CONST(SLAB_CPU_MAX),
+	SMP_CONST(SKB_FRAGS_PER_PAGE),
 	SMP_CONST(FLUSH_HIST_BUCKETS),
 	SMP_CONST(FLUSH_SAMPLES),
 	SMP_CONST(SKB_FREE),

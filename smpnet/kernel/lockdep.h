@@ -31,26 +31,82 @@
 #define LOCK_HARDIRQ_PAIR	(LOCK_USED_IN_HARDIRQ | LOCK_USED_HARDIRQ_ON)
 #define LOCK_SOFTIRQ_PAIR	(LOCK_USED_IN_SOFTIRQ | LOCK_USED_SOFTIRQ_ON)
 
+/* ---------------------------------------------------------------- the side table */
+
+/* A lock's lock_info (spinlock_types.h), as lockdep finds a lock's class:
+ * by a key, here the lock's offset in the segment (the same in every
+ * process that maps it), in an open-addressed table of nr_cpus *
+ * LOCK_INFO_PER_CPU entries. Only the checker, pthread and the code that
+ * looks a lock's algorithm up at run time come here, never a lock's
+ * fast path. */
+static inline struct lock_info *lock_info_entry(const struct smp_header *hdr, uint32_t i)
+{
+	struct lock_infos *t = (struct lock_infos *)per_cpu_ptr(hdr, REGION_LOCK_INFO,
+								 (int)(i / LOCK_INFO_PER_CPU));
+
+	return &t->e[i % LOCK_INFO_PER_CPU];
+}
+
+/* Find lock `l`'s entry; with `create`, claim a free one if it has none.
+ * NULL: not found (never initialised), or the table is full. */
+static inline struct lock_info *__lock_info(const struct smp_header *hdr, const spinlock_t *l,
+					    int create)
+{
+	uint64_t key = (uint64_t)((const char *)l - (const char *)hdr) + 1, cur;
+	uint32_t n = hdr->nr_cpus * LOCK_INFO_PER_CPU, i, k;
+
+	/* Fibonacci hashing of the word's index: neighbouring locks spread */
+	i = (uint32_t)((((key >> 2) * 0x9e3779b97f4a7c15ull) >> 32) % n);
+	for (k = 0; k < n; k++, i = i + 1 == n ? 0 : i + 1) {
+		struct lock_info *e = lock_info_entry(hdr, i);
+
+		cur = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
+		if (cur == key)
+			return e;
+		if (cur != 0)
+			continue;
+		if (!create)
+			return NULL;
+		if (__atomic_compare_exchange_n(&e->key, &cur, key, 0, __ATOMIC_SEQ_CST,
+						__ATOMIC_ACQUIRE) || cur == key)
+			return e;
+	}
+	return NULL;
+}
+
+static inline struct lock_info *lock_info(const struct smp_header *hdr, const spinlock_t *l)
+{
+	return __lock_info(hdr, l, 0);
+}
+
+/* ---------------------------------------------------------------- reports */
+
 static __attribute__((noinline)) void lockdep_bug(struct cpu_ctx *c, int kind,
 						  const struct spinlock *lock)
 {
 	struct irq_cpustat *irq = c->irq;
+	const struct lock_info *li = lock ? lock_info(c->hdr, lock) : NULL;
 
 	irq->bugs[kind]++;
 	if (!irq->first_bug) {
 		irq->first_bug = kind + 1;
-		irq->first_bug_lock = lock ? lock->id : 0xffffffffu;
+		irq->first_bug_lock = li ? li->id : 0xffffffffu;
 	}
 }
 
-/* Before taking `lock`: recursion, and the contexts it is used in. */
-static __attribute__((noinline)) void lockdep_acquire(struct cpu_ctx *c, struct spinlock *lock)
+/* Before taking `l` with `algo`: recursion, and the contexts it is used in.
+ * Every lock is initialised through spin_lock_init(), for the algorithm it
+ * is taken with (c->lock_algo must agree): anything else is a bug here. */
+static __attribute__((noinline)) void lockdep_acquire(struct cpu_ctx *c, struct spinlock *l,
+						      int algo)
 {
+	struct lock_info *lock = lock_info(c->hdr, l);
 	uint32_t mask = 0, old, now;
 
 	c->irq->lock_checks++;
+	BUG_UNLESS(lock && lock->algo == (uint32_t)algo);
 	if (READ_ONCE(lock->owner) == (uint32_t)c->cpu + 1) {
-		lockdep_bug(c, LOCKDEP_RECURSION, lock);
+		lockdep_bug(c, LOCKDEP_RECURSION, l);
 		atomic_set(&c->hdr->stop, 1);	/* the acquire would spin forever */
 		return;
 	}
@@ -69,10 +125,10 @@ static __attribute__((noinline)) void lockdep_acquire(struct cpu_ctx *c, struct 
 	/* report once per lock: on the use that completes the bad pair */
 	if ((now & LOCK_HARDIRQ_PAIR) == LOCK_HARDIRQ_PAIR &&
 	    (old & LOCK_HARDIRQ_PAIR) != LOCK_HARDIRQ_PAIR)
-		lockdep_bug(c, LOCKDEP_HARDIRQ_INVERSION, lock);
+		lockdep_bug(c, LOCKDEP_HARDIRQ_INVERSION, l);
 	if ((now & LOCK_SOFTIRQ_PAIR) == LOCK_SOFTIRQ_PAIR &&
 	    (old & LOCK_SOFTIRQ_PAIR) != LOCK_SOFTIRQ_PAIR)
-		lockdep_bug(c, LOCKDEP_SOFTIRQ_INVERSION, lock);
+		lockdep_bug(c, LOCKDEP_SOFTIRQ_INVERSION, l);
 }
 
 /* At the end of a run: every save restored? */

@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 13	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 14	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -30,7 +30,8 @@ enum smp_region_id {
 	REGION_LSTATS = 2,	/* struct pcpu_lstats[nr_cpus] */
 	REGION_IRQ = 3,		/* struct irq_cpustat[nr_cpus] */
 	REGION_QNODES = 4,	/* struct qnodes[nr_cpus] */
-	REGION_NR_BUILTIN = 5,
+	REGION_LOCK_INFO = 5,	/* struct lock_infos[nr_cpus]: spinlock_t's side table */
+	REGION_NR_BUILTIN = 6,
 };
 
 /* header flags */
@@ -82,11 +83,10 @@ struct cpu_state {
 };
 
 /* struct softnet_data (include/linux/netdevice.h): per-CPU packet queues
- * and counters. Line 0 is this CPU's own; the defer-free fields follow on
- * their own lines, as the kernel's "another possibly contended cache line":
- * other CPUs write them in skb_attempt_defer_free(). List heads hold an
- * skb handle (index + 1), 0 for an empty list, so a zeroed segment starts
- * with empty lists. */
+ * and counters. Line 0 is this CPU's own; the defer-free fields follow as
+ * the kernel version each strategy models lays them out. List heads hold
+ * an skb handle (index + 1), 0 for an empty list, so a zeroed segment
+ * starts with empty lists. */
 struct softnet_data {
 	/* line 0: this CPU's own */
 	uint32_t processed;
@@ -101,17 +101,26 @@ struct softnet_data {
 					 * __dev_queue_xmit() calls (dev_xmit_recursion) */
 	uint8_t  _pad0[SMP_CACHE_BYTES - 36];
 	/* line 1, "another possibly contended cache line", written by other
-	 * CPUs: the defer list, its count and the lock's word together, as
-	 * the kernel has them. smpnet's spinlock_t is larger than the
-	 * kernel's 4 bytes (the checker's fields and a pthread mutex follow
-	 * its word), so it comes last: its word, and the algorithm the
-	 * run-time wrappers read, stay on this line; the rest, touched only
-	 * with the checker on or by pthread, spills onto the next. */
+	 * CPUs. 5.19 to 6.17 (the irqsave, irq and bh strategies): the lock,
+	 * the count, the IPI flag and the list, in that order, on one line
+	 * (`spinlock_t defer_lock ____cacheline_aligned_in_smp; atomic_t
+	 * defer_count; int defer_ipi_scheduled; struct sk_buff *defer_list;`) */
+	spinlock_t defer_lock;
 	uint32_t defer_count;
 	uint32_t defer_ipi_scheduled;
-	uint32_t defer_list;		/* skb handle; the llist head for the llist strategy */
+	uint32_t defer_list;		/* skb handle */
+	/* 844c9db7f7f5 (Sep 2025, the llist strategy) on the same line: no
+	 * lock, `struct llist_head defer_list ____cacheline_aligned_in_smp;
+	 * atomic_long_t defer_count;` */
+	uint32_t defer_llist;		/* llist_head: skb handle */
 	uint32_t _pad1;
-	spinlock_t defer_lock;
+	uint64_t defer_llist_count;	/* atomic_long_t */
+	uint8_t  _pad2[SMP_CACHE_BYTES - 32];
+	/* line 2, the llist strategy's: `int defer_ipi_scheduled
+	 * ____cacheline_aligned_in_smp;`, moved off the list's line by the
+	 * same commit (the csd that follows it is not modelled) */
+	uint32_t defer_llist_ipi_scheduled;
+	uint8_t  _pad3[SMP_CACHE_BYTES - 4];
 };
 
 /* struct pcpu_lstats (drivers/net/loopback.c), with seed 002's depth. */

@@ -75,6 +75,7 @@ cdef extern from "percpu.h" nogil:
         uint64_t ipis_sent
         uint64_t spins
         uint32_t irq_pending
+        uint64_t ipi_send_cycles
 
     void *per_cpu_ptr(const smp_header *hdr, int region, int cpu)
 

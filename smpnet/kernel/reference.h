@@ -140,12 +140,13 @@ SPIN_ALGO_TABLE(REF_LOOP)
 
 static const ref_loop_t ref_loops[SPIN_NR_ALGOS] = { SPIN_ALGO_TABLE(REF_LOOP_ENTRY) };
 
-/* The baseline for lock `l`'s algorithm, chosen before its loop; it takes
- * from `l` only the word (or the mutex). time_bench_round() has checked
- * l->algo, as it does for every lock test. */
-static inline uint64_t ref_spin_lock_unlock(uint32_t *preempt_count, spinlock_t *l, uint64_t loops)
+/* The baseline for lock `l`'s algorithm, chosen before its loop from the
+ * lock's side-table entry `li`; it takes only the word (or the mutex).
+ * time_bench_round() has checked li->algo, as it does for every lock test. */
+static inline uint64_t ref_spin_lock_unlock(uint32_t *preempt_count, spinlock_t *l,
+					    struct lock_info *li, uint64_t loops)
 {
-	return ref_loops[l->algo](preempt_count, &l->val, &l->mutex, loops);
+	return ref_loops[li->algo](preempt_count, &l->val, &li->mutex, loops);
 }
 
 #endif

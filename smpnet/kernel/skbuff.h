@@ -76,6 +76,21 @@ struct skb_data {
 	uint8_t  _pad[SMP_CACHE_BYTES - 8];
 };
 
+/* The page an skb's data was carved from (struct page, its _refcount).
+ * napi_alloc_frag() cuts each skb's data from a 32 KiB page it shares
+ * with SKB_FRAGS_PER_PAGE - 1 others (2 KiB frags), and every free drops
+ * the page's refcount (skb_free_frag() -> page_frag_free() ->
+ * put_page_testzero()): a line that 16 skbs' frees write, on whichever CPU
+ * frees them. The allocator pays for its frags in bulk
+ * (page_frag_cache.pagecnt_bias): one page_ref_add() a page's worth of
+ * allocations. Here skb i's data lies on page i / SKB_FRAGS_PER_PAGE, and
+ * the sum of the refcounts is the live skbs plus every CPU's bias. */
+#define SKB_FRAGS_PER_PAGE	16
+struct skb_page {
+	int32_t  refcount;		/* page->_refcount */
+	uint8_t  _pad[SMP_CACHE_BYTES - 4];
+};
+
 /* One CPU's slab of skb heads (kmem_cache_cpu): the freelist is its own;
  * remote_free, on a line of its own, is where other CPUs free its heads. */
 struct skb_slab {
@@ -97,6 +112,7 @@ struct skb_pool {			/* the shared pool: the node's partial list */
 struct napi_alloc_cache {		/* per CPU */
 	uint32_t count;
 	uint32_t skb_cache[NAPI_SKB_CACHE_SIZE];	/* handles */
+	uint32_t pagecnt_bias;		/* page_frag_cache.pagecnt_bias: frags paid for */
 };
 
 struct skb_stats {			/* per CPU, in shared memory */
@@ -153,6 +169,7 @@ struct net_ctx {
 	struct skb_stats *stats;	/* this CPU's */
 	struct napi_alloc_cache *cache;	/* this CPU's */
 	struct skb_data *data;		/* the data areas, by skb index */
+	struct skb_page *pages;		/* their pages, by skb index / SKB_FRAGS_PER_PAGE */
 	struct skb_slab *slabs;		/* every CPU's */
 	uint32_t slab_stride;
 	/* the defer experiment's device: see fake_nic.h */
@@ -235,6 +252,22 @@ static inline struct skb_slab *slab_of(struct net_ctx *n, int cpu)
 static inline struct skb_data *skb_data_of(struct net_ctx *n, const struct sk_buff *skb)
 {
 	return &n->data[skb - n->skbs];
+}
+
+static inline struct skb_page *skb_page_of(struct net_ctx *n, const struct sk_buff *skb)
+{
+	return &n->pages[(skb - n->skbs) / SKB_FRAGS_PER_PAGE];
+}
+
+/* page_frag_alloc(): this skb's frag, paid for from the CPU's bias; a page's
+ * worth more (page_ref_add) when the bias is spent. */
+static inline void page_frag_alloc(struct napi_alloc_cache *nc, struct skb_page *page)
+{
+	if (unlikely(!nc->pagecnt_bias)) {
+		__atomic_fetch_add(&page->refcount, SKB_FRAGS_PER_PAGE, __ATOMIC_SEQ_CST);
+		nc->pagecnt_bias = SKB_FRAGS_PER_PAGE;
+	}
+	nc->pagecnt_bias--;
 }
 
 /* The heads other CPUs freed back to this one: taken all at once (the
@@ -369,6 +402,7 @@ static inline struct sk_buff *napi_alloc_skb(struct cpu_ctx *c, struct net_ctx *
 	if (n->data) {		/* the packet lands, and build_skb() sets the shared info */
 		struct skb_data *d = skb_data_of(n, skb);
 
+		page_frag_alloc(nc, skb_page_of(n, skb));
 		__builtin_memset(d->head, (int)(skb->gen & 0xff), sizeof(d->head));
 		d->nr_frags = 0;
 		__atomic_store_n(&d->dataref, 1, __ATOMIC_RELAXED);
@@ -378,11 +412,14 @@ static inline struct sk_buff *napi_alloc_skb(struct cpu_ctx *c, struct net_ctx *
 }
 
 /* skb_release_data(): drop the shared info's reference, on the freeing
- * CPU (the data goes with the last one: here, always). */
+ * CPU, and with the last one (here, always) the data's frag: its page's
+ * refcount (skb_free_frag(), put_page_testzero()). */
 static inline void skb_release_data(struct net_ctx *n, struct sk_buff *skb)
 {
-	if (n->data)
+	if (n->data) {
 		__atomic_fetch_sub(&skb_data_of(n, skb)->dataref, 1, __ATOMIC_ACQ_REL);
+		__atomic_fetch_sub(&skb_page_of(n, skb)->refcount, 1, __ATOMIC_ACQ_REL);
+	}
 }
 
 /* napi_consume_skb() / __kfree_skb(): the head back into this CPU's cache.
@@ -441,6 +478,19 @@ static inline void defer_unlock_producer(struct cpu_ctx *c, struct softnet_data 
 		spin_unlock_irqrestore(c, &sd->defer_lock, flags);
 }
 
+/* The defer fields of the kernel version a strategy models (percpu.h):
+ * the list head the flush checks, and the one-IPI-in-flight flag. */
+static inline uint32_t *defer_list_of(const struct net_ctx *n, struct softnet_data *sd)
+{
+	return n->strategy == DEFER_LLIST ? &sd->defer_llist : &sd->defer_list;
+}
+
+static inline uint32_t *defer_ipi_scheduled_of(const struct net_ctx *n, struct softnet_data *sd)
+{
+	return n->strategy == DEFER_LLIST ? &sd->defer_llist_ipi_scheduled
+					  : &sd->defer_ipi_scheduled;
+}
+
 /* skb_attempt_defer_free(): free a remote CPU's skb on that CPU, later. */
 static inline void skb_attempt_defer_free(struct cpu_ctx *c, struct net_ctx *n,
 					  struct sk_buff *skb)
@@ -469,11 +519,11 @@ static inline void skb_attempt_defer_free(struct cpu_ctx *c, struct net_ctx *n,
 	sd = softnet(c, cpu);
 	h = skb_handle(n, skb);
 	if (n->strategy == DEFER_LLIST) {
-		count = atomic_inc_return(&sd->defer_count);
+		count = (uint32_t)atomic_long_inc_return(&sd->defer_llist_count);
 		if (count >= defer_max)
 			goto nodefer;
 		skb->state = SKB_DEFERRED;
-		llist_add_skb(n, &sd->defer_list, skb);
+		llist_add_skb(n, &sd->defer_llist, skb);
 		kick = (count - 1) == (defer_max >> 1);
 	} else {
 		if (READ_ONCE(sd->defer_count) >= defer_max)
@@ -489,7 +539,7 @@ static inline void skb_attempt_defer_free(struct cpu_ctx *c, struct net_ctx *n,
 	}
 	n->stats->deferred++;
 	/* one IPI in flight at most: defer_ipi_scheduled, set by cmpxchg */
-	if (unlikely(kick) && !atomic_cmpxchg(&sd->defer_ipi_scheduled, 0, 1)) {
+	if (unlikely(kick) && !atomic_cmpxchg(defer_ipi_scheduled_of(n, sd), 0, 1)) {
 		send_ipi(c, cpu, IPI_NET_RX);
 		n->stats->ipis++;
 	}
@@ -524,15 +574,15 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 	uint32_t h, nr = 0;
 
 	/* paired with the WRITE_ONCE() in skb_attempt_defer_free() */
-	if (!READ_ONCE(sd->defer_list))
+	if (!READ_ONCE(*defer_list_of(n, sd)))
 		return;
 	/* net_ctx_setup() takes no other strategy; checked here, out of the timing */
 	BUG_UNLESS((unsigned int)n->strategy < DEFER_NR_STRATEGIES);
 	t0 = tsc_start();
 	switch (n->strategy) {
 	case DEFER_LLIST:
-		atomic_set(&sd->defer_count, 0);
-		h = atomic_xchg(&sd->defer_list, 0);	/* llist_del_all() */
+		atomic_long_set(&sd->defer_llist_count, 0);
+		h = atomic_xchg(&sd->defer_llist, 0);	/* llist_del_all() */
 		break;
 	case DEFER_IRQSAVE:
 		if (spin_lock_irqsave(c, &sd->defer_lock, &flags))

@@ -1,4 +1,4 @@
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdint cimport uint8_t, int32_t, uint32_t, uint64_t
 from smpnet.kernel.percpu cimport softnet_data
 from smpnet.kernel.smp cimport cpu_ctx
 from smpnet.kernel.spinlock_types cimport spinlock_t
@@ -15,6 +15,7 @@ cdef extern from "skbuff.h" nogil:
     enum: SKB_DEFERRED
     enum: FLUSH_SAMPLES
     enum: NAPI_SKB_CACHE_SIZE
+    enum: SKB_FRAGS_PER_PAGE
     enum: FLUSH_HIST_BUCKETS
     enum: DEFER_SAMPLE_MASK
 
@@ -38,6 +39,9 @@ cdef extern from "skbuff.h" nogil:
     struct skb_data:
         uint8_t head[64]
         uint32_t dataref
+
+    struct skb_page:
+        int32_t refcount
 
     struct skb_slab:
         uint32_t freelist
@@ -75,6 +79,7 @@ cdef extern from "skbuff.h" nogil:
         skb_stats *stats
         napi_alloc_cache *cache
         skb_data *data
+        skb_page *pages
         skb_slab *slabs
         uint32_t slab_stride
         void *rings

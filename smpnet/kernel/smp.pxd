@@ -12,8 +12,9 @@ cdef extern from "smp.h" nogil:
         spinlock_t *irq_test_lock
         uint64_t spin_deadline
         void *net
-        int ipi_wake
+        uint64_t ipi_wake_cycles
         uint64_t irq_entry_cycles
+        int lock_algo
 
     void cpu_ctx_init(cpu_ctx *c, smp_header *hdr, int cpu, int check, int popf)
     int smp_should_stop(const smp_header *hdr)

@@ -213,12 +213,22 @@ static inline void queued_spin_unlock(spinlock_t *l)
 /* ---------------------------------------------------------------- pthread */
 
 /* The uncontended path is one trylock (glibc's lock fast path is the same
- * cmpxchg); a contended waiter sleeps in the futex 10 ms at a time, so it
- * still notices the stop flag. */
+ * cmpxchg) on the mutex in the lock's side-table entry, found by a hash
+ * lookup first; a contended waiter sleeps in the futex 10 ms at a time, so
+ * it still notices the stop flag. */
+static inline pthread_mutex_t *lock_mutex(const struct cpu_ctx *c, const spinlock_t *l)
+{
+	struct lock_info *li = lock_info(c->hdr, l);
+
+	BUG_UNLESS(li);		/* spin_lock_init() gave every pthread lock one */
+	return &li->mutex;
+}
+
 static __attribute__((noinline)) int pthread_lock(struct cpu_ctx *c, spinlock_t *l)
 {
+	pthread_mutex_t *m = lock_mutex(c, l);
 	struct timespec ts;
-	int rc = pthread_mutex_trylock(&l->mutex);
+	int rc = pthread_mutex_trylock(m);
 
 	while (rc == EBUSY || rc == ETIMEDOUT) {
 		if (spin_wait(c))
@@ -229,13 +239,13 @@ static __attribute__((noinline)) int pthread_lock(struct cpu_ctx *c, spinlock_t 
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		rc = pthread_mutex_timedlock(&l->mutex, &ts);
+		rc = pthread_mutex_timedlock(m, &ts);
 	}
 	if (likely(rc == 0))
 		return 0;
 	if (rc == EOWNERDEAD) {		/* the holder died: the run is over */
-		pthread_mutex_consistent(&l->mutex);
-		pthread_mutex_unlock(&l->mutex);
+		pthread_mutex_consistent(m);
+		pthread_mutex_unlock(m);
 		atomic_set(&c->hdr->stop, 1);
 	}
 	return -1;			/* EDEADLK (recursion) and the rest */
@@ -247,7 +257,7 @@ static __attribute__((noinline)) int pthread_lock(struct cpu_ctx *c, spinlock_t 
  * checker (and, for a restore, popf) as `const int` arguments, and always
  * inlined: the time_bench loops (time_bench.h) pass constants, so each of
  * their specialisations keeps one algorithm's path and no checker test;
- * the kernel-named wrappers pass l->algo and c->check, for the code that
+ * the kernel-named wrappers pass spin_algo() and c->check, for the code that
  * decides at run time (contended runs, the network model, Python). */
 static __always_inline int __arch_spin_lock(struct cpu_ctx *c, spinlock_t *l, const int algo)
 {
@@ -296,18 +306,32 @@ static __always_inline void __arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l,
 		break;
 	default:	/* the last: a test on its path only, so the others' stay as short */
 		BUG_UNLESS(algo == SPIN_PTHREAD);
-		pthread_mutex_unlock(&l->mutex);
+		pthread_mutex_unlock(lock_mutex(c, l));
 	}
+}
+
+/* The algorithm of a lock the caller did not name: the CPU's (c->lock_algo,
+ * set by the loops that run one algorithm throughout, as a kernel is built
+ * with one) or, when that is -1, the lock's side-table entry's. */
+static inline int spin_algo(const struct cpu_ctx *c, const spinlock_t *l)
+{
+	const struct lock_info *li;
+
+	if (likely(c->lock_algo >= 0))
+		return c->lock_algo;
+	li = lock_info(c->hdr, l);
+	BUG_UNLESS(li);		/* never initialised: no algorithm to run */
+	return (int)li->algo;
 }
 
 static inline int arch_spin_lock(struct cpu_ctx *c, spinlock_t *l)
 {
-	return __arch_spin_lock(c, l, (int)l->algo);
+	return __arch_spin_lock(c, l, spin_algo(c, l));
 }
 
 static inline void arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 {
-	__arch_spin_unlock(c, l, (int)l->algo);
+	__arch_spin_unlock(c, l, spin_algo(c, l));
 }
 
 static __always_inline int __do_raw_spin_lock(struct cpu_ctx *c, spinlock_t *l,
@@ -316,10 +340,10 @@ static __always_inline int __do_raw_spin_lock(struct cpu_ctx *c, spinlock_t *l,
 	int rc;
 
 	if (unlikely(check))
-		lockdep_acquire(c, l);
+		lockdep_acquire(c, l, algo);
 	rc = __arch_spin_lock(c, l, algo);
 	if (unlikely(check) && rc == 0)
-		WRITE_ONCE(l->owner, (uint32_t)c->cpu + 1);
+		WRITE_ONCE(lock_info(c->hdr, l)->owner, (uint32_t)c->cpu + 1);
 	return rc;
 }
 
@@ -327,7 +351,7 @@ static __always_inline void __do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *
 						 const int algo, const int check)
 {
 	if (unlikely(check))
-		WRITE_ONCE(l->owner, 0);
+		WRITE_ONCE(lock_info(c->hdr, l)->owner, 0);
 	__arch_spin_unlock(c, l, algo);
 }
 
@@ -409,42 +433,42 @@ static __always_inline void __spin_unlock_irqrestore(struct cpu_ctx *c, spinlock
  * CPU's checker and restore mode. */
 static inline int spin_lock(struct cpu_ctx *c, spinlock_t *l)
 {
-	return __spin_lock(c, l, (int)l->algo, c->check);
+	return __spin_lock(c, l, spin_algo(c, l), c->check);
 }
 
 static inline void spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 {
-	__spin_unlock(c, l, (int)l->algo, c->check);
+	__spin_unlock(c, l, spin_algo(c, l), c->check);
 }
 
 static inline int spin_lock_bh(struct cpu_ctx *c, spinlock_t *l)
 {
-	return __spin_lock_bh(c, l, (int)l->algo, c->check);
+	return __spin_lock_bh(c, l, spin_algo(c, l), c->check);
 }
 
 static inline void spin_unlock_bh(struct cpu_ctx *c, spinlock_t *l)
 {
-	__spin_unlock_bh(c, l, (int)l->algo, c->check);
+	__spin_unlock_bh(c, l, spin_algo(c, l), c->check);
 }
 
 static inline int spin_lock_irq(struct cpu_ctx *c, spinlock_t *l)
 {
-	return __spin_lock_irq(c, l, (int)l->algo, c->check);
+	return __spin_lock_irq(c, l, spin_algo(c, l), c->check);
 }
 
 static inline void spin_unlock_irq(struct cpu_ctx *c, spinlock_t *l)
 {
-	__spin_unlock_irq(c, l, (int)l->algo, c->check);
+	__spin_unlock_irq(c, l, spin_algo(c, l), c->check);
 }
 
 static inline int spin_lock_irqsave(struct cpu_ctx *c, spinlock_t *l, unsigned long *flags)
 {
-	return __spin_lock_irqsave(c, l, flags, (int)l->algo, c->check);
+	return __spin_lock_irqsave(c, l, flags, spin_algo(c, l), c->check);
 }
 
 static inline void spin_unlock_irqrestore(struct cpu_ctx *c, spinlock_t *l, unsigned long flags)
 {
-	__spin_unlock_irqrestore(c, l, flags, (int)l->algo, c->check, c->popf);
+	__spin_unlock_irqrestore(c, l, flags, spin_algo(c, l), c->check, c->popf);
 }
 
 /* ---------------------------------------------------------------- variants by number */
@@ -521,35 +545,41 @@ static __always_inline void __spin_unlock_variant(struct cpu_ctx *c, spinlock_t 
 static inline int spin_lock_variant(struct cpu_ctx *c, spinlock_t *l, int variant,
 				    unsigned long *flags)
 {
-	return __spin_lock_variant(c, l, variant, flags, (int)l->algo, c->check);
+	return __spin_lock_variant(c, l, variant, flags, spin_algo(c, l), c->check);
 }
 
 static inline void spin_unlock_variant(struct cpu_ctx *c, spinlock_t *l, int variant,
 				       unsigned long flags)
 {
-	__spin_unlock_variant(c, l, variant, flags, (int)l->algo, c->check, c->popf);
+	__spin_unlock_variant(c, l, variant, flags, spin_algo(c, l), c->check, c->popf);
 }
 
-/* Initialise a lock in shared memory for `algo`; 0 or an errno (EINVAL:
- * no such algorithm, so that arch_spin_lock() never meets one). */
-static inline int spin_lock_init(spinlock_t *l, int algo, uint32_t id)
+/* Initialise a lock in shared memory for `algo`, and its side-table entry
+ * (created, or reused when the lock was initialised before); 0 or an errno
+ * (EINVAL: no such algorithm, so that arch_spin_lock() never meets one;
+ * ENOSPC: the side table is full). */
+static inline int spin_lock_init(struct smp_header *hdr, spinlock_t *l, int algo, uint32_t id)
 {
 	pthread_mutexattr_t attr;
+	struct lock_info *li;
 	int rc = 0;
 
 	if (algo < 0 || algo >= SPIN_NR_ALGOS)
 		return EINVAL;
+	li = __lock_info(hdr, l, 1);
+	if (!li)
+		return ENOSPC;
 	l->val = 0;
-	l->owner = 0;
-	l->usage = 0;
-	l->id = id;
-	l->algo = (uint32_t)algo;
+	li->owner = 0;
+	li->usage = 0;
+	li->id = id;
+	li->algo = (uint32_t)algo;
 	if (algo == SPIN_PTHREAD) {
 		pthread_mutexattr_init(&attr);
 		pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
 		pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
 		pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
-		rc = pthread_mutex_init(&l->mutex, &attr);
+		rc = pthread_mutex_init(&li->mutex, &attr);
 		pthread_mutexattr_destroy(&attr);
 	}
 	return rc;

@@ -1,5 +1,6 @@
 from libc.stdint cimport uint32_t, uint64_t
 from smpnet.kernel.smp cimport cpu_ctx
+from smpnet.kernel.percpu cimport smp_header
 from smpnet.kernel.spinlock_types cimport spinlock_t
 
 cdef extern from "spinlock.h" nogil:
@@ -22,4 +23,4 @@ cdef extern from "spinlock.h" nogil:
     void spin_unlock_irqrestore(cpu_ctx *c, spinlock_t *l, unsigned long flags)
     int spin_lock_variant(cpu_ctx *c, spinlock_t *l, int variant, unsigned long *flags)
     void spin_unlock_variant(cpu_ctx *c, spinlock_t *l, int variant, unsigned long flags)
-    int spin_lock_init(spinlock_t *l, int algo, uint32_t id)
+    int spin_lock_init(smp_header *hdr, spinlock_t *l, int algo, uint32_t id)

@@ -1,16 +1,24 @@
-/* spinlock_types.h - spinlock_t and the MCS queue node, as laid out in the
- * shared segment.
+/* spinlock_types.h - spinlock_t, its side table and the MCS queue node, as
+ * laid out in the shared segment.
  *
- * One spinlock_t serves every algorithm; `algo` says which one a lock was
- * initialised for, and the lock word `val` is read the way that algorithm
- * reads it:
+ * spinlock_t is the kernel's: one 4-byte word (arch_spinlock_t, x86-64,
+ * no lock debugging), so a lock embedded in a record changes that record's
+ * layout exactly as the kernel's does. The word is read the way the
+ * lock's algorithm reads it:
  *   tas, ttas   0 free, 1 held
  *   ticket      low 16 bits: the ticket being served; high 16: the next ticket
  *   qspinlock   the kernel's x86 layout (include/asm-generic/qspinlock_types.h,
  *               NR_CPUS < 16K): locked byte, pending byte, 16-bit MCS tail
  *   mcs, clh    the whole word is the queue's tail, a node of struct
  *               qnodes.mcs encoded as (cpu + 1, index); 0 free, no queue
- *   pthread     a process-shared, robust, error-checking pthread mutex
+ *   pthread     unused: the lock is the process-shared mutex in its lock_info
+ * Everything else a lock has here lives in a side table, struct lock_info,
+ * found from the lock's offset in the segment (lockdep.h's lock_info()):
+ * the algorithm it was initialised for, the checker's owner and usage
+ * bits, the id reports name it by, and the pthread mutex. The kernel keeps
+ * lockdep's state apart from the lock in the same way (a class looked up
+ * by key); what it keeps in the lock with CONFIG_DEBUG_SPINLOCK, smpnet
+ * keeps out, so that turning the checker on moves nothing.
  */
 #ifndef SMPNET_SPINLOCK_TYPES_H
 #define SMPNET_SPINLOCK_TYPES_H
@@ -42,24 +50,43 @@ typedef struct spinlock {
 			uint16_t tail;			/* ticket: next ticket */
 		};
 	};
+} spinlock_t;
+
+_Static_assert(sizeof(spinlock_t) == 4, "spinlock_t is the kernel's 4 bytes");
+
+/* A lock's entry in the side table: one cache line, so that one pthread
+ * lock's mutex shares its line with no other lock's entry. `key` is the
+ * lock's offset in the segment + 1 (0: a free entry). */
+struct lock_info {
+	uint64_t key;
 	uint32_t algo;		/* enum spin_algo */
 	uint32_t owner;		/* checker: holder's CPU + 1, 0 when free */
 	uint32_t usage;		/* checker: LOCK_USED_* bits (lockdep.h) */
 	uint32_t id;		/* named in checker reports */
-	uint32_t _pad[3];
 	union {
 		pthread_mutex_t mutex;
-		uint8_t mutex_raw[64];
+		uint8_t mutex_raw[40];
 	};
-} spinlock_t;
+};
 
-_Static_assert(sizeof(pthread_mutex_t) <= 64, "pthread_mutex_t does not fit spinlock_t");
+_Static_assert(sizeof(pthread_mutex_t) <= 40, "pthread_mutex_t does not fit lock_info");
+_Static_assert(sizeof(struct lock_info) == 64, "a lock_info is one cache line");
+
+/* The side table is a built-in region with one record per CPU, so that it
+ * grows with the machine: LOCK_INFO_PER_CPU entries each, searched as one
+ * open-addressed hash table of nr_cpus * LOCK_INFO_PER_CPU entries. */
+#define LOCK_INFO_PER_CPU 32
+
+struct lock_infos {
+	struct lock_info e[LOCK_INFO_PER_CPU];
+};
 
 /* A lock and the datum it protects, as the lock benchmarks and the
  * mutual-exclusion tests use them: a non-atomic counter that only the
  * holder increments, so that any lost update shows. */
 struct lock_slot {
 	spinlock_t lock;
+	uint32_t _pad;
 	uint64_t counter;
 };
 

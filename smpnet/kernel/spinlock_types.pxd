@@ -12,9 +12,12 @@ cdef extern from "spinlock_types.h" nogil:
     const char *const spin_algo_names[]
     enum: MAX_NODES
     enum: MCS_NODES
+    enum: LOCK_INFO_PER_CPU
 
     ctypedef struct spinlock_t:
         uint32_t val
+
+    struct lock_info:
         uint32_t algo
         uint32_t owner
         uint32_t usage
