@@ -52,7 +52,7 @@ static inline struct lock_info *lock_info_entry(const struct smp_header *hdr, ui
 static inline struct lock_info *__lock_info(const struct smp_header *hdr, const spinlock_t *l,
 					    int create)
 {
-	uint64_t key = (uint64_t)((const char *)l - (const char *)hdr) + 1, cur;
+	uint64_t key = spin_lock_key(hdr, l), cur;
 	uint32_t n = hdr->nr_cpus * LOCK_INFO_PER_CPU, i, k;
 
 	/* Fibonacci hashing of the word's index: neighbouring locks spread */

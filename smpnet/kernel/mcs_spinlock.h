@@ -28,7 +28,7 @@
  * store is the release only when somebody waits.
  *
  * The nodes: MCS_NODES per CPU (struct qnodes.mcs), each marked with the
- * lock it is in use for (its offset from the segment; 0 when free). An
+ * lock it is in use for (spin_lock_key(); 0 when free). An
  * acquire takes a free node of its CPU; the unlock finds the node by its
  * lock, so locks are released in any order, and handlers that take locks
  * while the task holds or waits for others (spin_wait() takes IRQs) take
@@ -69,12 +69,6 @@ static inline struct mcs_node *mcs_decode(struct cpu_ctx *c, uint32_t tail)
 static inline struct mcs_node *mcs_nodes(struct cpu_ctx *c)
 {
 	return c->qnodes->mcs;
-}
-
-/* What a node in use says about its lock: the same in every process. */
-static inline uint64_t mcs_lock_key(const struct cpu_ctx *c, const spinlock_t *l)
-{
-	return (uint64_t)((uintptr_t)l - (uintptr_t)c->hdr);
 }
 
 /* Claim a free node of this CPU for the lock `key`; its index, or -1 when
@@ -145,7 +139,7 @@ static __attribute__((noinline)) uint32_t mcs_wait_next(struct cpu_ctx *c, struc
 static inline void mcs_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 {
 	struct mcs_node *nodes = mcs_nodes(c);
-	int idx = mcs_node_find(nodes, mcs_lock_key(c, l));
+	int idx = mcs_node_find(nodes, spin_lock_key(c->hdr, l));
 	uint32_t tail, next;
 
 	if (unlikely(idx < 0))
@@ -183,7 +177,7 @@ static __attribute__((noinline)) int clh_spin_lock_contended(struct cpu_ctx *c,
 static inline void clh_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 {
 	struct mcs_node *nodes = mcs_nodes(c);
-	int idx = mcs_node_find(nodes, mcs_lock_key(c, l));
+	int idx = mcs_node_find(nodes, spin_lock_key(c->hdr, l));
 	uint32_t tail;
 
 	if (unlikely(idx < 0))
@@ -206,7 +200,7 @@ static inline void clh_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 static __always_inline int queue_spin_lock(struct cpu_ctx *c, spinlock_t *l, const int clh)
 {
 	struct mcs_node *nodes = mcs_nodes(c);
-	uint64_t key = mcs_lock_key(c, l);
+	uint64_t key = spin_lock_key(c->hdr, l);
 	int idx = mcs_node_get(nodes, key);
 	uint32_t tail, prev;
 

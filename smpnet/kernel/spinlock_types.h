@@ -54,6 +54,14 @@ typedef struct spinlock {
 
 _Static_assert(sizeof(spinlock_t) == 4, "spinlock_t is the kernel's 4 bytes");
 
+/* How a lock is named where it is not at hand, the same in every process:
+ * its offset in the segment `hdr` + 1 (so 0 names none). The side table's
+ * entries (lockdep.h) and the queue locks' nodes (mcs_spinlock.h) carry it. */
+static inline uint64_t spin_lock_key(const void *hdr, const spinlock_t *l)
+{
+	return (uint64_t)((const char *)l - (const char *)hdr) + 1;
+}
+
 /* A lock's entry in the side table: one cache line, so that one pthread
  * lock's mutex shares its line with no other lock's entry. `key` is the
  * lock's offset in the segment + 1 (0: a free entry). */
@@ -112,7 +120,7 @@ struct mcs_node {
 	uint32_t next;		/* mcs: encoded node of the waiter behind us, 0 if none */
 	uint32_t locked;	/* mcs: 1 once the lock is handed to us;
 				 * clh: 1 until this node's holder releases the lock */
-	uint64_t lock;		/* the lock's offset from the segment, 0: free */
+	uint64_t lock;		/* spin_lock_key() of the lock, 0: free */
 };
 
 /* Nodes for queue locks held or waited for at once on one CPU: two per
