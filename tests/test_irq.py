@@ -44,6 +44,17 @@ def test_irq_delivered_at_a_poll_when_enabled(cpu0):
     assert irq(m)["hardirqs"] == 1
 
 
+def test_the_defer_kick_on_a_cpu_without_the_network_model_only_raises_net_rx(cpu0):
+    # trigger_rx_softirq() clears the defer list's IPI flag of the CPU's
+    # network model; a CPU that has none still takes the vector
+    m, c = cpu0
+    c.local_bh_disable()        # keep NET_RX pending, to look at it
+    c.send_ipi(0, _core.IRQ_VECTORS["net_rx"])
+    c.irq_poll()
+    assert irq(m)["hardirqs"] == 1
+    assert irq(m)["softirq_pending"] & (1 << _core.SOFTIRQS["net_rx"])
+
+
 def test_save_restore_nests(cpu0):
     m, c = cpu0
     outer = c.local_irq_save()

@@ -154,6 +154,10 @@ def test_a_lock_never_initialised_is_refused_before_its_loop(allowed):
     with lock_machine([allowed[0]], n=1) as m:
         with pytest.raises(ValueError, match="not initialised"):
             _core.lock_hammer(m.segment.buf, 0, region(m), 0, 0, 1, 0, 0)
+        c = _core.Cpu(m.segment.buf, 0, lock_region=region(m))
+        for op in (c.spin_lock, c.spin_unlock, c.set_irq_test_lock):
+            with pytest.raises(ValueError, match="not initialised"):
+                op(0)
 
 
 # ------------------------------------------------------------------ checker

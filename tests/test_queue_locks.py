@@ -168,3 +168,27 @@ def test_an_acquire_past_the_last_node_waits_and_gives_up(allowed, algo):
         for i in [i for i in range(nodes + 1) if i != 3]:
             c.spin_unlock(i)
         assert words(m) == [0] * (nodes + 1) and nodes_in_use(m) == [0]
+
+
+@pytest.mark.parametrize("algo", QUEUE_LOCKS)
+def test_initialising_a_lock_again_frees_the_nodes_left_marked_for_it(allowed, algo):
+    # CPU 1 gives up waiting behind CPU 0, its node still linked: CPU 0's
+    # unlock finds a tail that is not its own and (clh) leaves its node for a
+    # successor that is gone. spin_lock_init() again must give every such
+    # node back, or the next unlock of the new lock finds the stale one.
+    with machine(allowed[:1], ncpus=2, n=1) as m:
+        reg = init(m, algo, n=1)
+        c0 = _core.Cpu(m.segment.buf, 0, lock_region=reg)
+        c1 = _core.Cpu(m.segment.buf, 1, lock_region=reg, timeout=0.2)
+        c0.spin_lock(0)
+        with pytest.raises(RuntimeError):
+            c1.spin_lock(0)
+        c0.spin_unlock(0)
+        init(m, algo, n=1)
+        assert nodes_in_use(m) == [0, 0]
+        c0.spin_lock(0)
+        c0.spin_unlock(0)
+        assert words(m) == [0] and nodes_in_use(m) == [0, 0]
+        c1.spin_lock(0)             # the free lock is free to anyone
+        c1.spin_unlock(0)
+        assert nodes_in_use(m) == [0, 0]

@@ -51,7 +51,9 @@ cdef class Cpu:
     cdef spinlock_t *_lock(self, int index) except NULL:
         if self.lock_region < 0:
             raise ValueError("this Cpu was made without a lock region")
-        return &checked_slot(self.c.hdr, self.lock_region, index).lock
+        cdef spinlock_t *l = &checked_slot(self.c.hdr, self.lock_region, index).lock
+        lock_algo_of(self.c.hdr, l)     # raises if it was never initialised
+        return l
 
     # interrupts
     def local_irq_disable(self): local_irq_disable(&self.c)

@@ -369,7 +369,9 @@ static void trigger_rx_softirq(struct cpu_ctx *c, unsigned int vector)
 
 	(void)vector;
 	raise_softirq(c, NET_RX_SOFTIRQ);
-	__atomic_store_n(defer_ipi_scheduled_of(c->net, sd), 0, __ATOMIC_RELEASE);
+	/* a CPU without the network model has no defer list to have kicked */
+	if (c->net)
+		__atomic_store_n(defer_ipi_scheduled_of(c->net, sd), 0, __ATOMIC_RELEASE);
 }
 
 /* net_dev_init(): the NET_RX softirq, the defer kick's IPI and the backlog's poll. */

@@ -109,6 +109,23 @@ static __attribute__((noinline)) int mcs_node_wait(struct cpu_ctx *c, struct mcs
 	return idx;
 }
 
+/* spin_lock_init() of lock `key`: a node any CPU still has marked for it
+ * (an aborted wait's, or a CLH holder's whose successor gave up) is given
+ * back, so that the new lock's unlock cannot find a stale one. */
+static inline void mcs_nodes_release(struct smp_header *hdr, uint64_t key)
+{
+	uint32_t cpu;
+	int i;
+
+	for (cpu = 0; cpu < hdr->nr_cpus; cpu++) {
+		struct qnodes *q = (struct qnodes *)per_cpu_ptr(hdr, REGION_QNODES, (int)cpu);
+
+		for (i = 0; i < MCS_NODES; i++)
+			if (READ_ONCE(q->mcs[i].lock) == key)
+				__atomic_store_n(&q->mcs[i].lock, 0, __ATOMIC_RELEASE);
+	}
+}
+
 /* ---------------------------------------------------------------- mcs */
 
 static __attribute__((noinline)) int mcs_spin_lock_contended(struct cpu_ctx *c,

@@ -83,8 +83,14 @@ struct skb_data {
  * put_page_testzero()): a line that 16 skbs' frees write, on whichever CPU
  * frees them. The allocator pays for its frags in bulk
  * (page_frag_cache.pagecnt_bias): one page_ref_add() a page's worth of
- * allocations. Here skb i's data lies on page i / SKB_FRAGS_PER_PAGE, and
- * the sum of the refcounts is the live skbs plus every CPU's bias. */
+ * allocations. Here skb i's data lies on page i / SKB_FRAGS_PER_PAGE
+ * (heads come back in any order, so a CPU's allocations do not walk one
+ * page at a time as the kernel's frags do), and the page's worth is added
+ * to the page of the skb whose allocation spent the bias: what is modelled
+ * is the cost (an atomic on a line 16 skbs' frees share per free, one on
+ * the allocating CPU per 16 allocations) and the sum (the refcounts add up
+ * to the live skbs plus every CPU's bias). One page's count alone means
+ * nothing and may go below zero. */
 #define SKB_FRAGS_PER_PAGE	16
 struct skb_page {
 	int32_t  refcount;		/* page->_refcount */

@@ -570,6 +570,7 @@ static inline int spin_lock_init(struct smp_header *hdr, spinlock_t *l, int algo
 	if (!li)
 		return ENOSPC;
 	l->val = 0;
+	mcs_nodes_release(hdr, spin_lock_key(hdr, l));	/* nodes left marked for it */
 	li->owner = 0;
 	li->usage = 0;
 	li->id = id;
