@@ -47,12 +47,17 @@ cdef int lock_init_checked(smp_header *hdr, spinlock_t *l, int algo,
     return 0
 
 
-cdef int lock_algo_of(smp_header *hdr, spinlock_t *l) except -1:
-    """The algorithm lock `l` was initialised for (its side-table entry)."""
+cdef lock_info *checked_lock_info(smp_header *hdr, spinlock_t *l) except NULL:
+    """Lock `l`'s side-table entry, which lock_init() gave it."""
     cdef lock_info *li = lock_info_of(hdr, l)
     if li == NULL:
         raise ValueError("lock not initialised: no algorithm")
-    return li.algo
+    return li
+
+
+cdef int lock_algo_of(smp_header *hdr, spinlock_t *l) except -1:
+    """The algorithm lock `l` was initialised for."""
+    return checked_lock_info(hdr, l).algo
 
 
 def lock_init(unsigned char[::1] seg, int region, int index, int algo, uint32_t lock_id):

@@ -197,9 +197,9 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
         cpu_ctx_init(&t.c, hdr, cpu, check, popf)
         if needs == TB_NEEDS_LOCK:
             t.lock = &checked_slot(hdr, lock_region, lock_index).lock
-            t.li = lock_info_of(hdr, t.lock)
-            if t.li == NULL or t.li.algo >= SPIN_NR_ALGOS:
-                raise ValueError(f"lock {lock_index} has no algorithm: not initialised")
+            t.li = checked_lock_info(hdr, t.lock)
+            if t.li.algo >= SPIN_NR_ALGOS:
+                raise ValueError(f"lock {lock_index} has no algorithm ({t.li.algo})")
             t.c.lock_algo = t.li.algo
     cdef tb_loop_t fn = TB_LOOPS[idx]
     cdef tb_lock_loop_t lock_fn = NULL

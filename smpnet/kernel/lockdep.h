@@ -79,6 +79,16 @@ static inline struct lock_info *lock_info(const struct smp_header *hdr, const sp
 	return __lock_info(hdr, l, 0);
 }
 
+/* The entry of a lock being taken or released: spin_lock_init() gave every
+ * lock one (Python's callers check before they take one), so none is a bug. */
+static inline struct lock_info *spin_lock_info(const struct cpu_ctx *c, const spinlock_t *l)
+{
+	struct lock_info *li = lock_info(c->hdr, l);
+
+	BUG_UNLESS(li);
+	return li;
+}
+
 /* ---------------------------------------------------------------- reports */
 
 static __attribute__((noinline)) void lockdep_bug(struct cpu_ctx *c, int kind,
@@ -96,19 +106,20 @@ static __attribute__((noinline)) void lockdep_bug(struct cpu_ctx *c, int kind,
 
 /* Before taking `l` with `algo`: recursion, and the contexts it is used in.
  * Every lock is initialised through spin_lock_init(), for the algorithm it
- * is taken with (c->lock_algo must agree): anything else is a bug here. */
-static __attribute__((noinline)) void lockdep_acquire(struct cpu_ctx *c, struct spinlock *l,
-						      int algo)
+ * is taken with (c->lock_algo must agree): anything else is a bug here.
+ * Returns the lock's entry, for the owner the acquire then records. */
+static __attribute__((noinline)) struct lock_info *lockdep_acquire(struct cpu_ctx *c,
+								   struct spinlock *l, int algo)
 {
-	struct lock_info *lock = lock_info(c->hdr, l);
+	struct lock_info *lock = spin_lock_info(c, l);
 	uint32_t mask = 0, old, now;
 
 	c->irq->lock_checks++;
-	BUG_UNLESS(lock && lock->algo == (uint32_t)algo);
+	BUG_UNLESS(lock->algo == (uint32_t)algo);
 	if (READ_ONCE(lock->owner) == (uint32_t)c->cpu + 1) {
 		lockdep_bug(c, LOCKDEP_RECURSION, l);
 		atomic_set(&c->hdr->stop, 1);	/* the acquire would spin forever */
-		return;
+		return lock;
 	}
 	if (in_hardirq(c))
 		mask |= LOCK_USED_IN_HARDIRQ;
@@ -119,7 +130,7 @@ static __attribute__((noinline)) void lockdep_acquire(struct cpu_ctx *c, struct 
 	else if (!in_interrupt(c) && !irqs_disabled(c))
 		mask |= LOCK_USED_SOFTIRQ_ON;
 	if ((READ_ONCE(lock->usage) & mask) == mask)
-		return;
+		return lock;
 	old = __atomic_fetch_or(&lock->usage, mask, __ATOMIC_RELAXED);
 	now = old | mask;
 	/* report once per lock: on the use that completes the bad pair */
@@ -129,6 +140,7 @@ static __attribute__((noinline)) void lockdep_acquire(struct cpu_ctx *c, struct 
 	if ((now & LOCK_SOFTIRQ_PAIR) == LOCK_SOFTIRQ_PAIR &&
 	    (old & LOCK_SOFTIRQ_PAIR) != LOCK_SOFTIRQ_PAIR)
 		lockdep_bug(c, LOCKDEP_SOFTIRQ_INVERSION, l);
+	return lock;
 }
 
 /* At the end of a run: every save restored? */

@@ -218,10 +218,7 @@ static inline void queued_spin_unlock(spinlock_t *l)
  * it still notices the stop flag. */
 static inline pthread_mutex_t *lock_mutex(const struct cpu_ctx *c, const spinlock_t *l)
 {
-	struct lock_info *li = lock_info(c->hdr, l);
-
-	BUG_UNLESS(li);		/* spin_lock_init() gave every pthread lock one */
-	return &li->mutex;
+	return &spin_lock_info(c, l)->mutex;
 }
 
 static __attribute__((noinline)) int pthread_lock(struct cpu_ctx *c, spinlock_t *l)
@@ -315,13 +312,9 @@ static __always_inline void __arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l,
  * with one) or, when that is -1, the lock's side-table entry's. */
 static inline int spin_algo(const struct cpu_ctx *c, const spinlock_t *l)
 {
-	const struct lock_info *li;
-
 	if (likely(c->lock_algo >= 0))
 		return c->lock_algo;
-	li = lock_info(c->hdr, l);
-	BUG_UNLESS(li);		/* never initialised: no algorithm to run */
-	return (int)li->algo;
+	return (int)spin_lock_info(c, l)->algo;
 }
 
 static inline int arch_spin_lock(struct cpu_ctx *c, spinlock_t *l)
@@ -337,13 +330,14 @@ static inline void arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 static __always_inline int __do_raw_spin_lock(struct cpu_ctx *c, spinlock_t *l,
 					      const int algo, const int check)
 {
+	struct lock_info *li = NULL;
 	int rc;
 
 	if (unlikely(check))
-		lockdep_acquire(c, l, algo);
+		li = lockdep_acquire(c, l, algo);
 	rc = __arch_spin_lock(c, l, algo);
 	if (unlikely(check) && rc == 0)
-		WRITE_ONCE(lock_info(c->hdr, l)->owner, (uint32_t)c->cpu + 1);
+		WRITE_ONCE(li->owner, (uint32_t)c->cpu + 1);
 	return rc;
 }
 
@@ -351,7 +345,7 @@ static __always_inline void __do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *
 						 const int algo, const int check)
 {
 	if (unlikely(check))
-		WRITE_ONCE(lock_info(c->hdr, l)->owner, 0);
+		WRITE_ONCE(spin_lock_info(c, l)->owner, 0);
 	__arch_spin_unlock(c, l, algo);
 }
 
