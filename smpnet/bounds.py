@@ -36,6 +36,8 @@ LONG_RUN_GRACE = 1.05
 #   --size       65535, an IPv4 datagram
 #   --count      64, ping results per trial in the segment
 #   --transactions  10^8: minutes per round at the ~7 µs a loopback one costs
+#   --ipi-cycles, --ipi-entry-cycles  10^7: about 4 ms an IPI at 2.5 GHz, past
+#                any machine's (tens of thousands of cycles in a nested guest)
 #   --trials     100000 (20 with --peer-down: each waits ~3 s)
 BOUNDS = {
     "--ncpus": (1, MAX_CPUS, "emulated CPUs"),
@@ -57,6 +59,8 @@ BOUNDS = {
     "--count": (1, MAX_COUNT, "pings"),
     "--hz": (100, 1000, "Hz"),
     "--transactions": (1, 10**8, "transactions"),
+    "--ipi-cycles": (0, 10**7, "TSC cycles"),
+    "--ipi-entry-cycles": (0, 10**7, "TSC cycles"),
 }
 
 _INTEGER = re.compile(r"[0-9]{1,20}")
@@ -80,7 +84,7 @@ def parse(option, text):
 
 
 # the options that take a comma list of values, each within its bound (a sweep)
-LISTS = ("--hold-cycles", "--think-cycles", "--scale")
+LISTS = ("--hold-cycles", "--think-cycles", "--scale", "--ipi-cycles")
 MAX_LIST = 64   # points of one sweep: each is a whole set of repeated runs
 
 

@@ -16,7 +16,50 @@ def ipi_wake(w):
                                  "sleeper_cpu", "cross_cpu", "complete")}}
 
 
-def measure(m, cycles, rx, overhead, spins0, bugs0, wake=None, entry=0.0):
+def _figure(samples):
+    """A list of per-round cycles as the rows carry it: median, its 95 %
+    interval, min, max and how many; None for no samples."""
+    if not samples:
+        return None
+    return {**stats.median_fields("cycles", samples), "min": min(samples), "max": max(samples),
+            "n": len(samples)}
+
+
+def ipi_figures(ipi, syscall_cycles):
+    """_core.ipi_cycles()'s result as the rows carry it (core/ipi.pyx): the
+    send (tgkill with a kick less without, paired), the target's entry (an
+    IPI's gap on a spinning thread), the round trip and its floor (membarrier
+    with and without the peer running), each a median with its interval; and
+    what the target is charged where membarrier gave no entry: a real kernel
+    entry and exit (getppid, syscall_cycles)."""
+    out = {k: ipi[k] for k in ("sender_cpu", "target_cpu", "cross_cpu", "membarrier",
+                               "rounds", "complete")}
+    for name in ("send", "entry", "round_trip", "floor"):
+        out[name] = _figure(ipi[name])
+    out["syscall_cycles"] = syscall_cycles
+    return out
+
+
+def ipi_charges(figures, send=None, entry=None):
+    """(cycles charged to an IPI's sender, to its target, how each was had):
+    `send` and `entry` given (--ipi-cycles, --ipi-entry-cycles) or measured.
+    With one real CPU no IPI could be measured: the send is charged nothing,
+    the target a kernel entry and exit."""
+    if send is None:
+        f = figures["send"]
+        send, send_how = (max(0.0, f["cycles"]), "measured") if f else (0.0, "none: one real CPU")
+    else:
+        send_how = "--ipi-cycles"
+    if entry is None:
+        f = figures["entry"]
+        entry, entry_how = ((f["cycles"], "measured") if f else
+                            (figures["syscall_cycles"], "a kernel entry and exit (getppid)"))
+    else:
+        entry_how = "--ipi-entry-cycles"
+    return float(send), float(entry), send_how, entry_how
+
+
+def measure(m, cycles, rx, overhead, spins0, bugs0):
     st = m.region("skb_stats")
     tsc_hz = float(m.header["tsc_hz"])
     tot = {name: int(st[name].sum()) for name in layout.SKB_STATS.names if name != "flush_hist"}
@@ -41,8 +84,6 @@ def measure(m, cycles, rx, overhead, spins0, bugs0, wake=None, entry=0.0):
         "lock_spins": int((m.region("irq")["spins"] - spins0["spins"]).sum()),
         "ipi_send_cycles": int((m.region("irq")["ipi_send_cycles"]
                                 - spins0["ipi_send_cycles"]).sum()),
-        "ipi_wake": wake,
-        "irq_entry_cycles": entry,
         "time_squeeze": int(softnet["time_squeeze"].sum()),
         "missing": net.audit(m),
         "rx_cycles_per_skb": sum(cycles[:rx]) / max(tot["received"], 1),
@@ -58,7 +99,10 @@ def _median(runs, key):
     return statistics.median(values) if values else None
 
 
-def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
+def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid, ipi):
+    """A strategy's runs at one IPI cost: `ipi` holds its point (the
+    --ipi-cycles value or "measured"), what was charged, and the figures
+    measured here (ipi_figures, the wake-up's upper bound)."""
     allocated = sum(r["allocated"] for r in runs)
     freed = sum(r["freed"] for r in runs)
     rates = [r["skbs_per_s"] for r in runs]
@@ -89,13 +133,21 @@ def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid):
         "flush_hist": [sum(col) for col in zip(*(r["flush_hist"] for r in runs))],
         "ipis": ipis,
         "ipis_per_m": ipis * 1e6 / received if received else 0.0,
-        # an IPI's cost: the sender's, timed per send (a spin of the measured
-        # wake-up, ipi_wake: a real cross-CPU FUTEX_WAKE of a sleeper,
-        # measured once), and the target's entry and exit (a real kernel
-        # entry, measured once)
+        # the kernel's rule at this load: one kick in each cycle of the list
+        # that passed defer_max / 2 (fewer when one is still in flight)
+        "ipis_by_rule": sum(r["flushes_past_half"] for r in runs),
+        "ipis_by_rule_per_m": (sum(r["flushes_past_half"] for r in runs) * 1e6 / received
+                               if received else 0.0),
+        # an IPI's cost: the sender's send, timed per send (a spin of
+        # ipi_send_charged), and the target's entry, handling and exit
+        # (irq_entry_cycles, spun per IPI taken); "ipi" says how each was had
+        "ipi_cycles": ipi["point"],
+        "ipi_send_charged": ipi["send"],
         "ipi_send_cycles": sum(r["ipi_send_cycles"] for r in runs) / ipis if ipis else None,
-        "ipi_wake": runs[0]["ipi_wake"],
-        "irq_entry_cycles": runs[0]["irq_entry_cycles"],
+        "irq_entry_cycles": ipi["entry"],
+        "ipi": {**ipi["figures"], "send_charged_how": ipi["send_how"],
+                "entry_charged_how": ipi["entry_how"]},
+        "ipi_wake": ipi["wake"],
         "remote_frees": sum(r["remote_frees"] for r in runs),
         "remote_frees_per_m": (sum(r["remote_frees"] for r in runs) * 1e6 / received
                                if received else 0.0),

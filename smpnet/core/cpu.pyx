@@ -122,12 +122,13 @@ cdef class Cpu:
     def preempt_count(self):
         return self.c.irq.preempt_count
 
-    def set_ipi_costs(self, uint64_t wake_cycles=0, uint64_t entry_cycles=0):
-        """What IPIs cost on this CPU: each one it sends spins `wake_cycles`
-        (what a real cross-CPU wake-up costs its waker: futex_wake_cycles(),
-        timed into the sender's ipi_send_cycles); each hard IRQ it takes
-        spins `entry_cycles` for its entry and exit. 0: nothing."""
-        self.c.ipi_wake_cycles = wake_cycles
+    def set_ipi_costs(self, uint64_t send_cycles=0, uint64_t entry_cycles=0):
+        """What IPIs cost on this CPU: each one it sends spins `send_cycles`
+        and returns (the send alone, as smp_call_function_single_async():
+        ipi_cycles()'s send; timed into the sender's ipi_send_cycles); each
+        hard IRQ it takes spins `entry_cycles` for its entry, handling and
+        exit (ipi_cycles()'s entry). 0: nothing."""
+        self.c.ipi_send_cost = send_cycles
         self.c.irq_entry_cycles = entry_cycles
 
     # the network model

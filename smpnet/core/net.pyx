@@ -105,7 +105,7 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
     them here) into the consumers' rings until `skbs` were received or
     duration_s passed; net_rx_action flushes what consumers defer back; ends
     with a last flush once every consumer is done. Each IPI it takes costs
-    irq_entry_cycles (syscall_cycles()). Returns its TSC cycles."""
+    irq_entry_cycles (ipi_cycles()'s entry). Returns its TSC cycles."""
     cdef smp_header *hdr = segment_header(seg)
     cdef cpu_ctx c
     cdef net_ctx n
@@ -150,12 +150,12 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
 def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
                        uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
                        uint32_t batch, bint check=False, bint popf=False,
-                       uint64_t ipi_wake_cycles=0):
+                       uint64_t ipi_send_cycles=0):
     """A consumer CPU (the socket owner): take skbs off its rings, `batch` at
     a time from each, read them, and free them with skb_attempt_defer_free()
     (1 call in 8 timed, less an IPI's send); ends when every RX CPU is done and its rings are
-    empty. Each defer kick costs it ipi_wake_cycles (futex_wake_cycles():
-    what a real cross-CPU wake-up costs the waker), timed. Returns its TSC
+    empty. Each defer kick costs it ipi_send_cycles (ipi_cycles()'s send:
+    what sending an IPI costs on this machine, no waiting), timed. Returns its TSC
     cycles."""
     cdef smp_header *hdr = segment_header(seg)
     cdef cpu_ctx c
@@ -173,7 +173,7 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
         raise ValueError("batch must be at least 1")
     ctl = defer_setup(&c, &n, hdr, cpu, regions, strategy, defer_max, ring_region,
                       n_rx, n_consumers, ctl_region, check, popf)
-    c.ipi_wake_cycles = ipi_wake_cycles   # the defer kick's wake-up, on this CPU
+    c.ipi_send_cost = ipi_send_cycles     # the defer kick's send, on this CPU
     with nogil:
         t0 = tsc_start()
         while not smp_should_stop(hdr):
@@ -193,7 +193,7 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
                     if (n.defer_calls & skbuff.DEFER_SAMPLE_MASK) == 0:
                         # less the IPI's send, when this call sent one: it
                         # is timed on its own (ipi_send_cycles), and its
-                        # tens of thousands of cycles would swamp the defer
+                        # thousands of cycles (in a guest) would swamp the defer
                         ipi = c.irq.ipi_send_cycles
                         ts = tsc_start()
                         skbuff.skb_attempt_defer_free(&c, &n, skb)

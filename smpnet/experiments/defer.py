@@ -31,6 +31,7 @@ STRATEGY_OF = {AA: "irq"}   # the strategy a side runs
 OP_VARIANTS = ["irq", "irqsave"]
 OP_PLAN = lockbench.suite_plan(["qspinlock"], OP_VARIANTS, locks_only=True)
 OP_ROUNDS = 20   # 10 blocks of two rounds, as locks
+MEASURED = "measured"   # an --ipi-cycles point: the send measured here (core/ipi.pyx)
 
 
 def pool_size(ncpus, n_rx, n_consumers, defer_max):
@@ -64,19 +65,26 @@ def defer_sides(strategies):
             for x in ([s, AA] if s == "irq" and "irqsave" in strategies else [s])]
 
 
-def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, real_cpus=2):
-    """The whole experiment: every run, then the uncontended per-op suite."""
+def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, real_cpus=2,
+                     n_points=1):
+    """The whole experiment: every run at every IPI cost, then the
+    uncontended per-op suite."""
     work = machine.work_seconds(skbs, duration or (None if skbs else DURATION),
                                 TYPICAL_SKBS_PER_S)
-    return (n_strategies * repeat * machine.run_seconds(work, ncpus, real_cpus, bool(skbs))
+    return (n_points * n_strategies * repeat * machine.run_seconds(work, ncpus, real_cpus,
+                                                                   bool(skbs))
             + lockbench.suite_seconds(len(OP_PLAN), rounds=OP_ROUNDS))
 
 
 def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_max=DEFER_MAX,
         batch=BATCH, repeat=REPEAT, check=False, ncpus=None, oversubscribe=False,
-        lock_algo="qspinlock", progress=None):
-    """Run every strategy `repeat` times; returns (rows, verdicts, why there
-    is no verdict or None)."""
+        lock_algo="qspinlock", progress=None, ipi_cycles=(MEASURED,), ipi_entry_cycles=None):
+    """Run every strategy `repeat` times at each IPI send cost of
+    `ipi_cycles` ("measured": what ipi_cycles() measured here; a number: that
+    many cycles); the target of an IPI is charged ipi_entry_cycles, or what
+    was measured. Returns (rows, verdicts, why there is no verdict or None);
+    the rows are the strategies at the first cost, then at the next, ...; the
+    verdicts come from the measured cost's runs (or the first's)."""
     n = ncpus or len(cpus)
     rx = rx if rx is not None else max(1, n // 2)
     validate(rx, n, skbs, duration, defer_max, batch, repeat)
@@ -87,24 +95,37 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
                ("rings", layout.SKB_RING, rx * n_cons),
                ("defer_ctl", layout.DEFER_CTL, 1)]
     sides = defer_sides(strategies)
-    runs = {s: [] for s in sides}
-    # interleaved, each repeat in the reverse order of the one before (A B ..
-    # B A): a drift reaches every side alike; run r of each side is a pair
-    plan = [(r, s) for r in range(repeat) for s in (sides if r % 2 == 0 else sides[::-1])]
+    points = list(ipi_cycles)
+    runs = {(pt, s): [] for pt in points for s in sides}
+    # at each IPI cost in turn, interleaved, each repeat in the reverse order
+    # of the one before (A B .. B A): a drift reaches every side alike; run r
+    # of each side is a pair
+    plan = [(pt, r, s) for pt in points for r in range(repeat)
+            for s in (sides if r % 2 == 0 else sides[::-1])]
     with Machine(cpus=cpus, ncpus=ncpus, oversubscribe=oversubscribe, regions=regions) as m:
         names = m.segment.region_names
         idx = net.indices(m)
         ring, ctl = names.index("rings"), names.index("defer_ctl")
         overhead = _core.timer_overhead()
-        # an IPI's costs, measured once on this machine: the sender's, a real
-        # cross-CPU wake-up from the first consumer's real CPU to the first
-        # RX CPU's (the kick's direction); the target's, a real kernel entry
-        # and exit, charged to each hard IRQ it takes
-        wake = defer_rows.ipi_wake(_core.futex_wake_cycles(m.cpu_map[rx], m.cpu_map[0]))
-        entry = _core.syscall_cycles()
-        for i, (r, strategy) in enumerate(plan):
+        # an IPI's costs, measured once on this machine from the first
+        # consumer's real CPU to the first RX CPU's (the kick's direction):
+        # the send, charged to the sender; the entry, handling and exit,
+        # charged to the target (core/ipi.pyx); and a cross-CPU wake-up,
+        # reported as an upper bound on the send (core/wakeup.pyx)
+        sender, target = int(m.cpu_map[rx]), int(m.cpu_map[0])
+        figures = defer_rows.ipi_figures(_core.ipi_cycles(sender, target),
+                                         _core.syscall_cycles())
+        wake = defer_rows.ipi_wake(_core.futex_wake_cycles(sender, target))
+        charges = {}
+        for pt in points:
+            send, entry, send_how, entry_how = defer_rows.ipi_charges(
+                figures, None if pt == MEASURED else pt, ipi_entry_cycles)
+            charges[pt] = {"point": pt, "send": send, "entry": entry, "send_how": send_how,
+                           "entry_how": entry_how, "figures": figures, "wake": wake}
+        for i, (pt, r, strategy) in enumerate(plan):
             if progress:
-                progress(i, len(plan), f"{strategy} (run {r + 1} of {repeat})")
+                at = "" if len(points) == 1 else f", IPI send {pt}"
+                progress(i, len(plan), f"{strategy} (run {r + 1} of {repeat}{at})")
             _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS[lock_algo])
             m.region("rings")[:] = 0
             m.region("defer_ctl")[:] = 0
@@ -113,18 +134,24 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
             bugs0 = m.region("irq")["bugs"].sum(axis=0).copy()
             out = m.run(_cpu_body, idx, ring, ctl,
                         _core.DEFER_STRATEGIES[STRATEGY_OF.get(strategy, strategy)], defer_max,
-                        rx, n_cons, skbs or 0, duration or 0.0, batch, check, wake["cycles"],
-                        entry,
+                        rx, n_cons, skbs or 0, duration or 0.0, batch, check,
+                        charges[pt]["send"], charges[pt]["entry"],
                         expected=machine.work_seconds(skbs, duration, TYPICAL_SKBS_PER_S),
                         progress=_progress)
-            runs[strategy].append(defer_rows.measure(m, out, rx, overhead, spins0, bugs0, wake,
-                                                     entry))
-            runs[strategy][-1]["lock_checks"] = int(m.region("irq")["lock_checks"].sum()) - checks0
+            runs[pt, strategy].append(defer_rows.measure(m, out, rx, overhead, spins0, bugs0))
+            runs[pt, strategy][-1]["lock_checks"] = (int(m.region("irq")["lock_checks"].sum())
+                                                     - checks0)
         timing_valid = m.timing_valid
         cpu_map = [int(c) for c in m.cpu_map]
-    rows = [defer_rows.row(s, runs[s], cpu_map, rx, defer_max, batch, overhead, timing_valid)
-            for s in sides]
-    defer_rows.add_gains(rows, runs)
+    rows = []
+    for pt in points:
+        at = [defer_rows.row(s, runs[pt, s], cpu_map, rx, defer_max, batch, overhead,
+                             timing_valid, charges[pt]) for s in sides]
+        defer_rows.add_gains(at, {s: runs[pt, s] for s in sides})
+        rows += at
+    # seed 003's verdicts: at this machine's own IPI cost where it was run
+    pt = MEASURED if MEASURED in points else points[0]
+    runs = {s: runs[pt, s] for s in sides}
     if "irq" not in runs or "irqsave" not in runs:
         return rows, [], "seed 003's verdicts need the irq and irqsave strategies"
     if repeat < stats.MIN_SAMPLES:
@@ -147,14 +174,14 @@ def invariant_failures(rows):
 
 
 def _cpu_body(ctx, idx, ring, ctl, strategy, defer_max, rx, n_cons, skbs, duration, batch,
-              check, wake, entry):
+              check, ipi_send, ipi_entry):
     if ctx.cpu < rx:
         # RX CPU i receives its share of the skbs (0: until the duration ends)
         quota = skbs // rx + (1 if ctx.cpu < skbs % rx else 0)
         return _core.defer_rx_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx, n_cons,
-                                  ctl, quota, duration, check, irq_entry_cycles=int(entry))
+                                  ctl, quota, duration, check, irq_entry_cycles=round(ipi_entry))
     return _core.defer_consumer_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx,
-                                    n_cons, ctl, batch, check, ipi_wake_cycles=int(wake))[0]
+                                    n_cons, ctl, batch, check, ipi_send_cycles=round(ipi_send))[0]
 
 
 def _verdicts(runs, cpu, lock_algo, progress):
@@ -203,6 +230,13 @@ def add_options(p):
                    help="algorithm of defer_lock and the pool lock (default: qspinlock)")
     p.add_argument("--check", action="store_true",
                    help="run the lock/IRQ checker over every lock and flush")
+    p.add_argument("--ipi-cycles", type=bounded("--ipi-cycles"), metavar="LIST",
+                   help="also run every strategy with each IPI's send charged this many TSC "
+                        "cycles, a sweep such as 0,1000,10000 (always run: the send measured "
+                        "here)")
+    p.add_argument("--ipi-entry-cycles", type=bounded("--ipi-entry-cycles"), metavar="N",
+                   help="TSC cycles charged to the target of each IPI for its entry, handling "
+                        "and exit (default: measured here)")
 
 
 def params(args, cpus):
@@ -214,12 +248,14 @@ def params(args, cpus):
             "strategy": strategies, "skbs": args.skbs,
             "duration_s": None if args.skbs else (args.duration or DURATION),
             "defer_max": args.defer_max, "batch": args.batch, "repeat": args.repeat,
-            "lock": args.lock, "check": args.check, "oversubscribe": args.oversubscribe}
+            "lock": args.lock, "check": args.check, "oversubscribe": args.oversubscribe,
+            "ipi_cycles": [MEASURED] + list(args.ipi_cycles or []),
+            "ipi_entry_cycles": args.ipi_entry_cycles}
 
 
 def seconds(p, cpus):
     return estimate_seconds(len(defer_sides(p["strategy"])), p["repeat"], p["skbs"], p["duration_s"],
-                            p["ncpus"], len(cpus))
+                            p["ncpus"], len(cpus), len(p.get("ipi_cycles", [MEASURED])))
 
 
 def _run(cpus, p, progress=None):
@@ -227,7 +263,8 @@ def _run(cpus, p, progress=None):
         cpus, p["strategy"], rx=p["rx_cpus"], skbs=p["skbs"], duration=p["duration_s"],
         defer_max=p["defer_max"], batch=p["batch"], repeat=p["repeat"], check=p["check"],
         ncpus=p["ncpus"], oversubscribe=p["oversubscribe"], lock_algo=p["lock"],
-        progress=progress)
+        progress=progress, ipi_cycles=p.get("ipi_cycles", [MEASURED]),
+        ipi_entry_cycles=p.get("ipi_entry_cycles"))
     return Outcome(dict(p, rx_cpus=rows[0]["rx_cpus"]), rows, verdicts,
                    [f"no verdict: {why_not}"] if why_not else [])
 
@@ -236,7 +273,8 @@ def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "ncpus": len(cpus), "rx_cpus": None,
             "strategy": list(STRATEGIES), "skbs": None, "duration_s": 0.1 if quick else 0.3,
             "defer_max": DEFER_MAX, "batch": BATCH, "repeat": 6 if quick else 8,
-            "lock": "qspinlock", "check": False, "oversubscribe": False}
+            "lock": "qspinlock", "check": False, "oversubscribe": False,
+            "ipi_cycles": [MEASURED], "ipi_entry_cycles": None}
 
 
 def text(env, extra):
@@ -247,31 +285,37 @@ def text(env, extra):
              f"consumer(s) on real CPUs {format_cpus(sorted(set(r0['cpus'])))}, "
              f"defer_max {p['defer_max']}, batch {p['batch']}, "
              f"{p['repeat']} runs of {amount} per strategy, lock {p['lock']}"]
+    lines += ipi_lines(r0)
+    sweep = len(ipi_points(rows)) > 1
     cells = []
     for r in rows:
         per_m = 1e6 / r["received"] if r["received"] else 0.0
-        g = r.get("gain_over_none")
-        cells.append((r["strategy"], r["skbs_per_s"] / 1e6, r["skbs_per_s_min"] / 1e6,
-                      r["skbs_per_s_max"] / 1e6,
-                      f"{g['measured']:+.1f} [{g['interval'][0]:+.1f} .. {g['interval'][1]:+.1f}]"
-                      if g else None, r["defer_cycles"], r["flush_cycles"],
+        cells.append(((ipi_point_text(r),) if sweep else ()) + (
+                      r["strategy"], r["skbs_per_s"] / 1e6, r["skbs_per_s_min"] / 1e6,
+                      r["skbs_per_s_max"] / 1e6, gain_text(r.get("gain_over_none")),
+                      r["defer_cycles"], r["flush_cycles"],
                       r["flush_lock_cycles"], r["skbs_per_flush"], r["ipis"] * per_m,
+                      r.get("ipis_by_rule_per_m"),
                       r.get("ipi_send_cycles"), r["irq_entry_cycles"] if r["ipis"] else None,
                       r["fallback_frees"] * per_m, r.get("remote_frees", 0) * per_m,
                       r["lock_spins"] * per_m, "yes" if r["conserved"] else "NO"))
-    lines.append(table(cells, [
+    lines.append(table(cells, (["IPI send"] if sweep else []) + [
         "strategy", "M skbs/s", "min", "max", "% over none", "cyc/defer", "cyc/flush",
-        "cyc/flush lock", "skbs/flush", "IPIs/M", "cyc/IPI send", "cyc/IPI entry", "fallback/M",
-        "remote frees/M",
-        "spins/M",
-        "conserved"]))
+        "cyc/flush lock", "skbs/flush", "IPIs/M", "by rule/M", "cyc/IPI send", "cyc/IPI entry",
+        "fallback/M", "remote frees/M", "spins/M", "conserved"]))
     lines.append(f"M skbs/s: median of the runs, end to end; cyc/defer: cycles per "
                  f"skb_attempt_defer_free (1 call in 8 timed, less an IPI's send); cyc/flush: per "
                  f"skb_defer_free_flush, and of its locked take of the list; "
                  f"{r0['timer_overhead_cycles']} cycles of timer overhead subtracted from each; "
                  f"/M: per million skbs; remote frees: freed on a CPU that did not allocate "
                  f"them (none's every skb, the others' fallbacks); % over none: skbs/s, "
-                 f"paired run by run, 95 % interval; {ipi_legend(r0)}")
+                 f"paired run by run, 95 % interval; IPIs/M: kicks sent; by rule/M: the "
+                 f"kernel's rule at this load, one kick in each cycle of the list that passed "
+                 f"defer_max / 2 (flushes of more than {p['defer_max'] // 2} skbs; fewer are "
+                 f"sent while one is in flight); cyc/IPI send: the sender's cycles per IPI, "
+                 f"timed; cyc/IPI entry: the target's, charged per IPI taken.")
+    if sweep:
+        lines += [""] + sweep_lines(rows)
     lines.append("")
     buckets = ["1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127", ">=128"]
     lines.append("Flush sizes (skbs per flush: flushes):")
@@ -311,27 +355,126 @@ def text(env, extra):
     return "\n".join(lines)
 
 
-def ipi_legend(r):
-    """What an IPI's two costs are, and where the sender's was measured."""
-    w = r.get("ipi_wake")
-    where = ("no wake-up measured" if not w else
-             f"FUTEX_WAKE of a thread asleep in FUTEX_WAIT, real CPU {w['waker_cpu']} -> "
-             f"{w['sleeper_cpu']}" + ("" if w["cross_cpu"] else
-                                      " (one real CPU: a same-CPU wake-up, no IPI)") +
-             f", median of {w['woken']} wakes that woke it: {w['cycles']:.0f} cycles "
-             f"[{w['cycles_lo']:.0f} .. {w['cycles_hi']:.0f}], min {w['min']}, max {w['max']}")
-    return (f"cyc/IPI send: the sender's, per IPI, timed: a spin of what a real wake-up costs "
-            f"the waker here ({where}); cyc/IPI entry: the target's interrupt entry and exit, a "
-            f"spin of a real kernel entry and exit (getppid) measured here.")
+def _cycles(f):
+    """A measured figure: `median [low .. high] cycles (n)`."""
+    return (f"{f['cycles']:,.0f} [{f['cycles_lo']:,.0f} .. {f['cycles_hi']:,.0f}] cycles "
+            f"(median of {f['n']})")
+
+
+def ipi_lines(r):
+    """What an IPI costs here, how each part was measured, and what was
+    charged (docs/experiments/defer.md, "What an IPI costs")."""
+    ipi, w = r.get("ipi"), r.get("ipi_wake")
+    if not ipi:
+        return []
+    where = f"real CPU {ipi['sender_cpu']} -> {ipi['target_cpu']}"
+    if not ipi["send"]:
+        lines = [f"IPIs ({where}): one real CPU, so no IPI crosses CPUs here and none could "
+                 f"be measured; charged: send {r['ipi_send_charged']:,.0f} cycles "
+                 f"({ipi['send_charged_how']}), entry {r['irq_entry_cycles']:,.0f} cycles "
+                 f"({ipi['entry_charged_how']})"]
+    else:
+        lines = [f"IPI send, measured ({where}): {_cycles(ipi['send'])}: tgkill() of a signal "
+                 f"the target thread takes (signal_wake_up() kicks its CPU: one asynchronous "
+                 f"IPI) less tgkill() of one it blocks (no kick), paired; the sender does not "
+                 f"wait"]
+        if ipi["entry"]:
+            lines.append(f"IPI entry, measured: {_cycles(ipi['entry'])}: the gap a "
+                         f"membarrier() IPI leaves in a thread reading the TSC on the target "
+                         f"(entry, the kernel's handling, exit)")
+            lines.append(f"IPI round trip, reported: {_cycles(ipi['round_trip'])}: "
+                         f"membarrier() with the target thread running (one IPI, waited for), "
+                         f"against a floor of {_cycles(ipi['floor'])} with it asleep (no IPI)")
+        else:
+            lines.append("IPI entry: membarrier(PRIVATE_EXPEDITED) is not available here; the "
+                         "target is charged a kernel entry and exit (getppid) instead")
+    if w:
+        lines.append(f"cross-CPU wake-up, reported as an upper bound on the send, not charged: "
+                     f"{w['cycles']:,.0f} [{w['cycles_lo']:,.0f} .. {w['cycles_hi']:,.0f}] "
+                     f"cycles (FUTEX_WAKE of a thread asleep on real CPU {w['sleeper_cpu']}, "
+                     f"median of {w['woken']})")
+    charged = sorted({(x, str(y)) for x, y in [(r["ipi_send_charged"], ipi["send_charged_how"])]})
+    lines.append(f"charged per IPI: the sender {charged[0][0]:,.0f} cycles "
+                 f"({charged[0][1]}), as smp_call_function_single_async() pays; the target "
+                 f"{r['irq_entry_cycles']:,.0f} cycles ({ipi['entry_charged_how']}), as "
+                 f"generic_smp_call_function_single_interrupt() runs")
+    return lines
+
+
+def ipi_points(rows):
+    """The IPI send costs a run charged, in order: "measured" or cycles."""
+    out = []
+    for r in rows:
+        if r.get("ipi_cycles", MEASURED) not in out:
+            out.append(r.get("ipi_cycles", MEASURED))
+    return out
+
+
+def ipi_point_text(r):
+    pt = r.get("ipi_cycles", MEASURED)
+    return f"{r['ipi_send_charged']:,.0f} (measured)" if pt == MEASURED else f"{pt:,}"
+
+
+def gain_text(g):
+    if not g:
+        return None
+    return f"{g['measured']:+.1f} [{g['interval'][0]:+.1f} .. {g['interval'][1]:+.1f}]"
+
+
+def sweep_lines(rows):
+    """% over none of each list strategy at each IPI send cost, cheapest first."""
+    points = sorted(ipi_points(rows), key=lambda pt: _send_of(rows, pt))
+    strategies = [r["strategy"] for r in rows
+                  if r.get("ipi_cycles", MEASURED) == points[0] and r["strategy"] != "none"]
+    at = {(r.get("ipi_cycles", MEASURED), r["strategy"]): r for r in rows}
+    cells = [[s] + [gain_text(at[pt, s].get("gain_over_none")) for pt in points]
+             for s in strategies]
+    heads = ["% over none at IPI send"] + [
+        f"{_send_of(rows, pt):,.0f}" + (" (here)" if pt == MEASURED else "") for pt in points]
+    return [table(cells, heads),
+            "(cycles charged to the sender per IPI; the target's entry the same throughout)"]
+
+
+def _send_of(rows, pt):
+    return next(r["ipi_send_charged"] for r in rows if r.get("ipi_cycles", MEASURED) == pt)
 
 
 def plot(ax, rows):
+    if len(ipi_points(rows)) > 1:
+        return plot_sweep(ax, rows)
     med = [r["skbs_per_s"] / 1e6 for r in rows]
     err = [[m - r["skbs_per_s_min"] / 1e6 for m, r in zip(med, rows)],
            [r["skbs_per_s_max"] / 1e6 - m for m, r in zip(med, rows)]]
     ax.bar([r["strategy"] for r in rows], med, yerr=err, capsize=6)
     ax.set_ylabel("million skbs per second, end to end (median, min-max)")
     ax.set_title("skb defer-free list strategies")
+
+
+def plot_sweep(ax, rows):
+    """% over none against the IPI's send cost, with interval bands; this
+    machine's measured send marked."""
+    points = sorted(ipi_points(rows), key=lambda pt: _send_of(rows, pt))
+    xs = [_send_of(rows, pt) for pt in points]
+    at = {(r.get("ipi_cycles", MEASURED), r["strategy"]): r for r in rows}
+    for s in dict.fromkeys(r["strategy"] for r in rows if r["strategy"] != "none"):
+        gains = [at[pt, s].get("gain_over_none") for pt in points]
+        pts = [(x, g) for x, g in zip(xs, gains) if g]
+        if not pts:
+            continue
+        line, = ax.plot([x for x, _ in pts], [g["measured"] for _, g in pts], marker="o",
+                        label=s)
+        ax.fill_between([x for x, _ in pts], [g["interval"][0] for _, g in pts],
+                        [g["interval"][1] for _, g in pts], color=line.get_color(), alpha=0.2)
+    ax.axhline(0, color="black", linewidth=0.8)
+    if MEASURED in points:
+        here = _send_of(rows, MEASURED)
+        ax.axvline(here, color="grey", linestyle="--")
+        ax.annotate(f"this machine: {here:,.0f}", (here, 0), textcoords="offset points",
+                    xytext=(4, 6), color="grey")
+    ax.set_xlabel("cycles charged to the sender per IPI (TSC cycles)")
+    ax.set_ylabel("% skbs/s over none (median, 95 % interval)")
+    ax.set_title("defer lists against no list, as an IPI's cost varies")
+    ax.legend()
 
 
 EXPERIMENT = Experiment(
@@ -342,7 +485,7 @@ EXPERIMENT = Experiment(
                 "lists in net_rx_action(). Each lock strategy runs --repeat times, "
                 "interleaved; ends with seed 003's two verdicts.",
     add_options=add_options, params=params, seconds=seconds, run=_run, text=text,
-    metric=Metric(("strategy",), "skbs_per_s", "skbs_per_s_samples", "skbs_per_s_min",
-                  "skbs_per_s_max"),
+    metric=Metric(("strategy", "ipi_cycles"), "skbs_per_s", "skbs_per_s_samples",
+                  "skbs_per_s_min", "skbs_per_s_max", defaults={"ipi_cycles": MEASURED}),
     plan=plan, min_cpus=2, invariant_failures=invariant_failures, plot=plot,
 )

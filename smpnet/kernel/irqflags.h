@@ -73,9 +73,11 @@ static inline void native_restore_fl(unsigned long flags)
 
 static void do_softirq(struct cpu_ctx *c);
 
-/* The interrupt's entry and exit on the target, as a calibrated spin (the
- * cost of a real kernel entry and exit measured on this machine: see
- * syscall_cycles() in core/clock.pyx); nothing when it is 0. */
+/* The interrupt's entry, the kernel's handling of it and its exit on the
+ * target, as a calibrated spin: what a real IPI costs the CPU it
+ * interrupts on this machine (ipi_cycles()'s entry in core/ipi.pyx: the
+ * gap an IPI leaves in a thread's TSC readings there), measured once per
+ * run; nothing when it is 0. The model's handler runs on top. */
 static inline void irq_entry_cost(const struct cpu_ctx *c)
 {
 	tsc_spend(c->irq_entry_cycles);
@@ -147,26 +149,25 @@ static inline int spin_wait(struct cpu_ctx *c)
 	return 0;
 }
 
-/* Raise `vector` on `target`: what the sender's APIC write does. The
- * sender also pays c->ipi_wake_cycles, what a real cross-CPU wake-up costs
- * the waker on this machine (a FUTEX_WAKE that woke a thread asleep on
- * another real CPU: futex_wake_cycles() in core/wakeup.pyx, measured once
- * per run), spent as a calibrated spin and timed into ipi_send_cycles.
- * Why a spin and not a wake-up per IPI: the target's worker busy-polls and
- * never sleeps, so a real FUTEX_WAKE here would find nobody to wake and
- * cost a system call, not a wake-up; making the worker sleep would change
- * what is measured on the target's side. The spin charges the figure that
- * was measured with a real sleeper, and no more. */
+/* Raise `vector` on `target` and return: smp_call_function_single_async()
+ * (kernel/smp.c) queues its csd on the target's call_single_queue (here:
+ * the bit in the target's pending word, set atomically on the target's
+ * line) and sends one IPI, and never waits for the target. The sender pays
+ * c->ipi_send_cost for the send, what an IPI's send costs on this machine
+ * (the ICR write, a VM exit in many guests: ipi_cycles() in core/ipi.pyx,
+ * measured once per run, or --ipi-cycles), as a calibrated spin timed into
+ * ipi_send_cycles. The target's side (entry, handler, exit) is charged to
+ * the target when it takes the IPI: irq_entry_cost(). */
 static inline void send_ipi(struct cpu_ctx *c, int target, unsigned int vector)
 {
 	struct irq_cpustat *t = (struct irq_cpustat *)per_cpu_ptr(c->hdr, REGION_IRQ, target);
 
 	__atomic_fetch_or(&t->irq_pending, 1U << vector, __ATOMIC_SEQ_CST);
 	c->irq->ipis_sent++;
-	if (c->ipi_wake_cycles) {
+	if (c->ipi_send_cost) {
 		uint64_t t0 = tsc_read_unordered();
 
-		tsc_spend(c->ipi_wake_cycles);
+		tsc_spend(c->ipi_send_cost);
 		c->irq->ipi_send_cycles += tsc_read_unordered() - t0;
 	}
 }

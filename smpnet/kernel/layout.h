@@ -246,6 +246,7 @@ static const struct smp_field skb_stats_fields[] = {
 	SMP_FIELD(skb_stats, ipis),
 	SMP_FIELD(skb_stats, flushes),
 	SMP_FIELD(skb_stats, flushed),
+	SMP_FIELD(skb_stats, flushes_past_half),
 	SMP_FIELD(skb_stats, flush_cycles),
 	SMP_FIELD(skb_stats, flush_lock_cycles),
 	SMP_FIELD(skb_stats, max_flush),

@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 14	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 15	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -176,7 +176,7 @@ struct irq_cpustat {
 	uint32_t first_bug_lock;	/* id of the lock it named */
 	uint64_t flags_saves;		/* checker: real flags reads (pushf; pop) of a save,
 					 * so that tests see which path ran */
-	uint64_t ipi_send_cycles;	/* TSC cycles this CPU spent in IPIs' wake-ups */
+	uint64_t ipi_send_cycles;	/* TSC cycles this CPU spent sending IPIs */
 };
 
 /* The record of emulated CPU `cpu` in a region. */

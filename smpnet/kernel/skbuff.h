@@ -134,6 +134,9 @@ struct skb_stats {			/* per CPU, in shared memory */
 	uint64_t ipis;			/* defer kicks sent */
 	uint64_t flushes;
 	uint64_t flushed;
+	uint64_t flushes_past_half;	/* flushes of more than defer_max / 2 skbs: the cycles in
+					 * which the kernel's rule kicks (one IPI each, unless
+					 * the last is still in flight) */
 	uint64_t flush_cycles;		/* whole flushes, timer overhead included */
 	uint64_t flush_lock_cycles;	/* the locked take of the list, timer overhead included */
 	uint64_t max_flush;
@@ -627,6 +630,8 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 	t2 = tsc_read_unordered();	/* the flush's end: one serialising pair is enough */
 	n->stats->flushes++;
 	n->stats->flushed += nr;
+	if (nr > (n->defer_max >> 1))
+		n->stats->flushes_past_half++;
 	n->stats->flush_lock_cycles += t1 - t0;
 	n->stats->flush_lock_sample[n->stats->nr_flush_samples++ % FLUSH_SAMPLES] =
 		(uint32_t)(t1 - t0 < 0xffffffffu ? t1 - t0 : 0xffffffffu);

@@ -33,7 +33,7 @@ struct cpu_ctx {
 	struct spinlock *irq_test_lock;	/* taken by the test IRQ handler, if set */
 	uint64_t spin_deadline;		/* TSC after which a lock wait gives up; 0: never */
 	struct net_ctx *net;		/* the network model, for CPUs that run it */
-	uint64_t ipi_wake_cycles;	/* what waking an IPI's target costs its sender; 0: nothing */
+	uint64_t ipi_send_cost;		/* what sending an IPI costs its sender; 0: nothing */
 	uint64_t irq_entry_cycles;	/* what a hard IRQ's entry and exit cost; 0: nothing */
 	int lock_algo;			/* the algorithm of every lock this CPU takes by the
 					 * kernel's names (spinlock.h's spin_algo()), as a
@@ -52,7 +52,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->irq_test_lock = NULL;
 	c->spin_deadline = 0;
 	c->net = NULL;
-	c->ipi_wake_cycles = 0;
+	c->ipi_send_cost = 0;
 	c->irq_entry_cycles = 0;
 	c->lock_algo = -1;
 }

@@ -12,7 +12,7 @@ cdef extern from "smp.h" nogil:
         spinlock_t *irq_test_lock
         uint64_t spin_deadline
         void *net
-        uint64_t ipi_wake_cycles
+        uint64_t ipi_send_cost
         uint64_t irq_entry_cycles
         int lock_algo
 
