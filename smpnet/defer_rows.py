@@ -40,22 +40,26 @@ def ipi_figures(ipi, syscall_cycles):
     return out
 
 
-def ipi_charges(figures, send=None, entry=None):
-    """(cycles charged to an IPI's sender, to its target, how each was had):
-    `send` and `entry` given (--ipi-cycles, --ipi-entry-cycles) or measured.
+def ipi_charges(figures, cycles=None, entry=None):
+    """(cycles charged to an IPI's sender, to its target, how each was had).
+    `cycles` (an --ipi-cycles point) charges both sides that many; None, what
+    was measured. `entry` (--ipi-entry-cycles) sets the target's either way.
     With one real CPU no IPI could be measured: the send is charged nothing,
     the target a kernel entry and exit."""
-    if send is None:
-        f = figures["send"]
-        send, send_how = (max(0.0, f["cycles"]), "measured") if f else (0.0, "none: one real CPU")
-    else:
-        send_how = "--ipi-cycles"
-    if entry is None:
-        f = figures["entry"]
-        entry, entry_how = ((f["cycles"], "measured") if f else
-                            (figures["syscall_cycles"], "a kernel entry and exit (getppid)"))
-    else:
+    if entry is not None:
         entry_how = "--ipi-entry-cycles"
+    elif cycles is not None:
+        entry, entry_how = cycles, "--ipi-cycles"
+    elif figures["entry"]:
+        entry, entry_how = figures["entry"]["cycles"], "measured"
+    else:
+        entry, entry_how = figures["syscall_cycles"], "a kernel entry and exit (getppid)"
+    if cycles is not None:
+        send, send_how = cycles, "--ipi-cycles"
+    elif figures["send"]:
+        send, send_how = max(0.0, figures["send"]["cycles"]), "measured"
+    else:
+        send, send_how = 0.0, "none: one real CPU"
     return float(send), float(entry), send_how, entry_how
 
 

@@ -282,7 +282,7 @@ def test_ipi_cycles_and_ipi_entry_cycles_change_what_is_charged(allowed):
     assert at[7000, "irq"]["ipi_send_charged"] == 7000
     assert at[7000, "irq"]["ipi"]["send_charged_how"] == "--ipi-cycles"
     assert at[0, "irq"]["ipi_send_charged"] == 0
-    assert all(r["irq_entry_cycles"] == 3000 for r in rows)
+    assert all(r["irq_entry_cycles"] == 3000 for r in rows)     # the target's, throughout
     assert all(r["ipi"]["entry_charged_how"] == "--ipi-entry-cycles" for r in rows)
     if at[7000, "irq"]["ipis"]:     # spun at least the charge per IPI
         assert at[7000, "irq"]["ipi_send_cycles"] >= 7000
@@ -290,6 +290,12 @@ def test_ipi_cycles_and_ipi_entry_cycles_change_what_is_charged(allowed):
         assert at[0, "irq"]["ipi_send_cycles"] == 0
     # each point has its own gain over none, paired within the point
     assert {r["ipi_cycles"] for r in rows if "gain_over_none" in r} == {"measured", 7000, 0}
+    # without --ipi-entry-cycles a point charges both sides; measured, the entry measured
+    rows, _, _ = defer.run(allowed, ["irq"], skbs=5000, repeat=1, ncpus=2, oversubscribe=True,
+                           ipi_cycles=["measured", 7000])
+    assert rows[1]["irq_entry_cycles"] == rows[1]["ipi_send_charged"] == 7000
+    assert rows[1]["ipi"]["entry_charged_how"] == "--ipi-cycles"
+    assert rows[0]["ipi"]["entry_charged_how"] in ("measured", "a kernel entry and exit (getppid)")
 
 
 def test_ipis_sent_never_exceed_the_kernels_rule_at_that_load(allowed):

@@ -79,10 +79,10 @@ def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, re
 def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_max=DEFER_MAX,
         batch=BATCH, repeat=REPEAT, check=False, ncpus=None, oversubscribe=False,
         lock_algo="qspinlock", progress=None, ipi_cycles=(MEASURED,), ipi_entry_cycles=None):
-    """Run every strategy `repeat` times at each IPI send cost of
-    `ipi_cycles` ("measured": what ipi_cycles() measured here; a number: that
-    many cycles); the target of an IPI is charged ipi_entry_cycles, or what
-    was measured. Returns (rows, verdicts, why there is no verdict or None);
+    """Run every strategy `repeat` times at each IPI cost of `ipi_cycles`
+    ("measured": what ipi_cycles() measured here, the send to the sender and
+    the entry to the target; a number: that many cycles to each);
+    ipi_entry_cycles, if given, is the target's throughout. Returns (rows, verdicts, why there is no verdict or None);
     the rows are the strategies at the first cost, then at the next, ...; the
     verdicts come from the measured cost's runs (or the first's)."""
     n = ncpus or len(cpus)
@@ -124,7 +124,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
                            "entry_how": entry_how, "figures": figures, "wake": wake}
         for i, (pt, r, strategy) in enumerate(plan):
             if progress:
-                at = "" if len(points) == 1 else f", IPI send {pt}"
+                at = "" if len(points) == 1 else f", IPI cost {pt}"
                 progress(i, len(plan), f"{strategy} (run {r + 1} of {repeat}{at})")
             _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS[lock_algo])
             m.region("rings")[:] = 0
@@ -231,9 +231,9 @@ def add_options(p):
     p.add_argument("--check", action="store_true",
                    help="run the lock/IRQ checker over every lock and flush")
     p.add_argument("--ipi-cycles", type=bounded("--ipi-cycles"), metavar="LIST",
-                   help="also run every strategy with each IPI's send charged this many TSC "
-                        "cycles, a sweep such as 0,1000,10000 (always run: the send measured "
-                        "here)")
+                   help="also run every strategy with each IPI charged this many TSC cycles "
+                        "on each side (the sender's send, the target's entry), a sweep such as "
+                        "0,1000,10000 (always run: the costs measured here)")
     p.add_argument("--ipi-entry-cycles", type=bounded("--ipi-entry-cycles"), metavar="N",
                    help="TSC cycles charged to the target of each IPI for its entry, handling "
                         "and exit (default: measured here)")
@@ -290,7 +290,7 @@ def text(env, extra):
     cells = []
     for r in rows:
         per_m = 1e6 / r["received"] if r["received"] else 0.0
-        cells.append(((ipi_point_text(r),) if sweep else ()) + (
+        cells.append(((ipi_point_text(r), r["irq_entry_cycles"]) if sweep else ()) + (
                       r["strategy"], r["skbs_per_s"] / 1e6, r["skbs_per_s_min"] / 1e6,
                       r["skbs_per_s_max"] / 1e6, gain_text(r.get("gain_over_none")),
                       r["defer_cycles"], r["flush_cycles"],
@@ -299,7 +299,7 @@ def text(env, extra):
                       r.get("ipi_send_cycles"), r["irq_entry_cycles"] if r["ipis"] else None,
                       r["fallback_frees"] * per_m, r.get("remote_frees", 0) * per_m,
                       r["lock_spins"] * per_m, "yes" if r["conserved"] else "NO"))
-    lines.append(table(cells, (["IPI send"] if sweep else []) + [
+    lines.append(table(cells, (["IPI send", "IPI entry"] if sweep else []) + [
         "strategy", "M skbs/s", "min", "max", "% over none", "cyc/defer", "cyc/flush",
         "cyc/flush lock", "skbs/flush", "IPIs/M", "by rule/M", "cyc/IPI send", "cyc/IPI entry",
         "fallback/M", "remote frees/M", "spins/M", "conserved"]))
@@ -429,10 +429,12 @@ def sweep_lines(rows):
     at = {(r.get("ipi_cycles", MEASURED), r["strategy"]): r for r in rows}
     cells = [[s] + [gain_text(at[pt, s].get("gain_over_none")) for pt in points]
              for s in strategies]
-    heads = ["% over none at IPI send"] + [
+    heads = ["% over none at IPI cost"] + [
         f"{_send_of(rows, pt):,.0f}" + (" (here)" if pt == MEASURED else "") for pt in points]
     return [table(cells, heads),
-            "(cycles charged to the sender per IPI; the target's entry the same throughout)"]
+            "(TSC cycles charged per IPI: to the sender, and to the target unless "
+            "--ipi-entry-cycles set it; here: the sender's measured send, the target its "
+            "measured entry)"]
 
 
 def _send_of(rows, pt):
@@ -456,7 +458,7 @@ def plot_sweep(ax, rows):
     points = sorted(ipi_points(rows), key=lambda pt: _send_of(rows, pt))
     xs = [_send_of(rows, pt) for pt in points]
     at = {(r.get("ipi_cycles", MEASURED), r["strategy"]): r for r in rows}
-    for s in dict.fromkeys(r["strategy"] for r in rows if r["strategy"] != "none"):
+    for s in dict.fromkeys(r["strategy"] for r in rows if r["strategy"] not in ("none", AA)):
         gains = [at[pt, s].get("gain_over_none") for pt in points]
         pts = [(x, g) for x, g in zip(xs, gains) if g]
         if not pts:
@@ -467,13 +469,15 @@ def plot_sweep(ax, rows):
                         [g["interval"][1] for _, g in pts], color=line.get_color(), alpha=0.2)
     ax.axhline(0, color="black", linewidth=0.8)
     if MEASURED in points:
-        here = _send_of(rows, MEASURED)
-        ax.axvline(here, color="grey", linestyle="--")
-        ax.annotate(f"this machine: {here:,.0f}", (here, 0), textcoords="offset points",
-                    xytext=(4, 6), color="grey")
-    ax.set_xlabel("cycles charged to the sender per IPI (TSC cycles)")
+        here = next(r for r in rows if r.get("ipi_cycles", MEASURED) == MEASURED)
+        ax.axvline(here["ipi_send_charged"], color="grey", linestyle="--")
+        ax.annotate(f"this machine: send {here['ipi_send_charged']:,.0f},\n"
+                    f"entry {here['irq_entry_cycles']:,.0f}", (here["ipi_send_charged"], 0),
+                    textcoords="offset points", xytext=(4, 6), color="grey")
+    ax.set_xlabel("TSC cycles charged per IPI, to the sender and to the target "
+                  "(this machine's: the send)")
     ax.set_ylabel("% skbs/s over none (median, 95 % interval)")
-    ax.set_title("defer lists against no list, as an IPI's cost varies")
+    ax.set_title("defer lists against no list (none), as an IPI's cost varies")
     ax.legend()
 
 
