@@ -7,62 +7,6 @@ import statistics
 from . import layout, net, stats
 
 
-def ipi_wake(w):
-    """_core.futex_wake_cycles()'s result as the rows carry it: the median
-    with its 95 % interval, min and max, and where it was measured; not the
-    samples."""
-    return {**stats.median_fields("cycles", w["samples"]),
-            **{k: w[k] for k in ("min", "max", "rounds", "woken", "missed", "waker_cpu",
-                                 "sleeper_cpu", "cross_cpu", "complete")}}
-
-
-def _figure(samples):
-    """A list of per-round cycles as the rows carry it: median, its 95 %
-    interval, min, max and how many; None for no samples."""
-    if not samples:
-        return None
-    return {**stats.median_fields("cycles", samples), "min": min(samples), "max": max(samples),
-            "n": len(samples)}
-
-
-def ipi_figures(ipi, syscall_cycles):
-    """_core.ipi_cycles()'s result as the rows carry it (core/ipi.pyx): the
-    send (tgkill with a kick less without, paired), the target's entry (an
-    IPI's gap on a spinning thread), the round trip and its floor (membarrier
-    with and without the peer running), each a median with its interval; and
-    what the target is charged where membarrier gave no entry: a real kernel
-    entry and exit (getppid, syscall_cycles)."""
-    out = {k: ipi[k] for k in ("sender_cpu", "target_cpu", "cross_cpu", "membarrier",
-                               "rounds", "complete")}
-    for name in ("send", "entry", "round_trip", "floor"):
-        out[name] = _figure(ipi[name])
-    out["syscall_cycles"] = syscall_cycles
-    return out
-
-
-def ipi_charges(figures, cycles=None, entry=None):
-    """(cycles charged to an IPI's sender, to its target, how each was had).
-    `cycles` (an --ipi-cycles point) charges both sides that many; None, what
-    was measured. `entry` (--ipi-entry-cycles) sets the target's either way.
-    With one real CPU no IPI could be measured: the send is charged nothing,
-    the target a kernel entry and exit."""
-    if entry is not None:
-        entry_how = "--ipi-entry-cycles"
-    elif cycles is not None:
-        entry, entry_how = cycles, "--ipi-cycles"
-    elif figures["entry"]:
-        entry, entry_how = figures["entry"]["cycles"], "measured"
-    else:
-        entry, entry_how = figures["syscall_cycles"], "a kernel entry and exit (getppid)"
-    if cycles is not None:
-        send, send_how = cycles, "--ipi-cycles"
-    elif figures["send"]:
-        send, send_how = max(0.0, figures["send"]["cycles"]), "measured"
-    else:
-        send, send_how = 0.0, "none: one real CPU"
-    return float(send), float(entry), send_how, entry_how
-
-
 def measure(m, cycles, rx, overhead, spins0, bugs0):
     st = m.region("skb_stats")
     tsc_hz = float(m.header["tsc_hz"])

@@ -8,6 +8,8 @@ strategy of the list's history runs `repeat` times, interleaved, so that the
 spread between runs is the noise against which strategies are compared.
 """
 from .. import _core, defer_rows, layout, lockbench, machine, net, report, stats
+from ..defer_ipi import (AA, MEASURED, gain_text, ipi_charges, ipi_figures, ipi_lines,
+                         ipi_point_text, ipi_points, ipi_wake, plot_sweep, sweep_lines)
 from ..bounds import MAX_DEFER_MAX, MAX_REPEAT, MAX_SKBS
 from ..cpus import format_cpus
 from ..errors import BadInput
@@ -25,13 +27,11 @@ DURATION = 0.3
 # 2 vCPUs). A slower run (the checker on, oversubscribed) keeps the watchdog
 # waiting by its progress count.
 TYPICAL_SKBS_PER_S = 1e7
-AA = "irq (A/A)"            # seed 003's A/A control: irq a second time, in the same rounds
 STRATEGY_OF = {AA: "irq"}   # the strategy a side runs
 # seed 003's per-op cost, uncontended: its two variants, irqsave's control and the A/A
 OP_VARIANTS = ["irq", "irqsave"]
 OP_PLAN = lockbench.suite_plan(["qspinlock"], OP_VARIANTS, locks_only=True)
 OP_ROUNDS = 20   # 10 blocks of two rounds, as locks
-MEASURED = "measured"   # an --ipi-cycles point: the send measured here (core/ipi.pyx)
 
 
 def pool_size(ncpus, n_rx, n_consumers, defer_max):
@@ -113,12 +113,12 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
         # charged to the target (core/ipi.pyx); and a cross-CPU wake-up,
         # reported as an upper bound on the send (core/wakeup.pyx)
         sender, target = int(m.cpu_map[rx]), int(m.cpu_map[0])
-        figures = defer_rows.ipi_figures(_core.ipi_cycles(sender, target),
+        figures = ipi_figures(_core.ipi_cycles(sender, target),
                                          _core.syscall_cycles())
-        wake = defer_rows.ipi_wake(_core.futex_wake_cycles(sender, target))
+        wake = ipi_wake(_core.futex_wake_cycles(sender, target))
         charges = {}
         for pt in points:
-            send, entry, send_how, entry_how = defer_rows.ipi_charges(
+            send, entry, send_how, entry_how = ipi_charges(
                 figures, None if pt == MEASURED else pt, ipi_entry_cycles)
             charges[pt] = {"point": pt, "send": send, "entry": entry, "send_how": send_how,
                            "entry_how": entry_how, "figures": figures, "wake": wake}
@@ -355,92 +355,6 @@ def text(env, extra):
     return "\n".join(lines)
 
 
-def _cycles(f):
-    """A measured figure: `median [low .. high] cycles (n)`."""
-    return (f"{f['cycles']:,.0f} [{f['cycles_lo']:,.0f} .. {f['cycles_hi']:,.0f}] cycles "
-            f"(median of {f['n']})")
-
-
-def ipi_lines(r):
-    """What an IPI costs here, how each part was measured, and what was
-    charged (docs/experiments/defer.md, "What an IPI costs")."""
-    ipi, w = r.get("ipi"), r.get("ipi_wake")
-    if not ipi:
-        return []
-    where = f"real CPU {ipi['sender_cpu']} -> {ipi['target_cpu']}"
-    if not ipi["send"]:
-        lines = [f"IPIs ({where}): one real CPU, so no IPI crosses CPUs here and none could "
-                 f"be measured; charged: send {r['ipi_send_charged']:,.0f} cycles "
-                 f"({ipi['send_charged_how']}), entry {r['irq_entry_cycles']:,.0f} cycles "
-                 f"({ipi['entry_charged_how']})"]
-    else:
-        lines = [f"IPI send, measured ({where}): {_cycles(ipi['send'])}: tgkill() of a signal "
-                 f"the target thread takes (signal_wake_up() kicks its CPU: one asynchronous "
-                 f"IPI) less tgkill() of one it blocks (no kick), paired; the sender does not "
-                 f"wait"]
-        if ipi["entry"]:
-            lines.append(f"IPI entry, measured: {_cycles(ipi['entry'])}: the gap a "
-                         f"membarrier() IPI leaves in a thread reading the TSC on the target "
-                         f"(entry, the kernel's handling, exit)")
-            lines.append(f"IPI round trip, reported: {_cycles(ipi['round_trip'])}: "
-                         f"membarrier() with the target thread running (one IPI, waited for), "
-                         f"against a floor of {_cycles(ipi['floor'])} with it asleep (no IPI)")
-        else:
-            lines.append("IPI entry: membarrier(PRIVATE_EXPEDITED) is not available here; the "
-                         "target is charged a kernel entry and exit (getppid) instead")
-    if w:
-        lines.append(f"cross-CPU wake-up, reported as an upper bound on the send, not charged: "
-                     f"{w['cycles']:,.0f} [{w['cycles_lo']:,.0f} .. {w['cycles_hi']:,.0f}] "
-                     f"cycles (FUTEX_WAKE of a thread asleep on real CPU {w['sleeper_cpu']}, "
-                     f"median of {w['woken']})")
-    charged = sorted({(x, str(y)) for x, y in [(r["ipi_send_charged"], ipi["send_charged_how"])]})
-    lines.append(f"charged per IPI: the sender {charged[0][0]:,.0f} cycles "
-                 f"({charged[0][1]}), as smp_call_function_single_async() pays; the target "
-                 f"{r['irq_entry_cycles']:,.0f} cycles ({ipi['entry_charged_how']}), as "
-                 f"generic_smp_call_function_single_interrupt() runs")
-    return lines
-
-
-def ipi_points(rows):
-    """The IPI send costs a run charged, in order: "measured" or cycles."""
-    out = []
-    for r in rows:
-        if r.get("ipi_cycles", MEASURED) not in out:
-            out.append(r.get("ipi_cycles", MEASURED))
-    return out
-
-
-def ipi_point_text(r):
-    pt = r.get("ipi_cycles", MEASURED)
-    return f"{r['ipi_send_charged']:,.0f} (measured)" if pt == MEASURED else f"{pt:,}"
-
-
-def gain_text(g):
-    if not g:
-        return None
-    return f"{g['measured']:+.1f} [{g['interval'][0]:+.1f} .. {g['interval'][1]:+.1f}]"
-
-
-def sweep_lines(rows):
-    """% over none of each list strategy at each IPI send cost, cheapest first."""
-    points = sorted(ipi_points(rows), key=lambda pt: _send_of(rows, pt))
-    strategies = [r["strategy"] for r in rows
-                  if r.get("ipi_cycles", MEASURED) == points[0] and r["strategy"] != "none"]
-    at = {(r.get("ipi_cycles", MEASURED), r["strategy"]): r for r in rows}
-    cells = [[s] + [gain_text(at[pt, s].get("gain_over_none")) for pt in points]
-             for s in strategies]
-    heads = ["% over none at IPI cost"] + [
-        f"{_send_of(rows, pt):,.0f}" + (" (here)" if pt == MEASURED else "") for pt in points]
-    return [table(cells, heads),
-            "(TSC cycles charged per IPI: to the sender, and to the target unless "
-            "--ipi-entry-cycles set it; here: the sender's measured send, the target its "
-            "measured entry)"]
-
-
-def _send_of(rows, pt):
-    return next(r["ipi_send_charged"] for r in rows if r.get("ipi_cycles", MEASURED) == pt)
-
-
 def plot(ax, rows):
     if len(ipi_points(rows)) > 1:
         return plot_sweep(ax, rows)
@@ -450,35 +364,6 @@ def plot(ax, rows):
     ax.bar([r["strategy"] for r in rows], med, yerr=err, capsize=6)
     ax.set_ylabel("million skbs per second, end to end (median, min-max)")
     ax.set_title("skb defer-free list strategies")
-
-
-def plot_sweep(ax, rows):
-    """% over none against the IPI's send cost, with interval bands; this
-    machine's measured send marked."""
-    points = sorted(ipi_points(rows), key=lambda pt: _send_of(rows, pt))
-    xs = [_send_of(rows, pt) for pt in points]
-    at = {(r.get("ipi_cycles", MEASURED), r["strategy"]): r for r in rows}
-    for s in dict.fromkeys(r["strategy"] for r in rows if r["strategy"] not in ("none", AA)):
-        gains = [at[pt, s].get("gain_over_none") for pt in points]
-        pts = [(x, g) for x, g in zip(xs, gains) if g]
-        if not pts:
-            continue
-        line, = ax.plot([x for x, _ in pts], [g["measured"] for _, g in pts], marker="o",
-                        label=s)
-        ax.fill_between([x for x, _ in pts], [g["interval"][0] for _, g in pts],
-                        [g["interval"][1] for _, g in pts], color=line.get_color(), alpha=0.2)
-    ax.axhline(0, color="black", linewidth=0.8)
-    if MEASURED in points:
-        here = next(r for r in rows if r.get("ipi_cycles", MEASURED) == MEASURED)
-        ax.axvline(here["ipi_send_charged"], color="grey", linestyle="--")
-        ax.annotate(f"this machine: send {here['ipi_send_charged']:,.0f},\n"
-                    f"entry {here['irq_entry_cycles']:,.0f}", (here["ipi_send_charged"], 0),
-                    textcoords="offset points", xytext=(4, 6), color="grey")
-    ax.set_xlabel("TSC cycles charged per IPI, to the sender and to the target "
-                  "(this machine's: the send)")
-    ax.set_ylabel("% skbs/s over none (median, 95 % interval)")
-    ax.set_title("defer lists against no list (none), as an IPI's cost varies")
-    ax.legend()
 
 
 EXPERIMENT = Experiment(
