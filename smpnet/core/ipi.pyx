@@ -102,23 +102,11 @@ cdef void ipi_on_kick(int sig) noexcept nogil:
 
 
 cdef inline bint ipi_wait_step(ipi_pair *p) noexcept nogil:
-    cpu_relax()
-    if atomic_read(&p.stop) or mono_ns() >= p.deadline_ns:
-        atomic_set(&p.stop, 1)
-        return False
-    return True
+    return pair_wait_step(&p.stop, p.deadline_ns, False)
 
 
 cdef inline bint ipi_pin(ipi_pair *p, int side) noexcept nogil:
-    cdef cpu_set_t s
-    CPU_ZERO(&s)
-    CPU_SET(p.cpu[side], &s)
-    if sched_setaffinity(0, sizeof(s), &s) != 0:
-        p.pin_err = errno
-        atomic_set(&p.stop, 1)
-        return False
-    p.ran_on[side] = sched_getcpu()
-    return True
+    return pair_pin(p.cpu[side], &p.ran_on[side], &p.pin_err, &p.stop)
 
 
 cdef void *ipi_peer(void *arg) noexcept nogil:

@@ -74,29 +74,42 @@ cdef struct wake_pair:
     uint64_t *cycles        # rounds of them
 
 
-cdef inline bint wake_wait_step(wake_pair *p) noexcept nogil:
+# Shared by the measuring thread pairs here and in ipi.pyx, each with its
+# own record: its stop flag, deadline, CPUs and pinning error.
+
+cdef inline bint pair_wait_step(uint32_t *stop, uint64_t deadline_ns, bint same_cpu) noexcept nogil:
     """One step of a wait: pause (or yield on one CPU); False once the
-    deadline passed or the other side gave up."""
-    if p.same_cpu:
+    deadline passed or the other side gave up (and then *stop is set)."""
+    if same_cpu:
         sched_yield()
     else:
         cpu_relax()
-    if atomic_read(&p.stop) or mono_ns() >= p.deadline_ns:
-        atomic_set(&p.stop, 1)
+    if atomic_read(stop) or mono_ns() >= deadline_ns:
+        atomic_set(stop, 1)
         return False
     return True
+
+
+cdef inline bint pair_pin(int cpu, int *ran_on, int *pin_err, uint32_t *stop) noexcept nogil:
+    """Pin the calling thread to real CPU `cpu` and say where it runs; on
+    failure, the errno in *pin_err and *stop set."""
+    cdef cpu_set_t s
+    CPU_ZERO(&s)
+    CPU_SET(cpu, &s)
+    if sched_setaffinity(0, sizeof(s), &s) != 0:   # 0: this thread
+        pin_err[0] = errno
+        atomic_set(stop, 1)
+        return False
+    ran_on[0] = sched_getcpu()
+    return True
+
+
+cdef inline bint wake_wait_step(wake_pair *p) noexcept nogil:
+    return pair_wait_step(&p.stop, p.deadline_ns, p.same_cpu)
 
 
 cdef inline bint wake_pin(wake_pair *p, int side) noexcept nogil:
-    cdef cpu_set_t s
-    CPU_ZERO(&s)
-    CPU_SET(p.cpu[side], &s)
-    if sched_setaffinity(0, sizeof(s), &s) != 0:   # 0: this thread
-        p.pin_err = errno
-        atomic_set(&p.stop, 1)
-        return False
-    p.ran_on[side] = sched_getcpu()
-    return True
+    return pair_pin(p.cpu[side], &p.ran_on[side], &p.pin_err, &p.stop)
 
 
 cdef void *wake_sleeper(void *arg) noexcept nogil:
