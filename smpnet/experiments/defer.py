@@ -290,7 +290,7 @@ def text(env, extra):
     cells = []
     for r in rows:
         per_m = 1e6 / r["received"] if r["received"] else 0.0
-        cells.append(((ipi_point_text(r), r["irq_entry_cycles"]) if sweep else ()) + (
+        cells.append(((ipi_point_text(r), f"{r['irq_entry_cycles']:,.0f}") if sweep else ()) + (
                       r["strategy"], r["skbs_per_s"] / 1e6, r["skbs_per_s_min"] / 1e6,
                       r["skbs_per_s_max"] / 1e6, gain_text(r.get("gain_over_none")),
                       r["defer_cycles"], r["flush_cycles"],
