@@ -12,7 +12,7 @@ from ..defer_ipi import (AA, MEASURED, gain_text, ipi_charges, ipi_figures, ipi_
                          ipi_point_text, ipi_points, ipi_wake, plot_sweep, sweep_lines)
 from ..bounds import MAX_DEFER_MAX, MAX_REPEAT, MAX_SKBS
 from ..cpus import format_cpus
-from ..errors import BadInput
+from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
 from ..machine import Machine
 from ..report import table
@@ -113,9 +113,12 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
         # charged to the target (core/ipi.pyx); and a cross-CPU wake-up,
         # reported as an upper bound on the send (core/wakeup.pyx)
         sender, target = int(m.cpu_map[rx]), int(m.cpu_map[0])
-        figures = ipi_figures(_core.ipi_cycles(sender, target),
-                                         _core.syscall_cycles())
-        wake = ipi_wake(_core.futex_wake_cycles(sender, target))
+        try:
+            figures = ipi_figures(_core.ipi_cycles(sender, target), _core.syscall_cycles())
+            wake = ipi_wake(_core.futex_wake_cycles(sender, target))
+        except (OSError, RuntimeError) as e:   # a CPU taken away, signals refused, no time
+            raise RunFailed(f"cannot measure what an IPI costs from real CPU {sender} to "
+                            f"{target}: {e}") from None
         charges = {}
         for pt in points:
             send, entry, send_how, entry_how = ipi_charges(
