@@ -165,7 +165,12 @@ def text(env, pictures):
     """The table a person reads at the end of `all`."""
     quick = env["params"]["quick"]
     lines = [f"smpnet-bench all{' --quick' if quick else ''} on CPUs {env['params']['cpus']}: "
-             f"{len(env['results'])} stages", "", verdict_text(env["verdicts"]), "", RULE]
+             f"{len(env['results'])} stages", "", verdict_text(env["verdicts"])]
+    facts = [(v["seed"], report.fact_line(v)) for v in env["verdicts"]]
+    if any(fact for _, fact in facts):
+        lines += ["", "What sets each size here, against the seed's:"]
+        lines += [f"  seed {seed}: {fact}" for seed, fact in facts if fact]
+    lines += ["", RULE]
     for v in env["verdicts"]:
         if v.get("control") and not v["control"]["reliable"]:
             lines.append(f"  seed {v['seed']}: WARNING: {report.UNRELIABLE}")
