@@ -94,11 +94,24 @@ def _stage(e, cpus, quick, warnings, profile):
         warnings.append(f"{e.name} skipped: it {why}")
         return {"params": p, "results": [], "verdicts": [], "skipped": why}
     out, seen = load.around(cpus, lambda: e.run(cpus, p, None))
-    warnings += [f"{e.name}: {w}" for w in out.warnings + load.mark(out.verdicts, seen)]
-    stage = {"params": out.params, "results": out.rows, "verdicts": out.verdicts, **out.extra}
+    warnings += [f"{e.name}: {w}" for w in out.warnings + load.mark(out.verdicts, seen)
+                 + control_load(out.verdicts, seen)]
+    stage = {"params": out.params, "results": out.rows, "verdicts": out.verdicts, **out.extra,
+             "load": seen}
     if e.calibrates:   # the profile the calibrated stages after it charge
         stage["profile"] = e.calibrates(cpus, out.params, out)
     return stage
+
+
+def control_load(verdicts, seen):
+    """The line a stage whose A/A control found a difference gets, whatever
+    the load: what load its CPUs saw (a list: none or one)."""
+    found = [v["control"]["verdict"] for v in verdicts
+             if v.get("control") and not v["control"]["reliable"]]
+    if not found:
+        return []
+    return [f"A/A control found a difference ({', '.join(dict.fromkeys(found))}); "
+            f"{load.describe(seen, 'the stage')}"]
 
 
 def invariant_failures(done):
@@ -174,6 +187,9 @@ def text(env, pictures):
     for v in env["verdicts"]:
         if v.get("control") and not v["control"]["reliable"]:
             lines.append(f"  seed {v['seed']}: WARNING: {report.UNRELIABLE}")
+            if v.get("load"):
+                lines.append(f"  seed {v['seed']} ({v['stage']}): "
+                             f"{load.describe(v['load'], 'the stage')}")
         for d in v.get("details", []):
             lines.append(f"  seed {d['seed']} ({d['stage']}): {d['claim']} -> {d['verdict']}"
                          + ("" if not d.get("control") or d["control"]["reliable"]
