@@ -53,7 +53,10 @@ def tcp_rr(profile, v, cpu=None):
     seed = SEED_MACHINE["002"]
     fact = {"fact": "tcp_rr", "cpu": cpu or sysinfo.cpu_model(), "charged": profile is not None,
             "cycles": None, "interval": None, "us": None, "source": None,
-            "model_cycles": (v.get("breakdown") or {}).get("transaction_cycles"),
+            # what the model executes for one transaction: the sizing run's,
+            # or uncalibrated a netif_rx transaction's whole cost
+            "model_cycles": ((v.get("calibration") or {}).get("model_cycles") if profile
+                             else (v.get("breakdown") or {}).get("transaction_cycles")),
             "seed_machine": seed["machine"], "seed_cycles": seed["cycles"]}
     if profile is not None:
         same = profile["tcp_rr"]["same-cpu"]
@@ -93,7 +96,7 @@ def line(fact):
         return (f"this CPU's {fact['what']} costs {_cycles(fact['cycles'])} "
                 f"[{_cycles(lo)} .. {_cycles(hi)}] cycles ({fact['cpu']}) against {seed}")
     if kind == "tcp_rr":
-        seed = (f"the seed's tbench transaction ({fact['seed_machine']}) ran that year's whole "
+        seed = (f"the seed's tbench transaction on {fact['seed_machine']} ran that year's whole "
                 f"TCP stack, " + ("its cost not given" if fact["seed_cycles"] is None
                                   else f"{_cycles(fact['seed_cycles'])} cycles"))
         if not fact["charged"]:

@@ -69,10 +69,12 @@ PROFILE = {"tcp_rr": {"same-cpu": {"cycles": 13500.0, "cycles_lo": 13200.0,
 
 def test_seed_002_names_the_kernels_transaction_cost_that_was_charged():
     v, storm = gain_verdict(), dict(SEED_002_STORM, measured=40, interval=None)
+    v["calibration"] = {"kernel_cycles": 13500.0, "model_cycles": 1650.0}
     seed002.name_the_cost([v, storm], PROFILE)
     assert "machine_fact" not in storm     # the overflow's size is the stack's, not a cost
     fact = v["machine_fact"]
     assert fact["charged"] and fact["cycles"] == 13500.0 and fact["interval"] == [13200, 13800]
+    assert fact["model_cycles"] == 1650.0     # the sizing run's, not the calibrated transaction's
     line = report.fact_line(v)
     assert "costs 13,500 [13,200 .. 13,800] cycles (5.2 us) a transaction" in line
     assert "measured in this run" in line and "Test CPU 9000" in line
@@ -85,7 +87,7 @@ def test_seed_002_names_the_kernels_transaction_cost_that_was_charged():
 def test_seed_002_says_when_no_profile_was_charged():
     v = gain_verdict(1712.4)
     seed002.name_the_cost([v], None)
-    assert not v["machine_fact"]["charged"]
+    assert not v["machine_fact"]["charged"] and v["machine_fact"]["model_cycles"] == 1712.4
     line = report.fact_line(v)
     assert "no calibration profile was charged" in line and "1,712 cycles measured here" in line
 
