@@ -237,11 +237,14 @@ def around(cpus, run):
 
 def mark(verdicts, seen):
     """Give every verdict the load seen around its run; the warning to show
-    when the load was high enough to matter (a list: none or one)."""
+    when the load was high enough to matter (a list: none or one), for a
+    run without verdicts too: its figures may be what later verdicts
+    charge (the kernel's calibration)."""
     for v in verdicts:
         v["load"] = seen
-    if seen["high"] and verdicts:
-        return [f"competing load during the run: {seen['why']}; its verdicts are less reliable"]
+    if seen["high"]:
+        return [f"competing load during the run: {seen['why']}; its "
+                f"{'verdicts' if verdicts else 'figures'} are less reliable"]
     return []
 
 

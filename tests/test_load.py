@@ -266,6 +266,20 @@ def test_a_stage_whose_control_found_a_difference_says_its_load_even_when_low(mo
     assert "  load on CPUs 0-1 during the run: others 3 %, steal 0 %" in report.verdict_lines(v)
 
 
+def test_a_high_load_on_a_stage_without_verdicts_is_said(monkeypatch):
+    # the kernel stage gives no verdict, but the later stages charge its figures
+    high = dict(LOW, steal_share=0.24, high=True,
+                why="the hypervisor stole 24 % of CPUs 0-1 during the run")
+    monkeypatch.setattr(load, "finish", lambda sample: dict(high))
+    warnings = []
+    e = dataclasses.replace(fake_stage(True, "kernel"),
+                            run=lambda cpus, p, progress: Outcome(p, [{"x": 1}], []))
+    stage = run_all._stage(e, [0, 1], True, warnings, None)
+    assert stage["load"]["high"]
+    assert warnings == ["kernel: competing load during the run: the hypervisor stole 24 % of "
+                        "CPUs 0-1 during the run; its figures are less reliable"]
+
+
 def test_a_clean_control_with_low_load_adds_no_load_line(monkeypatch):
     monkeypatch.setattr(load, "finish", lambda sample: dict(LOW))
     warnings = []
