@@ -114,6 +114,12 @@ def _percent(share):
     return "%d %%" % round(100 * share)
 
 
+def _where(cpus):
+    if not cpus:
+        return "no CPU"
+    return "%s %s" % ("CPU" if len(cpus) == 1 else "CPUs", format_cpus(cpus))
+
+
 def finish(sample):
     """Sample again and say how much of the selected CPUs others had.
 
@@ -168,7 +174,7 @@ def finish(sample):
         "threshold": HIGH_SHARE,
     }
 
-    where = "%s %s" % ("CPU" if len(cpus) == 1 else "CPUs", format_cpus(cpus))
+    where = _where(cpus)
     reasons = []
     if facts["others_share"] > HIGH_SHARE:
         reasons.append("other processes used %s of %s during the run"
@@ -181,21 +187,82 @@ def finish(sample):
     return facts
 
 
+# One list of run samples per around() in progress: while there is one,
+# Machine.run samples its own CPUs around each of its runs (a side of a
+# pair) and adds the sample to the innermost, so that a burst of load during
+# one run shows, which the whole stage's average would dilute.
+_recording = []
+
+
+def run_started(cpus):
+    """A sample of a machine's real CPUs before one of its runs, or None when
+    no around() is recording (the run is then not sampled)."""
+    return start(cpus) if _recording else None
+
+
+def run_finished(sample):
+    """Record the load of one run (after its workers are reaped)."""
+    if sample is not None and _recording:
+        _recording[-1].append(finish(sample))
+
+
+def runs_summary(samples):
+    """What the runs' own samples saw: how many, and the busiest run's
+    shares (a run of 0.1 s on 2 CPUs counts in steps of 5 %: the 10 ms
+    ticks of the counters; no high-load verdict comes from one run)."""
+    out = {"count": len(samples), "others_share_max": None, "steal_share_max": None,
+           "seconds_min": None}
+    if samples:
+        out.update(others_share_max=max(x["others_share"] for x in samples),
+                   steal_share_max=max(x["steal_share"] for x in samples),
+                   seconds_min=min(x["seconds"] for x in samples))
+    return out
+
+
 def around(cpus, run):
     """run(), with the load on `cpus` sampled before and after it (finish()
-    after run() returns: its workers are reaped by then). Returns (what run
-    returned, the load dict); each verdict of the result is given the load
-    as "load" by the caller (experiment records have no place for it)."""
+    after run() returns: its workers are reaped by then), and every machine
+    run inside it sampled on its own CPUs (Machine.run). Returns (what run
+    returned, the load dict, with "runs": runs_summary()); each verdict of
+    the result is given the load as "load" by the caller (experiment
+    records have no place for it)."""
     sample = start(cpus)
-    out = run()
-    return out, finish(sample)
+    _recording.append([])
+    try:
+        out = run()
+    finally:
+        runs = _recording.pop()
+    return out, dict(finish(sample), runs=runs_summary(runs))
 
 
 def mark(verdicts, seen):
     """Give every verdict the load seen around its run; the warning to show
-    when the load was high enough to matter (a list: none or one)."""
+    when the load was high enough to matter (a list: none or one), for a
+    run without verdicts too: its figures may be what later verdicts
+    charge (the kernel's calibration)."""
     for v in verdicts:
         v["load"] = seen
-    if seen["high"] and verdicts:
-        return [f"competing load during the run: {seen['why']}; its verdicts are less reliable"]
+    if seen["high"]:
+        return [f"competing load during the run: {seen['why']}; its "
+                f"{'verdicts' if verdicts else 'figures'} are less reliable"]
     return []
+
+
+def _shares(others, steal, steal_known):
+    return f"others {_percent(others)}, steal " + (_percent(steal) if steal_known
+                                                   else "not reported")
+
+
+def describe(seen, during="the run"):
+    """The load seen, in a line, whatever its size: what a verdict whose
+    A/A control found a difference says, so that a reader can tell a loaded
+    machine from a pipeline that cannot tell identical sides apart."""
+    text = (f"load on {_where(seen.get('cpus'))} during {during}: "
+            + _shares(seen["others_share"], seen["steal_share"], seen.get("steal_known", True)))
+    runs = seen.get("runs") or {}
+    if runs.get("count"):
+        n = runs["count"]
+        text += (f" (sampled run by run, {n} run{'s' if n != 1 else ''}; the most in one: "
+                 + _shares(runs["others_share_max"], runs["steal_share_max"],
+                           seen.get("steal_known", True)) + ")")
+    return text

@@ -4,7 +4,7 @@ uncontended time_bench suite run on one pinned CPU.
 The library under the lock experiments (`locks`, `contended`) and `defer`,
 which measures seed 003's per-op cost the way the seed did.
 """
-from . import _core, layout, stats
+from . import _core, layout, stats, verdict_facts
 from .experiment import bounded
 from .machine import Machine
 from .seeds import SEED_003
@@ -242,7 +242,8 @@ def derived(rows):
 
 def seed_003_verdict(rows, algo):
     """irqsave - irq on `algo`, paired round by round, with what irqsave's
-    control splits it into and the A/A control's own verdict."""
+    control splits it into, the A/A control's own verdict and the machine
+    fact (verdict_facts.pushf_pop)."""
     d = paired(rows, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", algo, per_op_diff)
     if d is None:
         return None
@@ -256,6 +257,8 @@ def seed_003_verdict(rows, algo):
     aa = paired(rows, AA, "spin_lock_unlock_irq", algo, per_op_diff)
     if aa:
         v["control"] = stats.control("irq against irq", aa[0], aa[1])
+    # what sets the size here: this CPU's pushf; pop against the seed's 14
+    v["machine_fact"] = verdict_facts.pushf_pop(v.get("pushf_control"))
     return v
 
 

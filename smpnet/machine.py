@@ -24,7 +24,7 @@ import signal
 import threading
 import time
 
-from . import _core, layout
+from . import _core, layout, load
 from .cpus import format_cpus, parse_cpus
 from .errors import BadInput, Interrupted, RunTimeout, SegmentError, SmpnetError, WorkerDied
 from .segment import Segment
@@ -208,15 +208,19 @@ class Machine:
             for sig in STOP_SIGNALS[1:]:
                 if signal.getsignal(sig) == signal.SIG_DFL:
                     old[sig] = signal.signal(sig, raise_interrupt)
+        # the load on this run's CPUs, when a caller records it (load.around)
+        seen = load.run_started(self.real_cpus)
         try:
             start_workers(self, fn, args, workers)
-            return self._wait(workers, timeout, expected, progress)
+            results = self._wait(workers, timeout, expected, progress)
         except KeyboardInterrupt:
             raise Interrupted("interrupted: workers stopped") from None
         finally:
             stop_and_reap(self, workers)
             for sig, handler in old.items():
                 signal.signal(sig, handler)
+        load.run_finished(seen)   # its workers reaped: their time is the tree's
+        return results
 
     def _wait(self, workers, timeout, expected, progress):
         now = started = time.monotonic()

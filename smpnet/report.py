@@ -19,7 +19,7 @@ docs/cli.md lists the changes.
 import json
 import math
 
-from . import __version__, _core, plaintext, sysinfo
+from . import __version__, _core, load, plaintext, sysinfo, verdict_facts
 from .tsc import tsc_info
 
 SCHEMA = 3
@@ -111,7 +111,9 @@ def verdict_lines(v, here=None, where=None):
     """A verdict as a person reads it: the claim and the seed's figure; what
     was measured here, with its interval, pairs and label, and its size
     against the seed's; whether it is a measurement or follows from the
-    model; the A/A control's answer, and the load seen. `here` replaces the
+    model; the machine fact that sets its size (verdict_facts); the A/A
+    control's answer, and the load seen (always when the control found a
+    difference, else when high). `here` replaces the
     measured figure (a verdict with no interval says what it saw); `where`
     says what ran (an algorithm, a mode)."""
     lines = [f"seed {v['seed']}" + (f" ({where})" if where else "")
@@ -127,6 +129,9 @@ def verdict_lines(v, here=None, where=None):
     if v.get("margin") is not None:
         why.append(f"margin +-{v['margin']:g}")
     lines.append(f"  here: {here} -> {v['verdict']}" + (f" ({'; '.join(why)})" if why else ""))
+    fact = fact_line(v)
+    if fact:
+        lines.append(f"  machine fact: {fact}")
     if v.get("unit_note"):
         lines.append(f"  the unit: {v['unit_note']}")
     if v.get("kind") == "model":
@@ -140,10 +145,18 @@ def verdict_lines(v, here=None, where=None):
                      f"[{_figure(lo)} .. {_figure(hi)}] -> {c['verdict']}")
         if not c["reliable"]:
             lines.append(f"  WARNING: {UNRELIABLE}")
-    load = v.get("load")
-    if load and load.get("high"):
-        lines.append(f"  WARNING: competing load: {load['why']}")
+            if v.get("load"):   # said whatever its size: it may or may not explain it
+                lines.append(f"  {load.describe(v['load'])}")
+    seen = v.get("load")
+    if seen and seen.get("high"):
+        lines.append(f"  WARNING: competing load: {seen['why']}")
     return lines
+
+
+def fact_line(v):
+    """The machine fact behind a verdict's size, in a sentence, or None."""
+    fact = v.get("machine_fact")
+    return verdict_facts.line(fact) if fact else None
 
 
 def warnings_text(warnings):

@@ -94,11 +94,24 @@ def _stage(e, cpus, quick, warnings, profile):
         warnings.append(f"{e.name} skipped: it {why}")
         return {"params": p, "results": [], "verdicts": [], "skipped": why}
     out, seen = load.around(cpus, lambda: e.run(cpus, p, None))
-    warnings += [f"{e.name}: {w}" for w in out.warnings + load.mark(out.verdicts, seen)]
-    stage = {"params": out.params, "results": out.rows, "verdicts": out.verdicts, **out.extra}
+    warnings += [f"{e.name}: {w}" for w in out.warnings + load.mark(out.verdicts, seen)
+                 + control_load(out.verdicts, seen)]
+    stage = {"params": out.params, "results": out.rows, "verdicts": out.verdicts, **out.extra,
+             "load": seen}
     if e.calibrates:   # the profile the calibrated stages after it charge
         stage["profile"] = e.calibrates(cpus, out.params, out)
     return stage
+
+
+def control_load(verdicts, seen):
+    """The line a stage whose A/A control found a difference gets, whatever
+    the load: what load its CPUs saw (a list: none or one)."""
+    found = [v["control"]["verdict"] for v in verdicts
+             if v.get("control") and not v["control"]["reliable"]]
+    if not found:
+        return []
+    return [f"A/A control found a difference ({', '.join(dict.fromkeys(found))}); "
+            f"{load.describe(seen, 'the stage')}"]
 
 
 def invariant_failures(done):
@@ -165,10 +178,18 @@ def text(env, pictures):
     """The table a person reads at the end of `all`."""
     quick = env["params"]["quick"]
     lines = [f"smpnet-bench all{' --quick' if quick else ''} on CPUs {env['params']['cpus']}: "
-             f"{len(env['results'])} stages", "", verdict_text(env["verdicts"]), "", RULE]
+             f"{len(env['results'])} stages", "", verdict_text(env["verdicts"])]
+    facts = [(v["seed"], report.fact_line(v)) for v in env["verdicts"]]
+    if any(fact for _, fact in facts):
+        lines += ["", "What sets each size here, against the seed's:"]
+        lines += [f"  seed {seed}: {fact}" for seed, fact in facts if fact]
+    lines += ["", RULE]
     for v in env["verdicts"]:
         if v.get("control") and not v["control"]["reliable"]:
             lines.append(f"  seed {v['seed']}: WARNING: {report.UNRELIABLE}")
+            if v.get("load"):
+                lines.append(f"  seed {v['seed']} ({v['stage']}): "
+                             f"{load.describe(v['load'], 'the stage')}")
         for d in v.get("details", []):
             lines.append(f"  seed {d['seed']} ({d['stage']}): {d['claim']} -> {d['verdict']}"
                          + ("" if not d.get("control") or d["control"]["reliable"]

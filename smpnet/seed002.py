@@ -1,7 +1,7 @@
 """Seed 002's verdicts from the loopback experiment's runs: direct delivery's
 gain over netif_rx (paired runs, with the A/A control, the calibration and
 what direct saves per transaction), and the ACK storm's overflow."""
-from . import _core, report, stats
+from . import _core, report, stats, verdict_facts
 from .seeds import SEED_002, SEED_002_STORM
 
 AA = "netif_rx (A/A)"
@@ -78,6 +78,15 @@ def verdicts(rows, runs, n, modes, repeat, ack_storm, sizing=None):
     else:
         v["calibration"] = None
     return [v], None
+
+
+def name_the_cost(verdicts, profile):
+    """Give the gain's verdict (not the storm's, whose size is the stack's)
+    the machine fact that sets its size: the transaction's cost that was
+    charged, from `profile`, or that none was (verdict_facts.tcp_rr)."""
+    for v in verdicts:
+        if v.get("size"):
+            v["machine_fact"] = verdict_facts.tcp_rr(profile, v)
 
 
 def verdict_text(v):

@@ -21,6 +21,17 @@ ORIGINAL = {
 }
 SEEDS = tuple(ORIGINAL)
 
+# seed -> the machine fact that set the size of its figure there, as the
+# seed gives it (verdict_facts.py puts this machine's beside it): 003's
+# flags save and restore, "14 cycles from avoiding reading and restoring CPU
+# flags"; 002's tbench transaction, whose cost the seed does not give; 000's
+# HZ, with its first ping (sent, by its 9.91 ms, just after a tick boundary)
+SEED_MACHINE = {
+    "000": {"hz": 100, "first_ms": 9.91},
+    "002": {"machine": "Eric Dumazet's machine (2008)", "cycles": None},
+    "003": {"cpu": "E5-1650 v4 @ 3.60GHz", "cycles": 14.0},
+}
+
 # 000: neigh: reduce arp latency (Eric Dumazet, 2011)
 SEED_000 = {
     "seed": "000",

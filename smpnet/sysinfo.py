@@ -85,6 +85,11 @@ def _cpuinfo(root):
     return model, flags
 
 
+def cpu_model(root="/"):
+    """The CPU's model name, as /proc/cpuinfo gives it."""
+    return _cpuinfo(root)[0]
+
+
 # CPUID leaf 0x40000000 vendor signatures -> names
 HYPERVISOR_SIGNATURES = {
     "KVMKVMKVM": "KVM", "Microsoft Hv": "Hyper-V", "VMwareVMware": "VMware",

@@ -1,7 +1,8 @@
 """smpnet.load: the arithmetic on made-up counters, exactly, and one real
 competitor on a real CPU (a lower bound only, no timing)."""
-import json
 import collections
+import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,9 @@ import types
 import psutil
 import pytest
 
-from smpnet import load
+from smpnet import load, report, run_all
+from smpnet.experiment import Outcome
+from smpnet.machine import Machine as SmpMachine
 
 # psutil's per-CPU times on Linux, and on a platform without steal
 Times = collections.namedtuple(
@@ -220,7 +223,114 @@ def test_a_high_load_is_recorded_and_said_on_the_verdict(monkeypatch, capsys):
                  "--variant", "irq,irqsave"]) == 0
     env = json.loads(capsys.readouterr().out)
     (v,) = env["verdicts"]
-    assert v["load"] == seen
+    assert {k: v["load"][k] for k in seen} == seen
+    assert v["load"]["runs"]["count"] >= 1     # the machine's run, sampled on its own
     assert any("competing load" in w and "40 %" in w for w in env["warnings"])
     assert main(["locks", "--rounds", "12", "--loops", "1000", "--variant", "irq,irqsave"]) == 0
     assert "WARNING: competing load: other processes used 40 %" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ in `all`: every stage, every run
+# A stage whose A/A control found a difference says the load on its CPUs,
+# whatever its size (faked here: what is said, not how it is measured).
+
+LOW = {"cpus": [0, 1], "seconds": 1.0, "busy_share": 0.04, "others_share": 0.03,
+       "steal_share": 0.0, "steal_known": True, "threshold": load.HIGH_SHARE, "high": False,
+       "why": None}
+
+
+def fake_stage(control_reliable, name="loopback"):
+    """An experiment whose one verdict's A/A control did or did not find a
+    difference."""
+    def run(cpus, p, progress):
+        c = {"sides": "a against a", "measured": 1.0, "interval": [0.5, 1.5],
+             "verdict": "no measurable difference" if control_reliable else "difference found",
+             "reliable": control_reliable}
+        return Outcome(p, [{"x": 1}], [{"seed": "002", "control": c}])
+    e = next(e for e in run_all.stages() if e.name == name)
+    return dataclasses.replace(e, run=run, calibrates=None, calibrated=False, min_cpus=1)
+
+
+def test_a_stage_whose_control_found_a_difference_says_its_load_even_when_low(monkeypatch):
+    monkeypatch.setattr(load, "finish", lambda sample: dict(LOW))
+    warnings = []
+    stage = run_all._stage(fake_stage(False), [0, 1], True, warnings, None)
+    assert stage["load"]["others_share"] == 0.03 and not stage["load"]["high"]
+    (line,) = [w for w in warnings if "A/A control" in w]
+    assert line.startswith("loopback: A/A control found a difference (difference found); "
+                           "load on CPUs 0-1 during the stage: others 3 %, steal 0 %")
+    # and the verdict's own lines say it, though the load was under the threshold
+    (v,) = stage["verdicts"]
+    v.update(seed="002", claim="c", reference="r", unit="%", measured=1.0, interval=[0.5, 1.5],
+             verdict="reproduced")
+    assert "  load on CPUs 0-1 during the run: others 3 %, steal 0 %" in report.verdict_lines(v)
+
+
+def test_a_high_load_on_a_stage_without_verdicts_is_said(monkeypatch):
+    # the kernel stage gives no verdict, but the later stages charge its figures
+    high = dict(LOW, steal_share=0.24, high=True,
+                why="the hypervisor stole 24 % of CPUs 0-1 during the run")
+    monkeypatch.setattr(load, "finish", lambda sample: dict(high))
+    warnings = []
+    e = dataclasses.replace(fake_stage(True, "kernel"),
+                            run=lambda cpus, p, progress: Outcome(p, [{"x": 1}], []))
+    stage = run_all._stage(e, [0, 1], True, warnings, None)
+    assert stage["load"]["high"]
+    assert warnings == ["kernel: competing load during the run: the hypervisor stole 24 % of "
+                        "CPUs 0-1 during the run; its figures are less reliable"]
+
+
+def test_a_clean_control_with_low_load_adds_no_load_line(monkeypatch):
+    monkeypatch.setattr(load, "finish", lambda sample: dict(LOW))
+    warnings = []
+    stage = run_all._stage(fake_stage(True), [0, 1], True, warnings, None)
+    assert "load" in stage and warnings == []
+
+
+def test_every_stage_of_all_is_sampled(monkeypatch, allowed):
+    seen = []
+    monkeypatch.setattr(load, "finish", lambda sample: seen.append(sample.cpus) or dict(LOW))
+    monkeypatch.setattr(run_all, "stages", lambda: [
+        dataclasses.replace(e, run=lambda cpus, p, progress: Outcome(p, [], []),
+                            calibrates=None, calibrated=False, min_cpus=1)
+        for e in STAGES])
+    done, _, _ = run_all.run([allowed[0]], quick=True, progress=False)
+    assert list(done) == [e.name for e in STAGES]
+    # one sample of the selected CPUs around each stage, recorded in it
+    assert seen == [(allowed[0],)] * len(STAGES)
+    assert all(stage["load"]["others_share"] == 0.03 and stage["load"]["runs"]["count"] == 0
+               for stage in done.values())
+
+
+STAGES = run_all.stages()
+
+
+def test_all_says_the_load_beside_a_seed_whose_control_found_a_difference():
+    control = {"sides": "irq against irq", "measured": 1.0, "interval": [0.5, 1.5],
+               "verdict": "difference found", "reliable": False}
+    v = {"seed": "003", "stage": "locks", "original_machine": "E5-1650 v4", "measured": 1.0,
+         "interval": [0.5, 1.5], "unit": "cycles", "verdict": "reproduced", "control": control,
+         "load": dict(LOW, runs=load.runs_summary([dict(LOW, others_share=0.2)]))}
+    text = run_all.text({"params": {"quick": True, "cpus": "0-1"}, "results": [],
+                         "verdicts": [v], "warnings": []}, [])
+    assert ("seed 003 (locks): load on CPUs 0-1 during the stage: others 3 %, steal 0 % "
+            "(sampled run by run, 1 run; the most in one: others 20 %, steal 0 %)") in text
+
+
+def _nothing(ctx):
+    return ctx.cpu
+
+
+def test_every_run_of_a_machine_is_sampled_inside_a_stage(allowed):
+    def two_runs():
+        with SmpMachine(cpus=allowed[:1]) as m:
+            m.run(_nothing)
+            m.run(_nothing)
+        return "done"
+
+    out, seen = load.around(allowed[:1], two_runs)
+    assert out == "done" and seen["runs"]["count"] == 2
+    assert 0 <= seen["runs"]["others_share_max"] <= 1
+    with SmpMachine(cpus=allowed[:1]) as m:   # outside a stage no run is sampled
+        assert load.run_started(m.real_cpus) is None
+    assert "(sampled run by run, 2 runs; the most in one: others" in load.describe(seen)

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from .. import _core, calibration, layout, ping, report, stats
+from .. import _core, calibration, layout, ping, report, stats, verdict_facts
 from ..bounds import MAX_COUNT, MAX_TRIALS
 from ..cpus import format_cpus
 from ..errors import BadInput
@@ -165,7 +165,9 @@ def _run_phase(cpus, probes, hz, trials, count, peer_down, ncpus, oversubscribe,
             # the targets, measured: the tick model, and the immediate first ping
             timer_median_ticks=float(np.median(timer)) / tick,
             timer_over_one_tick=float(np.mean(np.asarray(timer) > tick)),
-            immediate_first_over_later=ratio))
+            immediate_first_over_later=ratio,
+            # what sets the size: the HZ and where in the tick the pings left
+            machine_fact=verdict_facts.tick(hz, phase, float(np.median(timer)) / tick)))
     return rows, verdicts, why, transcripts
 
 

@@ -30,9 +30,8 @@ AA = seed002.AA
 # the raw model beside a calibrated run: no stack work
 RAW = dict(zip(seed002.RAW, ("netif_rx", "direct")))
 MODE_OF = {AA: "netif_rx", **RAW}   # the mode a side runs
-# For run-time estimates with --packets: a typical rate (15-19 M packets/s
-# per CPU on 2 vCPUs). A slower run keeps the watchdog waiting by its
-# progress count.
+# For run-time estimates with --packets: a typical rate (15-19 M packets/s per CPU
+# on 2 vCPUs). A slower run keeps the watchdog waiting by its progress count.
 TYPICAL_PPS = 1e7
 POOL = 16384  # skb heads, at least: see pool_size()
 
@@ -326,6 +325,7 @@ def _run(cpus, p, progress=None):
         repeat=p["repeat"], ncpus=p["ncpus"], oversubscribe=p["oversubscribe"],
         scaling=p["scaling"], kernel_cycles=calibration.tcp_rr_cycles(p.get("calibration")),
         progress=progress)
+    seed002.name_the_cost(verdicts, p.get("calibration"))
     return Outcome(p, rows, verdicts, [f"no verdict: {why_not}"] if why_not else [])
 
 

@@ -1,0 +1,136 @@
+"""The machine fact behind each verdict's size (verdict_facts.py), built
+from synthetic rows: what is asserted is what the verdicts and reports say,
+never a timing."""
+import pytest
+
+from smpnet import lockbench, plaintext, report, run_all, seed002, verdict_facts
+from smpnet.experiments import locks
+from smpnet.seeds import SEED_002, SEED_002_STORM
+
+
+def suite_rows(per_op, spread=0.2):
+    """Rows of the uncontended suite on qspinlock, 12 rounds each: test ->
+    cycles per op; each round a little off (k % 3 * spread), so intervals
+    are not a point."""
+    return [{"test": test, "algo": "qspinlock", "cycles": c, "samples":
+             [c + spread * (k % 3) for k in range(12)]} for test, c in per_op.items()]
+
+
+def seed_003(with_control=True):
+    per_op = {"spin_lock_unlock_irqsave": 20.4, "spin_lock_unlock_irq": 20.0,
+              lockbench.AA: 20.0}
+    if with_control:
+        per_op[lockbench.CONTROL] = 20.0
+    rows = suite_rows(per_op)
+    lockbench.derived(rows)
+    return lockbench.seed_003_verdict(rows, "qspinlock")
+
+
+# ------------------------------------------------------------------ seed 003
+
+def test_seed_003_names_this_cpus_pushf_cost_and_the_seeds_cpu(monkeypatch):
+    monkeypatch.setattr(verdict_facts.sysinfo, "cpu_model", lambda: "Test CPU 9000")
+    v = seed_003()
+    fact = v["machine_fact"]
+    assert fact["fact"] == "pushf_pop" and fact["cpu"] == "Test CPU 9000"
+    # this CPU's figure is the control's irqsave - control, its interval with it
+    assert fact["cycles"] == v["pushf_control"]["pushf_pop_cycles"] == pytest.approx(0.4)
+    assert fact["interval"] == v["pushf_control"]["pushf_pop_interval"]
+    assert (fact["seed_cpu"], fact["seed_cycles"]) == ("E5-1650 v4 @ 3.60GHz", 14.0)
+    assert v["verdict"] == "smaller than the seed's"
+    text = "\n".join(report.verdict_lines(v))
+    lo, hi = fact["interval"]
+    assert (f"this CPU's flags save (pushf; pop) costs 0.40 [{lo:.2f} .. {hi:.2f}] cycles "
+            f"(Test CPU 9000) against the seed's 14 on the E5-1650 v4 @ 3.60GHz") in text
+    # locks' own report prints it with the verdict
+    env = {"params": locks.plan([0], True), "results": [], "verdicts": [v]}
+    assert "flags save (pushf; pop) costs 0.40" in locks.text(env, {})
+
+
+def test_seed_003_without_irqsaves_control_says_the_cost_was_not_measured():
+    v = seed_003(with_control=False)
+    assert v["machine_fact"]["cycles"] is None
+    line = report.fact_line(v)
+    assert "not measured" in line and "the seed's 14 on the E5-1650 v4" in line
+
+
+# ------------------------------------------------------------------ seed 002
+
+def gain_verdict(transaction_cycles=1700.0):
+    return dict(SEED_002, measured=4.0, interval=[3.0, 5.0], verdict="reproduced", pairs=6,
+                size_ratio=[0.8, 0.6, 1.0],
+                breakdown={"transaction_cycles": transaction_cycles, "saved_cycles": None})
+
+
+PROFILE = {"tcp_rr": {"same-cpu": {"cycles": 13500.0, "cycles_lo": 13200.0,
+                                   "cycles_hi": 13800.0, "us": 5.2}},
+           "machine": {"cpu_model": "Test CPU 9000"}, "created": "2026-12-01T10:00:00+0000"}
+
+
+def test_seed_002_names_the_kernels_transaction_cost_that_was_charged():
+    v, storm = gain_verdict(), dict(SEED_002_STORM, measured=40, interval=None)
+    v["calibration"] = {"kernel_cycles": 13500.0, "model_cycles": 1650.0}
+    seed002.name_the_cost([v, storm], PROFILE)
+    assert "machine_fact" not in storm     # the overflow's size is the stack's, not a cost
+    fact = v["machine_fact"]
+    assert fact["charged"] and fact["cycles"] == 13500.0 and fact["interval"] == [13200, 13800]
+    assert fact["model_cycles"] == 1650.0     # the sizing run's, not the calibrated transaction's
+    line = report.fact_line(v)
+    assert "costs 13,500 [13,200 .. 13,800] cycles (5.2 us) a transaction" in line
+    assert "measured in this run" in line and "Test CPU 9000" in line
+    assert "Eric Dumazet's machine (2008)" in line and "its cost not given" in line
+    # a saved profile says where it came from and when it was measured
+    seed002.name_the_cost([v], dict(PROFILE, source="/tmp/here.json"))
+    assert "the profile /tmp/here.json, measured 2026-12-01" in report.fact_line(v)
+
+
+def test_seed_002_says_when_no_profile_was_charged():
+    v = gain_verdict(1712.4)
+    seed002.name_the_cost([v], None)
+    assert not v["machine_fact"]["charged"] and v["machine_fact"]["model_cycles"] == 1712.4
+    line = report.fact_line(v)
+    assert "no calibration profile was charged" in line and "1,712 cycles measured here" in line
+
+
+# ------------------------------------------------------------------ seed 000
+
+@pytest.mark.parametrize("phase, means", [("tick", "just after a tick boundary"),
+                                          ("uniform", "at a random point of a tick")])
+def test_seed_000_names_the_hz_and_the_tick_phase(phase, means):
+    line = verdict_facts.line(verdict_facts.tick(250, phase, 0.987))
+    assert f"HZ=250 (a 4 ms tick), phase {phase}: each ping sent {means}" in line
+    assert "median 0.99 tick, measured" in line
+    assert "the seed's: HZ=100, first ping 9.91 ms" in line
+
+
+# ------------------------------------------------------------------ all's table
+
+def table_verdicts():
+    v003 = dict(seed_003(), stage="locks", original_machine="E5-1650 v4 @ 3.60GHz, time_bench")
+    v002 = dict(gain_verdict(), stage="loopback", original_machine="tbench (2008)")
+    seed002.name_the_cost([v002], PROFILE)
+    v000 = {"seed": "000", "stage": "arp", "original_machine": "HZ=100 (2011)", "measured": 9.9,
+            "interval": [9.8, 10.0], "unit": "ms", "verdict": "reproduced", "kind": "model",
+            "size_ratio": [1.0, 1.0, 1.0], "machine_fact": verdict_facts.tick(100, "tick", 0.99)}
+    return [v000, v002, v003]
+
+
+def all_env(verdicts, warnings=()):
+    return {"params": {"quick": True, "cpus": "0-1"}, "results": [], "verdicts": verdicts,
+            "warnings": list(warnings),
+            "machine": {"cpu_model": "Test CPU 9000", "arch": "x86_64", "kernel": "6.18",
+                        "selected_cpus": [0, 1], "hypervisor": None}}
+
+
+def test_all_says_each_seeds_machine_fact_under_the_table_within_80_columns_by_mail():
+    env = all_env(table_verdicts())
+    text = run_all.text(env, [])
+    table_end = text.index("What sets each size here")
+    for seed, words in (("000", "HZ=100 (a 10 ms tick), phase tick"),
+                        ("002", "costs 13,500 [13,200 .. 13,800] cycles"),
+                        ("003", "flags save (pushf; pop) costs 0.40")):
+        assert f"  seed {seed}: " in text[table_end:] and words in text[table_end:]
+    with plaintext.narrow():
+        mail = plaintext.render(run_all.text(env, []), env["machine"])
+    assert max(len(line) for line in mail.splitlines()) <= plaintext.EMAIL_WIDTH
+    assert "flags save (pushf;" in mail
