@@ -14,9 +14,10 @@ import time
 
 import pytest
 
-from smpnet import Machine, _core, layout
+from smpnet import Machine, _core
+from smpnet.machine import layout
 from smpnet.lockbench import ALGOS
-from smpnet.tsc import tsc_hz
+from smpnet.machine.tsc import tsc_hz
 
 LOOPS = 1 << 20
 

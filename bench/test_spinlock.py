@@ -11,7 +11,7 @@ import pytest
 from smpnet import _core, stats
 from smpnet.lockbench import ALGOS, BASELINE
 from smpnet.time_bench import SUITE
-from smpnet.tsc import tsc_hz
+from smpnet.machine.tsc import tsc_hz
 
 from conftest import LOOPS
 

@@ -27,7 +27,7 @@ def __getattr__(name):
                 "or build it in place with `python setup.py build_ext --inplace`; "
                 "running from the source directory imports the unbuilt sources") from None
     elif name in ("Machine", "CpuContext"):
-        from . import machine
+        from .machine import machine
         value = getattr(machine, name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

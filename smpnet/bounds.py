@@ -9,9 +9,9 @@ hour is refused too, unless the user asks for it with --long.
 """
 import re
 
-from . import layout
+from .machine import layout
 from .errors import BadInput
-from .machine import MAX_CPUS
+from .machine.machine import MAX_CPUS
 
 MAX_SKBS = 1 << 40         # --skbs
 MAX_PACKETS = 1 << 40      # --packets

@@ -25,7 +25,7 @@ import time
 
 from . import __version__, jsonfile
 from .errors import BadInput
-from .sysinfo import machine_facts
+from .machine.sysinfo import machine_facts
 
 KIND = "smpnet-calibration"
 VERSION = 1

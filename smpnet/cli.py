@@ -8,8 +8,9 @@ import errno
 import signal
 import sys
 
-from . import __version__, calibration, load, output, plaintext, process, report
-from .cpus import parse_cpus
+from . import __version__, calibration, output, plaintext, report
+from .machine import load, process
+from .machine.cpus import parse_cpus
 from .errors import BadInput, OutputFailed, SmpnetError
 from .experiment import bounded
 
@@ -106,7 +107,8 @@ def build_parser():
 
 def cmd_experiment(args):
     """Any experiment of the registry: validate, estimate, run, save, show."""
-    from . import bounds, sysinfo
+    from . import bounds
+    from .machine import sysinfo
     from .experiments import get
     from .progress import printer
 

@@ -4,7 +4,8 @@ strategy, the runs' sums and medians (row()); and each strategy's gain in
 skbs/s over `none`, the kernel before the list existed (add_gains())."""
 import statistics
 
-from . import layout, net, stats
+from . import net, stats
+from .machine import layout
 
 
 def measure(m, cycles, rx, overhead, spins0, bugs0):

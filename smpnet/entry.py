@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 
-from .process import INTERRUPTS, open_std_fds
+from .machine.process import INTERRUPTS, open_std_fds
 
 def _exit_now(signum, frame):
     os.write(2, b"smpnet-bench: interrupted\n")

@@ -4,9 +4,10 @@ uncontended time_bench suite run on one pinned CPU.
 The library under the lock experiments (`locks`, `contended`) and `defer`,
 which measures seed 003's per-op cost the way the seed did.
 """
-from . import _core, layout, stats, verdict_facts
+from . import _core, stats, verdict_facts
+from .machine import layout
 from .experiment import bounded
-from .machine import Machine
+from .machine.machine import Machine
 from .seeds import SEED_003
 from .time_bench import MIN_ROUND_S, SUITE, interleaved
 

@@ -16,7 +16,7 @@ import struct
 
 from . import _core, netns, stats
 from .errors import RunFailed
-from .machine import Machine
+from .machine.machine import Machine
 
 # net.ipv4.neigh.default.*: the ARP parameters the arp model takes its
 # defaults from (core/arp.pyx's parms_init), in the sysctls' own units

@@ -19,8 +19,9 @@ docs/cli.md lists the changes.
 import json
 import math
 
-from . import __version__, _core, load, plaintext, sysinfo, verdict_facts
-from .tsc import tsc_info
+from . import __version__, _core, plaintext, verdict_facts
+from .machine import load, sysinfo
+from .machine.tsc import tsc_info
 
 SCHEMA = 3
 READABLE = (1, 2, 3)   # schemas whose rows compare reads: the rows did not change

@@ -11,8 +11,9 @@ the seed's verdicts from other experiments are its details.
 import sys
 import time
 
-from . import load, process, report, sysinfo
-from .cpus import format_cpus
+from . import report
+from .machine import load, process, sysinfo
+from .machine.cpus import format_cpus
 from .errors import Interrupted, SmpnetError
 from .experiments import EXPERIMENTS
 from .seeds import ORIGINAL, SEEDS

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from . import _core
 from .errors import BadInput
-from .tsc import tsc_hz as _tsc_hz
+from .machine.tsc import tsc_hz as _tsc_hz
 
 MIN_ROUND_S = 0.01  # loops are calibrated so that one round lasts at least this
 

@@ -21,7 +21,8 @@ with its reason:
 `line(fact)` says one in a sentence; report.verdict_lines prints it under
 the verdict's figure and run_all under the verdict table.
 """
-from . import calibration, sysinfo
+from . import calibration
+from .machine import sysinfo
 from .seeds import SEED_MACHINE
 
 PHASE_MEANS = {

@@ -297,7 +297,7 @@ def test_interrupted_before_any_stage_finished_leaves_output_as_it_was(capsys, m
 
 
 def test_an_interrupt_lost_in_a_stage_ends_all_before_the_next(capsys, monkeypatch, tmp_path):
-    from smpnet import process
+    from smpnet.machine import process
 
     ran = []
 

@@ -176,7 +176,7 @@ def test_every_plan_for_all_is_what_its_own_params_would_give():
         if e.plan is None:
             continue
         args = build_parser().parse_args([e.name, "--cpus", "all"])
-        from smpnet.cpus import parse_cpus
+        from smpnet.machine.cpus import parse_cpus
         cpus = parse_cpus("all")
         if len(cpus) < e.min_cpus:
             continue

@@ -91,7 +91,7 @@ def test_an_option_value_is_taken_exactly_when_in_bounds(case, value, form):
     ["arp", "--trials", "100000", "--hz", "100"],
 ])
 def test_a_run_of_over_an_hour_needs_long(argv, capsys, monkeypatch):
-    from smpnet import machine
+    from smpnet.machine import machine
 
     def no_machine(self):
         raise AssertionError("a machine was opened before the check")

@@ -9,7 +9,7 @@ from smpnet import lockrank, plaintext, report, stats
 from smpnet.cli import main
 from smpnet.experiments import contended
 from smpnet.lockbench import ALGOS
-from smpnet.tsc import tsc_hz
+from smpnet.machine.tsc import tsc_hz
 
 N = 10   # rounds of the synthetic rows
 

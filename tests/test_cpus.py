@@ -2,7 +2,7 @@
 import pytest
 
 from smpnet import BadInput
-from smpnet.cpus import format_cpus, parse_cpus
+from smpnet.machine.cpus import format_cpus, parse_cpus
 
 ALLOWED = [0, 1, 2, 3, 8]
 

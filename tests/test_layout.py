@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from smpnet import _core, layout
+from smpnet import _core
+from smpnet.machine import layout
 
 # Every record's layout, pinned per layout version. A change to any shared
 # record changes the digest: bump SMPNET_LAYOUT_VERSION in percpu.h (the

@@ -12,9 +12,10 @@ import types
 import psutil
 import pytest
 
-from smpnet import load, report, run_all
+from smpnet import report, run_all
+from smpnet.machine import load
 from smpnet.experiment import Outcome
-from smpnet.machine import Machine as SmpMachine
+from smpnet.machine.machine import Machine as SmpMachine
 
 # psutil's per-CPU times on Linux, and on a platform without steal
 Times = collections.namedtuple(

@@ -7,11 +7,12 @@ import time
 import numpy as np
 import pytest
 
-from smpnet import Machine, WorkerDied, _core, layout, stats, time_bench
+from smpnet import Machine, WorkerDied, _core, stats, time_bench
+from smpnet.machine import layout
 from smpnet.cli import main
 from smpnet import lockbench as locks
 from smpnet.experiments import contended
-from smpnet.tsc import tsc_hz
+from smpnet.machine.tsc import tsc_hz
 
 ALGOS = locks.ALGOS
 VARIANTS = locks.VARIANTS
@@ -434,7 +435,7 @@ def test_locks_bad_input_exit_2(capsys, argv):
 
 
 def test_a_hold_longer_than_the_run_is_refused_before_any_worker(capsys, monkeypatch):
-    from smpnet import machine
+    from smpnet.machine import machine
 
     def never(*a, **k):
         raise AssertionError("a machine was made")

@@ -5,7 +5,8 @@ import numpy as np
 
 import pytest
 
-from smpnet import Machine, _core, kstack, layout, net
+from smpnet import Machine, _core, kstack, net
+from smpnet.machine import layout
 from smpnet.cli import main
 from smpnet.experiments import loopback
 

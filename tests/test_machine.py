@@ -11,7 +11,8 @@ import time
 import numpy as np
 import pytest
 
-from smpnet import BadInput, Machine, SegmentError, WorkerDied, _core, layout
+from smpnet import BadInput, Machine, SegmentError, WorkerDied, _core
+from smpnet.machine import layout
 from smpnet.errors import RunTimeout
 
 from conftest import open_segments, segment_holders
@@ -98,7 +99,7 @@ def test_extra_regions(allowed):
 # ------------------------------------------------------------------ attach
 
 def test_attach_to_a_live_segment(allowed):
-    from smpnet.segment import Segment
+    from smpnet.machine.segment import Segment
 
     with Machine(cpus=allowed) as m:
         m.lstats[0]["bytes"] = 1234
@@ -135,7 +136,7 @@ def _header(shm):
 
 
 def test_attach_foreign_segment_bad_magic(foreign):
-    from smpnet.segment import Segment
+    from smpnet.machine.segment import Segment
 
     foreign.buf[:8] = b"NOTSMPNE"
     with pytest.raises(SegmentError, match="not an smpnet segment"):
@@ -143,7 +144,7 @@ def test_attach_foreign_segment_bad_magic(foreign):
 
 
 def test_attach_wrong_version(foreign, allowed):
-    from smpnet.segment import Segment
+    from smpnet.machine.segment import Segment
 
     h = _header(foreign)
     h["magic"], h["version"] = layout.MAGIC, layout.VERSION + 1
@@ -153,7 +154,7 @@ def test_attach_wrong_version(foreign, allowed):
 
 
 def test_attach_wrong_layout_hash(allowed):
-    from smpnet.segment import Segment
+    from smpnet.machine.segment import Segment
 
     with Machine(cpus=allowed) as m:
         m.header["layout_hash"] ^= 1
@@ -162,7 +163,7 @@ def test_attach_wrong_layout_hash(allowed):
 
 
 def test_attach_too_small_and_missing(tmp_path):
-    from smpnet.segment import Segment
+    from smpnet.machine.segment import Segment
 
     tiny = _Foreign(tmp_path / "tiny", 16)
     with pytest.raises(SegmentError, match="too small"):
@@ -374,7 +375,7 @@ def test_run_timeout_stops_everything(allowed):
 def test_a_segment_that_cannot_be_reserved_is_refused(allowed, monkeypatch):
     import errno
 
-    from smpnet import segment
+    from smpnet.machine import segment
     from smpnet.errors import NoMemory
 
     def full(fd, offset, size):
@@ -393,7 +394,7 @@ def test_a_segment_that_cannot_be_reserved_is_refused(allowed, monkeypatch):
 
 @pytest.mark.parametrize("how,state", [("stop", "stopped"), ("sleep", "sleeping")])
 def test_the_watchdog_names_the_worker_that_makes_no_progress(allowed, monkeypatch, how, state):
-    from smpnet import machine
+    from smpnet.machine import machine
     from smpnet.errors import Stalled
 
     monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.3)
@@ -417,7 +418,7 @@ def test_the_watchdog_names_the_worker_that_makes_no_progress(allowed, monkeypat
 
 
 def test_the_watchdog_waits_for_a_run_that_keeps_its_estimate(allowed, monkeypatch):
-    from smpnet import machine
+    from smpnet.machine import machine
 
     monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 2.0)
     with Machine(cpus=allowed) as m:
@@ -429,7 +430,7 @@ def test_the_watchdog_waits_for_a_run_that_keeps_its_estimate(allowed, monkeypat
 def test_a_run_past_its_estimate_goes_on_while_its_progress_count_rises(allowed, monkeypatch):
     """A slow run (oversubscribed, loaded) is not stopped while it works; the
     same run stopped by its count standing still is named."""
-    from smpnet import machine
+    from smpnet.machine import machine
     from smpnet.errors import Stalled
 
     monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.4)
@@ -471,7 +472,7 @@ def _cgroup_tree(root, v2_max=None, v1_limit=None):
 
 
 def test_memory_cgroup_limits_are_found_in_v1_and_v2_ancestors_less_page_cache(tmp_path):
-    from smpnet import segment
+    from smpnet.machine import segment
 
     _cgroup_tree(tmp_path, v2_max=200 << 20, v1_limit=300 << 20)
     assert sorted(segment._cgroup_limits(str(tmp_path))) == [(200 << 20, 4 << 20),
@@ -486,7 +487,7 @@ def test_a_machine_over_a_memory_cgroup_limit_is_refused_before_it_starts(allowe
     """The reviewer's case: a 200 MiB cgroup, a 275 MiB segment: the OOM
     killer ended the run with no word. Now: one line, exit 1, before any
     segment or worker exists."""
-    from smpnet import segment
+    from smpnet.machine import segment
     from smpnet.errors import NoMemory
 
     monkeypatch.setattr(segment, "_cgroup_limits", lambda: [(200 << 20, 10 << 20)])

@@ -6,7 +6,8 @@ import itertools
 import re
 from pathlib import Path
 
-from smpnet import Machine, _core, defer_rows, layout, run_all
+from smpnet import Machine, _core, defer_rows, run_all
+from smpnet.machine import layout
 from smpnet.experiments import arp, defer, loopback
 
 HOST_B_IP = 0xC0A8146C   # 192.168.20.108, link.h's HOST_B_IP

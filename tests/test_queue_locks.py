@@ -7,7 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from smpnet import Machine, _core, layout
+from smpnet import Machine, _core
+from smpnet.machine import layout
 
 QUEUE_LOCKS = ("mcs", "clh")
 FIFO_LOCKS = ("ticket", "qspinlock") + QUEUE_LOCKS

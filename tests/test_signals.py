@@ -281,7 +281,7 @@ def test_an_interrupt_lost_in_a_callback_still_ends_the_run(monkeypatch, tmp_pat
     # a KeyboardInterrupt raised while Python runs a weakref callback is
     # printed as "Exception ignored" and dropped: the signal was taken, the
     # run must still end as interrupted, at its next step, writing nothing
-    from smpnet import process
+    from smpnet.machine import process
     from smpnet.experiments import BY_NAME
 
     def lost_then_step(cpus, p, progress):

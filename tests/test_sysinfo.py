@@ -9,11 +9,11 @@ import platform
 import pytest
 
 try:
-    from smpnet import sysinfo
+    from smpnet.machine import sysinfo
 except ImportError:
     # smpnet/__init__.py may import the compiled extension, which need not be
     # built for these tests; sysinfo itself needs nothing from the package.
-    _path = pathlib.Path(__file__).resolve().parent.parent / "smpnet" / "sysinfo.py"
+    _path = pathlib.Path(__file__).resolve().parent.parent / "smpnet" / "machine" / "sysinfo.py"
     _spec = importlib.util.spec_from_file_location("smpnet_sysinfo", _path)
     sysinfo = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(sysinfo)
@@ -88,7 +88,7 @@ def ideal_facts(**changes):
 
 # --- parse_cpulist -------------------------------------------------------
 
-from smpnet.cpus import parse_cpulist  # noqa: E402 (the parser machine_facts uses)
+from smpnet.machine.cpus import parse_cpulist  # noqa: E402 (the parser machine_facts uses)
 
 @pytest.mark.parametrize("text, expected", [
     ("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]),

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from smpnet import Machine, _core, layout, net
+from smpnet import Machine, _core, net
+from smpnet.machine import layout
 
 KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "smpnet", "kernel")
 

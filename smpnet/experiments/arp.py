@@ -11,12 +11,13 @@ import os
 
 import numpy as np
 
-from .. import _core, calibration, layout, ping, report, stats, verdict_facts
+from .. import _core, calibration, ping, report, stats, verdict_facts
+from ..machine import layout
 from ..bounds import MAX_COUNT, MAX_TRIALS
-from ..cpus import format_cpus
+from ..machine.cpus import format_cpus
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
-from ..machine import Machine
+from ..machine.machine import Machine
 from ..report import table
 from ..seeds import SEED_000
 

@@ -8,12 +8,13 @@ CPUs: throughput by CPU count.
 import os
 import statistics
 
-from .. import _core, lockbench, lockrank, machine, stats, tsc
-from ..cpus import format_cpus
+from .. import _core, lockbench, lockrank, stats
+from ..machine import machine, tsc
+from ..machine.cpus import format_cpus
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, parse_list
 from ..lockbench import ALGOS, VARIANTS
-from ..machine import Machine
+from ..machine.machine import Machine
 from ..report import table
 from ..time_bench import TEST_OF_VARIANT
 

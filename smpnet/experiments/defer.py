@@ -7,14 +7,15 @@ CPU's defer list; the RX CPU's net_rx_action() flushes the list. Each lock
 strategy of the list's history runs `repeat` times, interleaved, so that the
 spread between runs is the noise against which strategies are compared.
 """
-from .. import _core, defer_rows, layout, lockbench, machine, net, report, stats
+from .. import _core, defer_rows, lockbench, net, report, stats
+from ..machine import layout, machine
 from ..defer_ipi import (AA, MEASURED, gain_text, ipi_charges, ipi_figures, ipi_lines,
                          ipi_point_text, ipi_points, ipi_wake, plot_sweep, sweep_lines)
 from ..bounds import MAX_DEFER_MAX, MAX_REPEAT, MAX_SKBS
-from ..cpus import format_cpus
+from ..machine.cpus import format_cpus
 from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
-from ..machine import Machine
+from ..machine.machine import Machine
 from ..report import table
 from ..seeds import SEED_003_RATE
 

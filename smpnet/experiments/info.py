@@ -1,7 +1,7 @@
 """info: the machine's facts, what makes timings unreliable here (like
 pyperf system show), and what a timestamp and an empty loop iteration cost,
 measured now: every later figure carries them."""
-from ..cpus import format_cpus
+from ..machine.cpus import format_cpus
 from ..experiment import Experiment, Metric, Outcome
 from ..time_bench import time_bench
 

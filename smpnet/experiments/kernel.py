@@ -18,12 +18,12 @@ import os
 import socket
 
 from .. import _core, calibration, netns, output, ping_veth, stats
-from ..cpus import format_cpus
+from ..machine.cpus import format_cpus
 from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, bounded
-from ..machine import Machine
+from ..machine.machine import Machine
 from ..report import table
-from ..tsc import tsc_info
+from ..machine.tsc import tsc_info
 
 PLACEMENTS = ("same-cpu", "two-cpus")
 SERVER, CLIENT = 0, 1           # the emulated CPU each end runs on

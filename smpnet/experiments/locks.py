@@ -5,7 +5,7 @@ seed 003's irqsave - irq cost, as the seed measured it.
 stay here so that the command line people know keeps working).
 """
 from .. import lockbench, stats
-from ..cpus import format_cpus
+from ..machine.cpus import format_cpus
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
 from ..lockbench import ALGOS, VARIANTS

@@ -12,12 +12,13 @@ weighed against a transaction that costs what the host kernel's costs.
 """
 import statistics
 
-from .. import _core, calibration, kstack, layout, machine, net, seed002
+from .. import _core, calibration, kstack, net, seed002
+from ..machine import layout, machine
 from ..bounds import MAX_PACKETS, MAX_REPEAT
-from ..cpus import format_cpus
+from ..machine.cpus import format_cpus
 from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
-from ..machine import Machine
+from ..machine.machine import Machine
 from ..report import table
 
 MODES = tuple(sorted(_core.LOOPBACK_MODES, key=_core.LOOPBACK_MODES.get))

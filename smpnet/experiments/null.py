@@ -8,13 +8,13 @@ sound harness says "no measurable difference".
 import statistics
 
 from .. import _core, lockbench, stats
-from ..cpus import format_cpus
+from ..machine.cpus import format_cpus
 from ..experiment import Experiment, Metric, Outcome, bounded
 from ..errors import BadInput
-from ..machine import Machine
+from ..machine.machine import Machine
 from ..report import table
 from ..time_bench import SUITE, calibrate_loops
-from .. import tsc
+from ..machine import tsc
 
 TESTS = tuple(t for t, _ in SUITE)
 SIDES = ("A", "B")

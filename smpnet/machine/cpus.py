@@ -2,7 +2,7 @@
 takes (`0,1`, `0-3`, `all`), and the /sys files that list CPUs."""
 import os
 
-from .errors import BadInput
+from ..errors import BadInput
 
 
 def allowed_cpus():

@@ -17,7 +17,7 @@ import hashlib
 
 import numpy as np
 
-from . import _core
+from .. import _core
 
 _C = _core.c_constants()
 

@@ -27,7 +27,7 @@ import os
 import numpy as np
 
 from . import layout
-from .errors import NoMemory, SegmentError
+from ..errors import NoMemory, SegmentError
 
 SHM_DIR = "/dev/shm"
 MEMFD_NAME = "smpnet"

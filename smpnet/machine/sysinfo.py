@@ -100,7 +100,7 @@ HYPERVISOR_SIGNATURES = {
 
 def cpuid_hypervisor():
     """The hypervisor's name from its CPUID signature (leaf 0x40000000), or None."""
-    from . import _core  # the compiled core; imported late so tests of the parsers need no build
+    from .. import _core  # the compiled core; imported late so tests of the parsers need no build
 
     regs = _core.cpuid(0x40000000)
     if not regs or regs[0] < 0x40000000:

@@ -10,7 +10,7 @@ counter is clock_gettime in ns and tsc_hz is 1e9.
 import functools
 import statistics
 
-from . import _core
+from .. import _core
 
 CALIBRATION_WINDOWS = 3
 CALIBRATION_WINDOW_NS = 20_000_000

@@ -11,7 +11,7 @@ worker that made no progress and why: stopped, not scheduled, sleeping.
 """
 import time
 
-from .errors import RunTimeout, Stalled
+from ..errors import RunTimeout, Stalled
 
 
 class Watchdog:

@@ -15,8 +15,9 @@ import sys
 import time
 import traceback
 
-from . import _core, layout
-from .errors import RunFailed
+from .. import _core
+from . import layout
+from ..errors import RunFailed
 from .process import INTERRUPTS
 
 STOP_GRACE_S = 1.0  # after the stop flag, how long workers get to return
