@@ -8,9 +8,10 @@ import statistics
 
 import pytest
 
-from smpnet import _core, stats
+from smpnet import _core
+from smpnet.measure import stats
 from smpnet.lockbench import ALGOS, BASELINE
-from smpnet.time_bench import SUITE
+from smpnet.measure.time_bench import SUITE
 from smpnet.machine.tsc import tsc_hz
 
 from conftest import LOOPS

@@ -8,7 +8,8 @@ import errno
 import signal
 import sys
 
-from . import __version__, calibration, output, plaintext, report
+from . import __version__, output, plaintext, report
+from .measure import calibration
 from .machine import load, process
 from .machine.cpus import parse_cpus
 from .errors import BadInput, OutputFailed, SmpnetError

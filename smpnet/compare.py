@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from . import stats
+from .measure import stats
 from .errors import BadInput
 from .jsonfile import MAX_BYTES  # noqa: F401 (the command's API)
 from .results import commands, load, metric  # noqa: F401 (the command's API)

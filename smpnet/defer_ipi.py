@@ -3,7 +3,7 @@
 floor; _core.futex_wake_cycles(): the wake-up, an upper bound), what each
 side is charged at each --ipi-cycles point, and how the text and the
 picture show it (docs/experiments/defer.md, "An IPI's cost")."""
-from . import stats
+from .measure import stats
 from .report import table
 
 MEASURED = "measured"   # an --ipi-cycles point: the costs measured here (core/ipi.pyx)

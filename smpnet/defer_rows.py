@@ -4,7 +4,8 @@ strategy, the runs' sums and medians (row()); and each strategy's gain in
 skbs/s over `none`, the kernel before the list existed (add_gains())."""
 import statistics
 
-from . import net, stats
+from . import net
+from .measure import stats
 from .machine import layout
 
 

@@ -11,7 +11,7 @@ verdicts are (docs/design.md, Statistics).
 """
 import numpy as np
 
-from . import stats
+from .measure import stats
 from .report import table
 
 # the figures each run gives, reported as a median over rounds with its

@@ -14,7 +14,8 @@ import socket
 import statistics
 import struct
 
-from . import _core, netns, stats
+from . import _core, netns
+from .measure import stats
 from .errors import RunFailed
 from .machine.machine import Machine
 

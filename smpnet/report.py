@@ -19,7 +19,8 @@ docs/cli.md lists the changes.
 import json
 import math
 
-from . import __version__, _core, plaintext, verdict_facts
+from . import __version__, _core, plaintext
+from .measure import verdict_facts
 from .machine import load, sysinfo
 from .machine.tsc import tsc_info
 

@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from smpnet import run_all, stats
+from smpnet import run_all
+from smpnet.measure import stats
 from smpnet.cli import main
 
 STAGES = [e.name for e in run_all.stages()]   # the registry's, in its order

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from smpnet import calibration
+from smpnet.measure import calibration
 from smpnet.cli import main
 from smpnet.errors import BadInput
 from smpnet.experiments import arp, loopback

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from smpnet import lockrank, plaintext, report, stats
+from smpnet import lockrank, plaintext, report
+from smpnet.measure import stats
 from smpnet.cli import main
 from smpnet.experiments import contended
 from smpnet.lockbench import ALGOS

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smpnet import Machine, _core, net, stats
+from smpnet import Machine, _core, net
+from smpnet.measure import stats
 from smpnet.machine import layout
 from smpnet.cli import main
 from smpnet.experiments import defer

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from smpnet import lockbench, time_bench
+from smpnet import lockbench
+from smpnet.measure import time_bench
 from smpnet.experiments import EXPERIMENTS, arp, defer, loopback
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -7,7 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from smpnet import Machine, WorkerDied, _core, stats, time_bench
+from smpnet import Machine, WorkerDied, _core
+from smpnet.measure import stats, time_bench
 from smpnet.machine import layout
 from smpnet.cli import main
 from smpnet import lockbench as locks

@@ -167,7 +167,7 @@ def unprivileged():
     exec'd: the interpreter may live where nobody cannot reach it."""
     # imported here: the child may not read the standard library where it lives
     build_parser()
-    import smpnet.machine.sysinfo, smpnet.time_bench  # noqa: E401, F401
+    import smpnet.machine.sysinfo, smpnet.measure.time_bench  # noqa: E401, F401
     base = tempfile.mkdtemp(prefix="smpnet-test-", dir="/tmp")  # not tmp_path: 0700
     open_dir = os.path.join(base, "w")
     os.mkdir(open_dir)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from smpnet import stats
+from smpnet.measure import stats
 
 
 @pytest.mark.parametrize("interval, size, label", [

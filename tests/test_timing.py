@@ -5,8 +5,8 @@ import time
 import pytest
 
 from smpnet import BadInput, _core
-from smpnet import time_bench as tb
-from smpnet.time_bench import calibrate_loops, time_bench
+from smpnet.measure import time_bench as tb
+from smpnet.measure.time_bench import calibrate_loops, time_bench
 from smpnet.machine.tsc import tsc_hz, tsc_info
 
 

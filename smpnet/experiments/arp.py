@@ -11,7 +11,8 @@ import os
 
 import numpy as np
 
-from .. import _core, calibration, ping, report, stats, verdict_facts
+from .. import _core, ping, report
+from ..measure import calibration, stats, verdict_facts
 from ..machine import layout
 from ..bounds import MAX_COUNT, MAX_TRIALS
 from ..machine.cpus import format_cpus

@@ -8,7 +8,8 @@ CPUs: throughput by CPU count.
 import os
 import statistics
 
-from .. import _core, lockbench, lockrank, stats
+from .. import _core, lockbench, lockrank
+from ..measure import stats
 from ..machine import machine, tsc
 from ..machine.cpus import format_cpus
 from ..errors import BadInput
@@ -16,7 +17,7 @@ from ..experiment import Experiment, Metric, Outcome, parse_list
 from ..lockbench import ALGOS, VARIANTS
 from ..machine.machine import Machine
 from ..report import table
-from ..time_bench import TEST_OF_VARIANT
+from ..measure.time_bench import TEST_OF_VARIANT
 
 
 def add_options(p):

@@ -7,7 +7,8 @@ CPU's defer list; the RX CPU's net_rx_action() flushes the list. Each lock
 strategy of the list's history runs `repeat` times, interleaved, so that the
 spread between runs is the noise against which strategies are compared.
 """
-from .. import _core, defer_rows, lockbench, net, report, stats
+from .. import _core, defer_rows, lockbench, net, report
+from ..measure import stats
 from ..machine import layout, machine
 from ..defer_ipi import (AA, MEASURED, gain_text, ipi_charges, ipi_figures, ipi_lines,
                          ipi_point_text, ipi_points, ipi_wake, plot_sweep, sweep_lines)

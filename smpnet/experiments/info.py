@@ -3,7 +3,7 @@ pyperf system show), and what a timestamp and an empty loop iteration cost,
 measured now: every later figure carries them."""
 from ..machine.cpus import format_cpus
 from ..experiment import Experiment, Metric, Outcome
-from ..time_bench import time_bench
+from ..measure.time_bench import time_bench
 
 TIMERS = ("for_loop", "tsc_read")
 

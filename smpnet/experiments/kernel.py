@@ -17,7 +17,8 @@ sysctls that parameterise the models are recorded beside the figures.
 import os
 import socket
 
-from .. import _core, calibration, netns, output, ping_veth, stats
+from .. import _core, netns, output, ping_veth
+from ..measure import calibration, stats
 from ..machine.cpus import format_cpus
 from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, bounded

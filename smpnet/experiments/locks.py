@@ -4,7 +4,8 @@ seed 003's irqsave - irq cost, as the seed measured it.
 `locks --contended` runs the `contended` experiment instead (its options
 stay here so that the command line people know keeps working).
 """
-from .. import lockbench, stats
+from .. import lockbench
+from ..measure import stats
 from ..machine.cpus import format_cpus
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, bounded, parse_list

@@ -12,7 +12,8 @@ weighed against a transaction that costs what the host kernel's costs.
 """
 import statistics
 
-from .. import _core, calibration, kstack, net, seed002
+from .. import _core, kstack, net, seed002
+from ..measure import calibration
 from ..machine import layout, machine
 from ..bounds import MAX_PACKETS, MAX_REPEAT
 from ..machine.cpus import format_cpus

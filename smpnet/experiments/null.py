@@ -7,13 +7,14 @@ sound harness says "no measurable difference".
 """
 import statistics
 
-from .. import _core, lockbench, stats
+from .. import _core, lockbench
+from ..measure import stats
 from ..machine.cpus import format_cpus
 from ..experiment import Experiment, Metric, Outcome, bounded
 from ..errors import BadInput
 from ..machine.machine import Machine
 from ..report import table
-from ..time_bench import SUITE, calibrate_loops
+from ..measure.time_bench import SUITE, calibrate_loops
 from ..machine import tsc
 
 TESTS = tuple(t for t, _ in SUITE)

@@ -23,9 +23,9 @@ import math
 import os
 import time
 
-from . import __version__, jsonfile
-from .errors import BadInput
-from .machine.sysinfo import machine_facts
+from .. import __version__, jsonfile
+from ..errors import BadInput
+from ..machine.sysinfo import machine_facts
 
 KIND = "smpnet-calibration"
 VERSION = 1

@@ -15,9 +15,9 @@ rounds (time_bench_round) itself.
 import statistics
 from dataclasses import dataclass, field
 
-from . import _core
-from .errors import BadInput
-from .machine.tsc import tsc_hz as _tsc_hz
+from .. import _core
+from ..errors import BadInput
+from ..machine.tsc import tsc_hz as _tsc_hz
 
 MIN_ROUND_S = 0.01  # loops are calibrated so that one round lasts at least this
 

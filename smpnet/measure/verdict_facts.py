@@ -22,8 +22,8 @@ with its reason:
 the verdict's figure and run_all under the verdict table.
 """
 from . import calibration
-from .machine import sysinfo
-from .seeds import SEED_MACHINE
+from ..machine import sysinfo
+from ..seeds import SEED_MACHINE
 
 PHASE_MEANS = {
     "tick": "each ping sent just after a tick boundary, so the request waits almost a "
