@@ -8,7 +8,8 @@ import errno
 import signal
 import sys
 
-from . import __version__, output, plaintext, report
+from . import __version__
+from .report import output, plaintext, report
 from .measure import calibration
 from .machine import load, process
 from .machine.cpus import parse_cpus
@@ -45,7 +46,7 @@ def _format_option(p):
 
 
 def build_parser():
-    from . import compare
+    from .report import compare
     from .experiments import EXPERIMENTS
 
     parser = _Parser(prog="smpnet-bench",
@@ -111,7 +112,7 @@ def cmd_experiment(args):
     from . import bounds
     from .machine import sysinfo
     from .experiments import get
-    from .progress import printer
+    from .report.progress import printer
 
     e = args.experiment
     instead = e.delegate(args) if e.delegate else None
@@ -122,7 +123,7 @@ def cmd_experiment(args):
     args.output_target = output.prepare(args.output)
     picture = getattr(args, "plot", None)
     if picture is not None:
-        from . import plot
+        from .report import plot
         plot.require()
         plot.check_dir(picture)
     bounds.check_run_time(e.seconds(params, cpus), args.long)
@@ -139,7 +140,7 @@ def cmd_experiment(args):
           + ("" if e.own_warnings else report.warnings_text(warnings)))
     problems = _broken(e.invariant_failures(out.rows))
     if picture is not None and out.rows:   # after the result is saved: a picture is extra
-        from . import plot
+        from .report import plot
         try:
             plot.write(e, out.rows, picture)
         except OSError as err:
@@ -148,7 +149,8 @@ def cmd_experiment(args):
 
 
 def cmd_all(args):
-    from . import plot, run_all
+    from . import run_all
+    from .report import plot
 
     cpus = parse_cpus(args.cpus)
     profile = calibration.from_args(args)
@@ -209,7 +211,7 @@ def _broken(invariants):
 
 
 def cmd_compare(args):
-    from . import compare
+    from .report import compare
 
     a, b = compare.load(args.a), compare.load(args.b)
     rows = compare.compare(a, b)   # a BadInput when nothing matches

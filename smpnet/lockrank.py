@@ -12,7 +12,7 @@ verdicts are (docs/design.md, Statistics).
 import numpy as np
 
 from .measure import stats
-from .report import table
+from .report.report import table
 
 # the figures each run gives, reported as a median over rounds with its
 # interval: name -> (text header, unit)

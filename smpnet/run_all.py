@@ -11,7 +11,7 @@ the seed's verdicts from other experiments are its details.
 import sys
 import time
 
-from . import report
+from .report import report
 from .machine import load, process, sysinfo
 from .machine.cpus import format_cpus
 from .errors import Interrupted, SmpnetError

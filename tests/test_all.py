@@ -216,7 +216,7 @@ def test_all_exits_0_when_every_invariant_holds(capsys, monkeypatch, quick_run):
 
 def test_pictures_that_cannot_be_drawn_do_not_lose_the_json(capsys, monkeypatch, tmp_path,
                                                              quick_run):
-    from smpnet import plot
+    from smpnet.report import plot
 
     def full_disk(env, directory):
         raise OSError(28, "No space left on device")

@@ -11,13 +11,14 @@ from smpnet.experiments import EXPERIMENTS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PKG = ROOT / "smpnet"
-GENERIC = ("cli.py", "run_all.py", "compare.py", "results.py", "plot.py", "report.py")
+GENERIC = ("cli.py", "run_all.py", "report/compare.py", "report/results.py", "report/plot.py",
+           "report/report.py")
 # a word that is an experiment's name but means something else where it is:
 # (file, function it is in) -> why
 ALSO_A_WORD = {
-    ("results.py", "_type"): "JSON's null, naming a value's type",
-    ("results.py", "_key_value"): "JSON's null, among the values a key may hold",
-    ("compare.py", "compare"): "JSON's null, a row with no value",
+    ("report/results.py", "_type"): "JSON's null, naming a value's type",
+    ("report/results.py", "_key_value"): "JSON's null, among the values a key may hold",
+    ("report/compare.py", "compare"): "JSON's null, a row with no value",
 }
 NAMES = {e.name for e in EXPERIMENTS}
 

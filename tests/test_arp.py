@@ -249,7 +249,7 @@ def test_each_phase_reaches_host_a_and_names_its_rows(monkeypatch, tmp_path, all
 
 
 def test_a_result_from_before_phase_compares_as_uniform(tmp_path):
-    from smpnet import results
+    from smpnet.report import results
     row = {"probe": "timer", "hz": 100, "first_ms": {"median": 5.0, "min": 1.0, "max": 9.0}}
     p = tmp_path / "old.json"
     p.write_text(json.dumps({"schema": 2, "command": "arp", "results": [row]}))

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smpnet import compare, experiments, jsonfile, report, run_all
+from smpnet import experiments, jsonfile, run_all
+from smpnet.report import compare, report
 from smpnet.cli import main
 
 PY = [sys.executable, "-m", "smpnet"]

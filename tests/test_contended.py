@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from smpnet import lockrank, plaintext, report
+from smpnet import lockrank
+from smpnet.report import plaintext, report
 from smpnet.measure import stats
 from smpnet.cli import main
 from smpnet.experiments import contended
@@ -134,7 +135,7 @@ def test_every_sweep_point_is_there_with_its_rounds(capsys, allowed):
 
 
 def test_a_result_of_before_the_sweeps_compares_as_think_time_0():
-    from smpnet import results
+    from smpnet.report import results
 
     row = {"test": "spin_lock_unlock", "algo": "tas", "variant": "plain", "restore": "sti",
            "cpus": [0, 1], "contended": True, "cycles": 1.0, "acq_per_s": 1e6,

@@ -12,7 +12,8 @@ import types
 import psutil
 import pytest
 
-from smpnet import report, run_all
+from smpnet import run_all
+from smpnet.report import report
 from smpnet.machine import load
 from smpnet.experiment import Outcome
 from smpnet.machine.machine import Machine as SmpMachine

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from smpnet import output, report
+from smpnet.report import output, report
 from smpnet.cli import build_parser, main
 from smpnet.errors import BadInput, OutputFailed
 

@@ -3,7 +3,8 @@ from synthetic rows: what is asserted is what the verdicts and reports say,
 never a timing."""
 import pytest
 
-from smpnet import lockbench, plaintext, report, run_all, seed002
+from smpnet import lockbench, run_all, seed002
+from smpnet.report import plaintext, report
 from smpnet.measure import verdict_facts
 from smpnet.experiments import locks
 from smpnet.seeds import SEED_002, SEED_002_STORM

@@ -11,7 +11,8 @@ import os
 
 import numpy as np
 
-from .. import _core, ping, report
+from .. import _core, ping
+from ..report import report
 from ..measure import calibration, stats, verdict_facts
 from ..machine import layout
 from ..bounds import MAX_COUNT, MAX_TRIALS
@@ -19,7 +20,7 @@ from ..machine.cpus import format_cpus
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
 from ..machine.machine import Machine
-from ..report import table
+from ..report.report import table
 from ..seeds import SEED_000
 
 PROBES = tuple(sorted(_core.PROBE_MODES, key=_core.PROBE_MODES.get))  # enum probe_mode

@@ -16,7 +16,7 @@ from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, parse_list
 from ..lockbench import ALGOS, VARIANTS
 from ..machine.machine import Machine
-from ..report import table
+from ..report.report import table
 from ..measure.time_bench import TEST_OF_VARIANT
 
 

@@ -7,7 +7,8 @@ CPU's defer list; the RX CPU's net_rx_action() flushes the list. Each lock
 strategy of the list's history runs `repeat` times, interleaved, so that the
 spread between runs is the noise against which strategies are compared.
 """
-from .. import _core, defer_rows, lockbench, net, report
+from .. import _core, defer_rows, lockbench, net
+from ..report import report
 from ..measure import stats
 from ..machine import layout, machine
 from ..defer_ipi import (AA, MEASURED, gain_text, ipi_charges, ipi_figures, ipi_lines,
@@ -17,7 +18,7 @@ from ..machine.cpus import format_cpus
 from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
 from ..machine.machine import Machine
-from ..report import table
+from ..report.report import table
 from ..seeds import SEED_003_RATE
 
 STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))

@@ -17,13 +17,14 @@ sysctls that parameterise the models are recorded beside the figures.
 import os
 import socket
 
-from .. import _core, netns, output, ping_veth
+from .. import _core, netns, ping_veth
+from ..report import output
 from ..measure import calibration, stats
 from ..machine.cpus import format_cpus
 from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, bounded
 from ..machine.machine import Machine
-from ..report import table
+from ..report.report import table
 from ..machine.tsc import tsc_info
 
 PLACEMENTS = ("same-cpu", "two-cpus")

@@ -10,8 +10,8 @@ from ..machine.cpus import format_cpus
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
 from ..lockbench import ALGOS, VARIANTS
-from .. import report
-from ..report import table
+from ..report import report
+from ..report.report import table
 
 ROUNDS = 20   # 10 blocks of two rounds: a 95 % interval from the 2nd to the 9th
 

@@ -20,7 +20,7 @@ from ..machine.cpus import format_cpus
 from ..errors import BadInput, RunFailed
 from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
 from ..machine.machine import Machine
-from ..report import table
+from ..report.report import table
 
 MODES = tuple(sorted(_core.LOOPBACK_MODES, key=_core.LOOPBACK_MODES.get))
 PROTOCOLS = tuple(sorted(_core.LOOPBACK_PROTOS, key=_core.LOOPBACK_PROTOS.get))

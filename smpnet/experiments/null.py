@@ -13,7 +13,7 @@ from ..machine.cpus import format_cpus
 from ..experiment import Experiment, Metric, Outcome, bounded
 from ..errors import BadInput
 from ..machine.machine import Machine
-from ..report import table
+from ..report.report import table
 from ..measure.time_bench import SUITE, calibrate_loops
 from ..machine import tsc
 

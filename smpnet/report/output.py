@@ -36,7 +36,7 @@ import os
 import re
 import tempfile
 
-from .errors import BadInput, Interrupted, OutputFailed
+from ..errors import BadInput, Interrupted, OutputFailed
 # the kinds and Target are part of this module's contract (output.REPLACE...)
 from .output_target import (DEVICE, FD, FIFO, IN_PLACE, REPLACE, Target,  # noqa: F401
                             error_text, find_target, show_path)

@@ -14,7 +14,7 @@ import re
 import stat
 import tempfile
 
-from .errors import BadInput
+from ..errors import BadInput
 
 REPLACE, IN_PLACE, FD, FIFO, DEVICE = "replace", "in place", "fd", "fifo", "device"
 

@@ -7,7 +7,7 @@ command), drawn by the experiment's own `plot`.
 import os
 import tempfile
 
-from .errors import BadInput
+from ..errors import BadInput
 
 INSTALL = "pip install 'smpnet[plot]'"
 
@@ -41,7 +41,7 @@ def check_dir(path):
 
 def write_all(env, directory):
     """Write one PNG per experiment of an `all` result that draws one; returns their paths."""
-    from .experiments import EXPERIMENTS
+    from ..experiments import EXPERIMENTS
 
     stages = {s["stage"]: s for s in env["results"]}
     made = []

@@ -1,7 +1,7 @@
 """Progress on stderr for long runs: one line per step, rewritten in place on a terminal."""
 import sys
 
-from .machine import process
+from ..machine import process
 
 
 def printer(command):

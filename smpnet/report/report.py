@@ -19,10 +19,11 @@ docs/cli.md lists the changes.
 import json
 import math
 
-from . import __version__, _core, plaintext
-from .measure import verdict_facts
-from .machine import load, sysinfo
-from .machine.tsc import tsc_info
+from .. import __version__, _core
+from . import plaintext
+from ..measure import verdict_facts
+from ..machine import load, sysinfo
+from ..machine.tsc import tsc_info
 
 SCHEMA = 3
 READABLE = (1, 2, 3)   # schemas whose rows compare reads: the rows did not change

@@ -8,17 +8,17 @@ import json
 import math
 from collections import namedtuple
 
-from .errors import BadInput
-from .jsonfile import oneline as _oneline
-from .jsonfile import read_json
-from .jsonfile import shown as _shown
+from ..errors import BadInput
+from ..jsonfile import oneline as _oneline
+from ..jsonfile import read_json
+from ..jsonfile import shown as _shown
 from .report import READABLE, SCHEMA
 
 
 # What identifies a row and what is compared: each experiment's own Metric
 # (smpnet/experiment.py); a result of `all` holds one table per experiment.
 def _experiments():
-    from . import experiments
+    from .. import experiments
     return experiments.BY_NAME
 
 
