@@ -15,8 +15,8 @@ import time
 import pytest
 
 from smpnet import Machine, _core
+from smpnet.experiments.common.lockbench import ALGOS
 from smpnet.machine import layout
-from smpnet.lockbench import ALGOS
 from smpnet.machine.tsc import tsc_hz
 
 LOOPS = 1 << 20

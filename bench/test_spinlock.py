@@ -9,10 +9,10 @@ import statistics
 import pytest
 
 from smpnet import _core
-from smpnet.measure import stats
-from smpnet.lockbench import ALGOS, BASELINE
-from smpnet.measure.time_bench import SUITE
+from smpnet.experiments.common.lockbench import ALGOS, BASELINE
 from smpnet.machine.tsc import tsc_hz
+from smpnet.measure import stats
+from smpnet.measure.time_bench import SUITE
 
 from conftest import LOOPS
 

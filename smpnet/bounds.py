@@ -9,8 +9,8 @@ hour is refused too, unless the user asks for it with --long.
 """
 import re
 
-from .machine import layout
 from .errors import BadInput
+from .machine import layout
 from .machine.machine import MAX_CPUS
 
 MAX_SKBS = 1 << 40         # --skbs

@@ -9,12 +9,12 @@ import signal
 import sys
 
 from . import __version__
-from .report import output, plaintext, report
-from .measure import calibration
-from .machine import load, process
-from .machine.cpus import parse_cpus
 from .errors import BadInput, OutputFailed, SmpnetError
 from .experiment import bounded
+from .machine import load, process
+from .machine.cpus import parse_cpus
+from .measure import calibration
+from .report import output, plaintext, report
 
 
 class _Parser(argparse.ArgumentParser):

@@ -11,11 +11,11 @@ the seed's verdicts from other experiments are its details.
 import sys
 import time
 
-from .report import report
-from .machine import load, process, sysinfo
-from .machine.cpus import format_cpus
 from .errors import Interrupted, SmpnetError
 from .experiments import EXPERIMENTS
+from .machine import load, process, sysinfo
+from .machine.cpus import format_cpus
+from .report import report
 from .seeds import ORIGINAL, SEEDS
 
 RULE = ("The rule (docs/design.md, Statistics): with the 95 % interval on the side of zero "

@@ -5,8 +5,8 @@ import os
 import pytest
 
 from smpnet import run_all
-from smpnet.measure import stats
 from smpnet.cli import main
+from smpnet.measure import stats
 
 STAGES = [e.name for e in run_all.stages()]   # the registry's, in its order
 

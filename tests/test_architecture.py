@@ -1,6 +1,7 @@
-"""The house rules of issue 11, checked: one module per experiment under a
-registry, generic commands that name no experiment, no import cycle, no
-Python file over 400 lines, a docs page per experiment."""
+"""The house rules of issues 11 and 23, checked: one module (or package) per
+experiment under a registry, generic commands that name no experiment, no
+import cycle, imports only down the layers, no Python file over 400 lines, a
+docs page per experiment."""
 import ast
 import pathlib
 import re
@@ -105,18 +106,142 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_each_experiment_module_is_a_leaf_under_the_registry():
-    """Only the registry imports an experiment module, and no experiment
-    module imports another or reaches one through the registry."""
+def _experiment_of(mod):
+    """The experiment whose module or package `mod` is part of, or None."""
+    parts = mod.split(".")
+    if len(parts) >= 3 and parts[:2] == ["smpnet", "experiments"] and parts[2] in NAMES:
+        return parts[2]
+    return None
+
+
+def test_each_experiment_is_a_leaf_under_the_registry():
+    """Only the registry imports an experiment, and only an experiment's own
+    package imports its helpers; no experiment, helper or common module
+    imports another experiment or reaches one through the registry."""
     graph = _graph()
     modules = {f"smpnet.experiments.{n}" for n in NAMES}
     assert modules <= set(graph)
     for mod, imports in graph.items():
-        if mod != "smpnet.experiments":
-            assert not imports & modules, f"{mod} imports {imports & modules}"
-    for mod in modules:
-        path = PKG / "experiments" / (mod.rsplit(".", 1)[1] + ".py")
-        assert "smpnet.experiments" not in _imports(path), f"{mod} imports the registry"
+        for imp in imports:
+            owner = _experiment_of(imp)
+            if owner is None or owner == _experiment_of(mod):
+                continue
+            assert mod == "smpnet.experiments" and imp in modules, f"{mod} imports {imp}"
+    for p in (PKG / "experiments").rglob("*.py"):
+        if p != PKG / "experiments" / "__init__.py":
+            assert "smpnet.experiments" not in _imports(p), f"{_module(p)} imports the registry"
+
+
+def test_each_common_module_is_shared_by_two_experiments_or_more():
+    """A module under experiments/common/ that one experiment alone uses
+    belongs in that experiment's package."""
+    graph = _graph()
+    common = [m for m in graph if m.startswith("smpnet.experiments.common.")]
+    assert common
+    for mod in common:
+        users = {_experiment_of(m) for m, imports in graph.items() if mod in imports} - {None}
+        assert len(users) >= 2, f"{mod} is used by {sorted(users) or 'no experiment'}"
+
+
+# The layers, lowest first. A module may import the modules of its own layer
+# and of the layers below it; an experiment's modules, those of its own
+# package and not another experiment's. The package `smpnet` itself is no
+# edge: every module's ancestor, loaded first, its attributes lazy (PEP 562).
+LAYERS = (
+    ("base", ("smpnet._core", "smpnet.errors", "smpnet.seeds", "smpnet.jsonfile")),
+    ("machine", ("smpnet.machine",)),
+    ("measure", ("smpnet.measure",)),
+    ("report", ("smpnet.report",)),
+    ("record", ("smpnet.experiment", "smpnet.bounds")),
+    ("common", ("smpnet.experiments.common",)),
+    ("experiment", ()),   # smpnet.experiments.<name>, each a layer of its own width
+    ("registry", ()),     # smpnet.experiments itself
+    ("top", ("smpnet.cli", "smpnet.entry", "smpnet.run_all", "smpnet.__main__")),
+)
+RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
+# the one import up the layers: (from layer, module) -> why
+UP = {("report", "smpnet.experiments"): "plot and results learn the experiments from the "
+                                         "registry, at call time, never one by name"}
+
+
+def _layer(mod):
+    """(layer, group) of a module: the group tells one experiment from
+    another. A module no layer holds is an error: a new top-level module
+    or package takes its place in LAYERS deliberately."""
+    if mod in ("smpnet", "smpnet.experiments"):
+        return ("top", "") if mod == "smpnet" else ("registry", "")
+    for name, prefixes in LAYERS:
+        for pre in prefixes:
+            if mod == pre or mod.startswith(pre + "."):
+                return name, ""
+    if _experiment_of(mod):
+        return "experiment", _experiment_of(mod)
+    raise KeyError(f"{mod} is in no layer of tests/test_architecture.py's LAYERS")
+
+
+def _upward(graph):
+    """The imports of `graph` that go up the layers or across experiments."""
+    bad = []
+    for mod, imports in graph.items():
+        layer, group = _layer(mod)
+        for imp in sorted(imports):
+            to, to_group = _layer(imp)
+            if (RANK[to] < RANK[layer] or (to == layer and to_group == group)
+                    or (layer, imp) in UP):
+                continue
+            bad.append(f"{mod} ({layer}) imports {imp} ({to})")
+    return bad
+
+
+def _layer_graph():
+    """module -> the smpnet modules it imports, its ancestors too (a
+    package's __init__ runs when any of its modules is imported) but not the
+    package `smpnet` itself."""
+    return {_module(p): _imports(p) - {"smpnet", _module(p)} for p in PKG.rglob("*.py")}
+
+
+def test_imports_only_go_down_the_layers():
+    graph = _layer_graph()
+    assert len(graph) > 40 and sum(map(len, graph.values())) > 150
+    for mod in graph:
+        _layer(mod)   # every module has its layer
+    assert not _upward(graph), "\n".join(_upward(graph))
+
+
+def test_the_layer_check_finds_an_import_up_or_across():
+    ok = {"smpnet.experiments.defer.defer_rows": {"smpnet.experiments.common.net",
+                                                   "smpnet.measure.stats"},
+          "smpnet.experiments.defer": {"smpnet.experiments.defer.defer_rows"},
+          "smpnet.report.plot": {"smpnet.experiments"},
+          "smpnet.report.report": {"smpnet.measure.verdict_facts", "smpnet.machine.load"},
+          "smpnet.run_all": {"smpnet.experiments", "smpnet.report.report"}}
+    assert _upward(ok) == []
+    for mod, imp in (("smpnet.machine.segment", "smpnet.measure.stats"),
+                     ("smpnet.measure.calibration", "smpnet.report.report"),
+                     ("smpnet.report.plot", "smpnet.experiments.arp"),
+                     ("smpnet.experiments.common.net", "smpnet.experiments.loopback.kstack"),
+                     ("smpnet.experiments.defer", "smpnet.experiments.loopback.seed002"),
+                     ("smpnet.experiments.null", "smpnet.experiments"),
+                     ("smpnet.experiment", "smpnet.cli")):
+        assert len(_upward({mod: {imp}})) == 1, (mod, imp)
+    with pytest.raises(KeyError):
+        _layer("smpnet.newcomer")
+
+
+def test_each_layer_says_what_it_is_and_what_it_may_import():
+    for pkg in ("machine", "measure", "report", "experiments/common", "experiments"):
+        doc = ast.get_docstring(ast.parse((PKG / pkg / "__init__.py").read_text()))
+        assert doc and "May import" in doc, pkg
+
+
+def test_every_package_is_installed():
+    """pyproject.toml lists its packages by name: one left out is missing
+    from a non-editable install, which an editable one hides."""
+    listed = set(re.findall(r'"(smpnet[\w.]*)"',
+                            re.search(r"packages = \[([^]]*)\]",
+                                      (ROOT / "pyproject.toml").read_text()).group(1)))
+    found = {_module(p.parent / "__init__.py") for p in PKG.rglob("__init__.py")}
+    assert listed == found | {"smpnet.kernel"}
 
 
 def _words(text):

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from smpnet.measure import calibration
 from smpnet.cli import main
 from smpnet.errors import BadInput
 from smpnet.experiments import arp, loopback
+from smpnet.measure import calibration
 
 # rows shaped as the kernel experiment's
 ROWS = [{"test": "tcp_rr", "placement": "same-cpu", "cycles": 12000.0, "cycles_lo": 11000.0,

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smpnet import experiments, jsonfile, run_all
-from smpnet.report import compare, report
 from smpnet.cli import main
+from smpnet.report import compare, report
 
 PY = [sys.executable, "-m", "smpnet"]
 ENVELOPE_KEYS = {"schema", "smpnet", "command", "machine", "params", "results", "verdicts",

@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from smpnet import lockrank
-from smpnet.report import plaintext, report
-from smpnet.measure import stats
 from smpnet.cli import main
 from smpnet.experiments import contended
-from smpnet.lockbench import ALGOS
+from smpnet.experiments.common.lockbench import ALGOS
+from smpnet.experiments.contended import lockrank
 from smpnet.machine.tsc import tsc_hz
+from smpnet.measure import stats
+from smpnet.report import plaintext, report
 
 N = 10   # rounds of the synthetic rows
 

@@ -7,11 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smpnet import Machine, _core, net
-from smpnet.measure import stats
-from smpnet.machine import layout
+from smpnet import Machine, _core
 from smpnet.cli import main
 from smpnet.experiments import defer
+from smpnet.experiments.common import net
+from smpnet.machine import layout
+from smpnet.measure import stats
 
 STRATEGIES = defer.STRATEGIES
 LISTS = [s for s in STRATEGIES if s != "none"]   # the strategies that defer

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from smpnet import lockbench
-from smpnet.measure import time_bench
 from smpnet.experiments import EXPERIMENTS, arp, defer, loopback
+from smpnet.experiments.common import lockbench
+from smpnet.measure import time_bench
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = ROOT / "docs" / "experiments"

@@ -15,9 +15,10 @@ import time
 import psutil
 import pytest
 
-from smpnet import _core, netns
+from smpnet import _core
 from smpnet.cli import main
 from smpnet.experiments import kernel
+from smpnet.experiments.kernel import netns
 
 GUARD_S = 10.0   # no test may hang: a loop still running after this has failed
 

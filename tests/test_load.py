@@ -13,10 +13,10 @@ import psutil
 import pytest
 
 from smpnet import run_all
-from smpnet.report import report
-from smpnet.machine import load
 from smpnet.experiment import Outcome
+from smpnet.machine import load
 from smpnet.machine.machine import Machine as SmpMachine
+from smpnet.report import report
 
 # psutil's per-CPU times on Linux, and on a platform without steal
 Times = collections.namedtuple(

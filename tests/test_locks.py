@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from smpnet import Machine, WorkerDied, _core
-from smpnet.measure import stats, time_bench
-from smpnet.machine import layout
 from smpnet.cli import main
-from smpnet import lockbench as locks
 from smpnet.experiments import contended
+from smpnet.experiments.common import lockbench as locks
+from smpnet.machine import layout
 from smpnet.machine.tsc import tsc_hz
+from smpnet.measure import stats, time_bench
 
 ALGOS = locks.ALGOS
 VARIANTS = locks.VARIANTS

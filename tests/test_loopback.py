@@ -5,10 +5,12 @@ import numpy as np
 
 import pytest
 
-from smpnet import Machine, _core, kstack, net
-from smpnet.machine import layout
+from smpnet import Machine, _core
 from smpnet.cli import main
 from smpnet.experiments import loopback
+from smpnet.experiments.common import net
+from smpnet.experiments.loopback import kstack
+from smpnet.machine import layout
 
 MODES = loopback.MODES
 ROW_KEYS = {"mode", "cpus", "packets", "pps", "cycles_per_packet", "refcnt_atomics",

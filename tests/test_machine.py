@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from smpnet import BadInput, Machine, SegmentError, WorkerDied, _core
-from smpnet.machine import layout
 from smpnet.errors import RunTimeout
+from smpnet.machine import layout
 
 from conftest import open_segments, segment_holders
 

@@ -6,9 +6,10 @@ import itertools
 import re
 from pathlib import Path
 
-from smpnet import Machine, _core, defer_rows, run_all
-from smpnet.machine import layout
+from smpnet import Machine, _core, run_all
 from smpnet.experiments import arp, defer, loopback
+from smpnet.experiments.defer import defer_rows
+from smpnet.machine import layout
 
 HOST_B_IP = 0xC0A8146C   # 192.168.20.108, link.h's HOST_B_IP
 

@@ -10,8 +10,9 @@ import threading
 
 import pytest
 
-from smpnet import _core, netns, ping_veth
+from smpnet import _core
 from smpnet.errors import RunFailed
+from smpnet.experiments.kernel import netns, ping_veth
 
 GUARD_S = 10.0
 root = pytest.mark.skipif(os.geteuid() != 0 or netns.can_admin_net() is not None,

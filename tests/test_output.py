@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from smpnet.report import output, report
 from smpnet.cli import build_parser, main
 from smpnet.errors import BadInput, OutputFailed
+from smpnet.report import output, report
 
 NOBODY = 65534
 ENV = {"command": "info", "results": [{"x": 1}]}

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from smpnet import Machine, _core, net
+from smpnet import Machine, _core
+from smpnet.experiments.common import net
 from smpnet.machine import layout
 
 KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "smpnet", "kernel")
@@ -48,7 +49,7 @@ def test_python_choices_are_the_c_enum(choices):
 
 
 def test_the_experiments_offer_the_c_tables_in_their_order():
-    from smpnet import lockbench
+    from smpnet.experiments.common import lockbench
     from smpnet.experiments import arp, defer, loopback
 
     for offered, table in ((lockbench.ALGOS, "LOCK_ALGOS"), (lockbench.VARIANTS, "LOCK_VARIANTS"),

@@ -5,9 +5,9 @@ import time
 import pytest
 
 from smpnet import BadInput, _core
+from smpnet.machine.tsc import tsc_hz, tsc_info
 from smpnet.measure import time_bench as tb
 from smpnet.measure.time_bench import calibrate_loops, time_bench
-from smpnet.machine.tsc import tsc_hz, tsc_info
 
 
 def test_tsc_agrees_with_clock_monotonic_within_2_percent():

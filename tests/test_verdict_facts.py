@@ -3,10 +3,12 @@ from synthetic rows: what is asserted is what the verdicts and reports say,
 never a timing."""
 import pytest
 
-from smpnet import lockbench, run_all, seed002
-from smpnet.report import plaintext, report
-from smpnet.measure import verdict_facts
+from smpnet import run_all
 from smpnet.experiments import locks
+from smpnet.experiments.common import lockbench
+from smpnet.experiments.loopback import seed002
+from smpnet.measure import verdict_facts
+from smpnet.report import plaintext, report
 from smpnet.seeds import SEED_002, SEED_002_STORM
 
 

@@ -1,8 +1,8 @@
 """info: the machine's facts, what makes timings unreliable here (like
 pyperf system show), and what a timestamp and an empty loop iteration cost,
 measured now: every later figure carries them."""
-from ..machine.cpus import format_cpus
 from ..experiment import Experiment, Metric, Outcome
+from ..machine.cpus import format_cpus
 from ..measure.time_bench import time_bench
 
 TIMERS = ("for_loop", "tsc_read")

@@ -4,14 +4,14 @@ seed 003's irqsave - irq cost, as the seed measured it.
 `locks --contended` runs the `contended` experiment instead (its options
 stay here so that the command line people know keeps working).
 """
-from .. import lockbench
-from ..measure import stats
-from ..machine.cpus import format_cpus
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
-from ..lockbench import ALGOS, VARIANTS
+from ..machine.cpus import format_cpus
+from ..measure import stats
 from ..report import report
 from ..report.report import table
+from .common import lockbench
+from .common.lockbench import ALGOS, VARIANTS
 
 ROUNDS = 20   # 10 blocks of two rounds: a 95 % interval from the 2nd to the 9th
 

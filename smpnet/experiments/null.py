@@ -7,15 +7,16 @@ sound harness says "no measurable difference".
 """
 import statistics
 
-from .. import _core, lockbench
-from ..measure import stats
-from ..machine.cpus import format_cpus
-from ..experiment import Experiment, Metric, Outcome, bounded
+from .. import _core
 from ..errors import BadInput
-from ..machine.machine import Machine
-from ..report.report import table
-from ..measure.time_bench import SUITE, calibrate_loops
+from ..experiment import Experiment, Metric, Outcome, bounded
 from ..machine import tsc
+from ..machine.cpus import format_cpus
+from ..machine.machine import Machine
+from ..measure import stats
+from ..measure.time_bench import SUITE, calibrate_loops
+from ..report.report import table
+from .common import lockbench
 
 TESTS = tuple(t for t, _ in SUITE)
 SIDES = ("A", "B")

@@ -25,9 +25,9 @@ import threading
 import time
 
 from .. import _core
+from ..errors import BadInput, Interrupted, RunTimeout, SegmentError, SmpnetError, WorkerDied
 from . import layout, load
 from .cpus import format_cpus, parse_cpus
-from ..errors import BadInput, Interrupted, RunTimeout, SegmentError, SmpnetError, WorkerDied
 from .segment import Segment
 from .tsc import tsc_info
 from .watchdog import Watchdog, stall_error

@@ -26,8 +26,8 @@ import os
 
 import numpy as np
 
-from . import layout
 from ..errors import NoMemory, SegmentError
+from . import layout
 
 SHM_DIR = "/dev/shm"
 MEMFD_NAME = "smpnet"

@@ -16,8 +16,8 @@ import time
 import traceback
 
 from .. import _core
-from . import layout
 from ..errors import RunFailed
+from . import layout
 from .process import INTERRUPTS
 
 STOP_GRACE_S = 1.0  # after the stop flag, how long workers get to return

@@ -21,9 +21,9 @@ with its reason:
 `line(fact)` says one in a sentence; report.verdict_lines prints it under
 the verdict's figure and run_all under the verdict table.
 """
-from . import calibration
 from ..machine import sysinfo
 from ..seeds import SEED_MACHINE
+from . import calibration
 
 PHASE_MEANS = {
     "tick": "each ping sent just after a tick boundary, so the request waits almost a "

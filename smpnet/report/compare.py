@@ -17,9 +17,9 @@ import math
 
 import numpy as np
 
-from ..measure import stats
 from ..errors import BadInput
 from ..jsonfile import MAX_BYTES  # noqa: F401 (the command's API)
+from ..measure import stats
 from .results import commands, load, metric  # noqa: F401 (the command's API)
 from .results import _key_text, _shown
 

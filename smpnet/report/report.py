@@ -20,10 +20,10 @@ import json
 import math
 
 from .. import __version__, _core
-from . import plaintext
-from ..measure import verdict_facts
 from ..machine import load, sysinfo
 from ..machine.tsc import tsc_info
+from ..measure import verdict_facts
+from . import plaintext
 
 SCHEMA = 3
 READABLE = (1, 2, 3)   # schemas whose rows compare reads: the rows did not change

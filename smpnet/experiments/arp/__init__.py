@@ -11,17 +11,18 @@ import os
 
 import numpy as np
 
-from .. import _core, ping
-from ..report import report
-from ..measure import calibration, stats, verdict_facts
-from ..machine import layout
-from ..bounds import MAX_COUNT, MAX_TRIALS
-from ..machine.cpus import format_cpus
-from ..errors import BadInput
-from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
-from ..machine.machine import Machine
-from ..report.report import table
-from ..seeds import SEED_000
+from ... import _core
+from ...bounds import MAX_COUNT, MAX_TRIALS
+from ...errors import BadInput
+from ...experiment import Experiment, Metric, Outcome, bounded, parse_list
+from ...machine import layout
+from ...machine.cpus import format_cpus
+from ...machine.machine import Machine
+from ...measure import calibration, stats, verdict_facts
+from ...report import report
+from ...report.report import table
+from ...seeds import SEED_000
+from . import ping
 
 PROBES = tuple(sorted(_core.PROBE_MODES, key=_core.PROBE_MODES.get))  # enum probe_mode
 HZ_VALUES = (100, 250, 300, 1000)

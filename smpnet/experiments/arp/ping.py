@@ -4,7 +4,7 @@ distributions. The addresses are the seed's (000's `arp -d 192.168.20.108`);
 nothing is sent on a real network."""
 import numpy as np
 
-from .machine import layout
+from ...machine import layout
 
 PEER_IP = "192.168.20.108"
 OWN_IP = "192.168.20.1"

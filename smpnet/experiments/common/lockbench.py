@@ -4,13 +4,13 @@ uncontended time_bench suite run on one pinned CPU.
 The library under the lock experiments (`locks`, `contended`) and `defer`,
 which measures seed 003's per-op cost the way the seed did.
 """
-from . import _core
-from .measure import stats, verdict_facts
-from .machine import layout
-from .experiment import bounded
-from .machine.machine import Machine
-from .seeds import SEED_003
-from .measure.time_bench import MIN_ROUND_S, SUITE, interleaved
+from ... import _core
+from ...experiment import bounded
+from ...machine import layout
+from ...machine.machine import Machine
+from ...measure import stats, verdict_facts
+from ...measure.time_bench import MIN_ROUND_S, SUITE, interleaved
+from ...seeds import SEED_003
 
 # names of enum spin_algo and enum spin_variant, in the C order
 ALGOS = tuple(sorted(_core.LOCK_ALGOS, key=_core.LOCK_ALGOS.get))

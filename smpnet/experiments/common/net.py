@@ -3,7 +3,7 @@ segment, which net_init() sets up and every network run maps, and the
 audit that every skb head is back where it belongs after a run."""
 import numpy as np
 
-from .machine import layout
+from ...machine import layout
 
 # the regions _core.net_init() takes, in its order
 NET_REGIONS = ("skb", "skb_data", "skb_page", "skb_pool", "napi_cache", "skb_slab",

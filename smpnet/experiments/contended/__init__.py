@@ -8,16 +8,18 @@ CPUs: throughput by CPU count.
 import os
 import statistics
 
-from .. import _core, lockbench, lockrank
-from ..measure import stats
-from ..machine import machine, tsc
-from ..machine.cpus import format_cpus
-from ..errors import BadInput
-from ..experiment import Experiment, Metric, Outcome, parse_list
-from ..lockbench import ALGOS, VARIANTS
-from ..machine.machine import Machine
-from ..report.report import table
-from ..measure.time_bench import TEST_OF_VARIANT
+from ... import _core
+from ...errors import BadInput
+from ...experiment import Experiment, Metric, Outcome, parse_list
+from ...machine import machine, tsc
+from ...machine.cpus import format_cpus
+from ...machine.machine import Machine
+from ...measure import stats
+from ...measure.time_bench import TEST_OF_VARIANT
+from ...report.report import table
+from ..common import lockbench
+from ..common.lockbench import ALGOS, VARIANTS
+from . import lockrank
 
 
 def add_options(p):

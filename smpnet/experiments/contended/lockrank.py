@@ -11,8 +11,8 @@ verdicts are (docs/design.md, Statistics).
 """
 import numpy as np
 
-from .measure import stats
-from .report.report import table
+from ...measure import stats
+from ...report.report import table
 
 # the figures each run gives, reported as a median over rounds with its
 # interval: name -> (text header, unit)

@@ -7,19 +7,21 @@ CPU's defer list; the RX CPU's net_rx_action() flushes the list. Each lock
 strategy of the list's history runs `repeat` times, interleaved, so that the
 spread between runs is the noise against which strategies are compared.
 """
-from .. import _core, defer_rows, lockbench, net
-from ..report import report
-from ..measure import stats
-from ..machine import layout, machine
-from ..defer_ipi import (AA, MEASURED, gain_text, ipi_charges, ipi_figures, ipi_lines,
-                         ipi_point_text, ipi_points, ipi_wake, plot_sweep, sweep_lines)
-from ..bounds import MAX_DEFER_MAX, MAX_REPEAT, MAX_SKBS
-from ..machine.cpus import format_cpus
-from ..errors import BadInput, RunFailed
-from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
-from ..machine.machine import Machine
-from ..report.report import table
-from ..seeds import SEED_003_RATE
+from ... import _core
+from ...bounds import MAX_DEFER_MAX, MAX_REPEAT, MAX_SKBS
+from ...errors import BadInput, RunFailed
+from ...experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
+from ...machine import layout, machine
+from ...machine.cpus import format_cpus
+from ...machine.machine import Machine
+from ...measure import stats
+from ...report import report
+from ...report.report import table
+from ...seeds import SEED_003_RATE
+from ..common import lockbench, net
+from . import defer_rows
+from .defer_ipi import (AA, MEASURED, gain_text, ipi_charges, ipi_figures, ipi_lines,
+                        ipi_point_text, ipi_points, ipi_wake, plot_sweep, sweep_lines)
 
 STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))
 DEFER_MAX = _core.NET_CORE_MODEL["skb_defer_max"]   # sysctl (128 since late 2025)

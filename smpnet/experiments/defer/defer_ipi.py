@@ -3,8 +3,8 @@
 floor; _core.futex_wake_cycles(): the wake-up, an upper bound), what each
 side is charged at each --ipi-cycles point, and how the text and the
 picture show it (docs/experiments/defer.md, "An IPI's cost")."""
-from .measure import stats
-from .report.report import table
+from ...measure import stats
+from ...report.report import table
 
 MEASURED = "measured"   # an --ipi-cycles point: the costs measured here (core/ipi.pyx)
 AA = "irq (A/A)"        # seed 003's A/A control: irq a second time, in the same rounds

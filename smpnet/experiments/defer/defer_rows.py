@@ -4,9 +4,9 @@ strategy, the runs' sums and medians (row()); and each strategy's gain in
 skbs/s over `none`, the kernel before the list existed (add_gains())."""
 import statistics
 
-from . import net
-from .measure import stats
-from .machine import layout
+from ...machine import layout
+from ...measure import stats
+from ..common import net
 
 
 def measure(m, cycles, rx, overhead, spins0, bugs0):

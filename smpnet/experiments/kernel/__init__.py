@@ -17,15 +17,16 @@ sysctls that parameterise the models are recorded beside the figures.
 import os
 import socket
 
-from .. import _core, netns, ping_veth
-from ..report import output
-from ..measure import calibration, stats
-from ..machine.cpus import format_cpus
-from ..errors import BadInput, RunFailed
-from ..experiment import Experiment, Metric, Outcome, bounded
-from ..machine.machine import Machine
-from ..report.report import table
-from ..machine.tsc import tsc_info
+from ... import _core
+from ...errors import BadInput, RunFailed
+from ...experiment import Experiment, Metric, Outcome, bounded
+from ...machine.cpus import format_cpus
+from ...machine.machine import Machine
+from ...machine.tsc import tsc_info
+from ...measure import calibration, stats
+from ...report import output
+from ...report.report import table
+from . import netns, ping_veth
 
 PLACEMENTS = ("same-cpu", "two-cpus")
 SERVER, CLIENT = 0, 1           # the emulated CPU each end runs on

@@ -25,7 +25,7 @@ import os
 import re
 import signal
 
-from .machine.process import INTERRUPTS
+from ...machine.process import INTERRUPTS
 
 PREFIX = "smpnet-"
 NAME = re.compile(r"smpnet-([0-9]{1,10})-[ab]")

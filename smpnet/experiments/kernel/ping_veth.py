@@ -14,10 +14,11 @@ import socket
 import statistics
 import struct
 
-from . import _core, netns
-from .measure import stats
-from .errors import RunFailed
-from .machine.machine import Machine
+from ... import _core
+from ...errors import RunFailed
+from ...machine.machine import Machine
+from ...measure import stats
+from . import netns
 
 # net.ipv4.neigh.default.*: the ARP parameters the arp model takes its
 # defaults from (core/arp.pyx's parms_init), in the sysctls' own units

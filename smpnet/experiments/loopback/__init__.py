@@ -12,15 +12,17 @@ weighed against a transaction that costs what the host kernel's costs.
 """
 import statistics
 
-from .. import _core, kstack, net, seed002
-from ..measure import calibration
-from ..machine import layout, machine
-from ..bounds import MAX_PACKETS, MAX_REPEAT
-from ..machine.cpus import format_cpus
-from ..errors import BadInput, RunFailed
-from ..experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
-from ..machine.machine import Machine
-from ..report.report import table
+from ... import _core
+from ...bounds import MAX_PACKETS, MAX_REPEAT
+from ...errors import BadInput, RunFailed
+from ...experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
+from ...machine import layout, machine
+from ...machine.cpus import format_cpus
+from ...machine.machine import Machine
+from ...measure import calibration
+from ...report.report import table
+from ..common import net
+from . import kstack, seed002
 
 MODES = tuple(sorted(_core.LOOPBACK_MODES, key=_core.LOOPBACK_MODES.get))
 PROTOCOLS = tuple(sorted(_core.LOOPBACK_PROTOS, key=_core.LOOPBACK_PROTOS.get))

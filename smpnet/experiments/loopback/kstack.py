@@ -3,7 +3,7 @@ stack_enter() keeps the kinds of the frames on each CPU's emulated stack
 and, at the first overflow, copies them into lo_stats): what a run's rows
 carry and the line that prints it. A library of the loopback experiment,
 the one that can overflow the stack (--ack-storm)."""
-from . import _core
+from ... import _core
 
 # frame kind -> the function that charges it (dev.h's STACK_FRAME_TABLE)
 FRAME_NAMES = {v: name for name, v in _core.STACK_FRAMES.items() if v}

@@ -1,10 +1,10 @@
 """Seed 002's verdicts from the loopback experiment's runs: direct delivery's
 gain over netif_rx (paired runs, with the A/A control, the calibration and
 what direct saves per transaction), and the ACK storm's overflow."""
-from . import _core
-from .report import report
-from .measure import stats, verdict_facts
-from .seeds import SEED_002, SEED_002_STORM
+from ... import _core
+from ...measure import stats, verdict_facts
+from ...report import report
+from ...seeds import SEED_002, SEED_002_STORM
 
 AA = "netif_rx (A/A)"
 RAW = ("netif_rx (raw)", "direct (raw)")   # the raw model beside a calibrated run
