@@ -8,6 +8,7 @@ import pytest
 from smpnet import _core
 from smpnet.cli import main
 from smpnet.experiments import arp
+from smpnet.experiments.arp import ping
 
 NONE, INCOMPLETE, REACHABLE, STALE, DELAY, PROBE, FAILED = 0, 1, 2, 4, 8, 16, 32
 
@@ -221,8 +222,8 @@ def test_pairs_are_chunk_medians_of_the_trials_both_modes_answered():
     samples = {"timer": [np.array([5.0, 7.0, nan]), np.array([4.0, 9.0, 6.0])],
                "immediate": [np.array([1.0, 1.0, 1.0]), np.array([nan, 2.0, 2.0])]}
     # chunk 1: trials 1-2 answered by both: 4, 6 -> 5; chunk 2: trials 2-3: 7, 4 -> 5.5
-    assert arp._pairs(samples, "timer", "immediate") == [5.0, 5.5]
-    assert arp._pairs(samples, "timer", arp.AA) == []
+    assert ping.pairs(samples, "timer", "immediate") == [5.0, 5.5]
+    assert ping.pairs(samples, "timer", arp.AA) == []
     assert arp.arp_sides(["immediate", "timer"]) == ["immediate", arp.AA, "timer"]
     assert arp.arp_sides(["timer", "immediate"], peer_down=True) == ["timer", "immediate"]
 

@@ -144,7 +144,7 @@ def _run_phase(cpus, probes, hz, trials, count, peer_down, ncpus, oversubscribe,
         why = "with the peer down there is no latency to compare"
     elif "timer" not in samples or "immediate" not in samples:
         why = "seed 000's verdict needs the timer and immediate probes"
-    elif len(_pairs(samples, "timer", "immediate")) < stats.MIN_SAMPLES:
+    elif len(ping.pairs(samples, "timer", "immediate")) < stats.MIN_SAMPLES:
         why = (f"seed 000's verdict needs {stats.MIN_SAMPLES} chunks of trials answered "
                f"(--trials {stats.MIN_SAMPLES} or more)")
     elif not timing_valid:
@@ -155,12 +155,12 @@ def _run_phase(cpus, probes, hz, trials, count, peer_down, ncpus, oversubscribe,
         later = next(r for r in rows if r["probe"] == "immediate")["later_ms"]
         ratio = (float(np.median(immediate)) / later["median"]
                  if later and later["median"] else None)
-        d = _pairs(samples, "timer", "immediate")
+        d = ping.pairs(samples, "timer", "immediate")
         delta, ci = stats.median_ci(d)
         # the seed's 9.76 ms was at HZ=100: one tick less what is left of it
         v = stats.judge(dict(SEED_000, size=SEED_000["size"] * 100 / hz), delta, ci,
                         pairs=len(d))
-        aa = _pairs(samples, AA, "immediate")
+        aa = ping.pairs(samples, AA, "immediate")
         if len(aa) >= stats.MIN_SAMPLES:
             v["control"] = stats.control("immediate against immediate", *stats.median_ci(aa))
         verdicts.append(dict(
@@ -196,18 +196,6 @@ def arp_sides(probes, peer_down=False):
     when both modes run (not with the peer down: no latency to compare)."""
     aa = {"timer", "immediate"} <= set(probes) and not peer_down
     return [x for p in probes for x in ([p, AA] if p == "immediate" and aa else [p])]
-
-
-def _pairs(samples, a, b):
-    """Per chunk, the median of a's first ping minus b's, trial by trial
-    (the same phase of a tick), over the trials both answered (ms)."""
-    if a not in samples or b not in samples:
-        return []
-    out = []
-    for x, y in zip(samples[a], samples[b]):
-        d = ping.answered(x - y)
-        out += [float(np.median(d))] if len(d) else []
-    return out
 
 
 def _merge(chunks):

@@ -1,7 +1,8 @@
 """What `arp -d ; ping -c N` prints, from host A's ping results: the arp
-experiment's transcripts, in iputils' format, and the round trips'
-distributions. The addresses are the seed's (000's `arp -d 192.168.20.108`);
-nothing is sent on a real network."""
+experiment's transcripts, in iputils' format, the round trips'
+distributions, and the pairs of first pings its verdicts take. The
+addresses are the seed's (000's `arp -d 192.168.20.108`); nothing is sent
+on a real network."""
 import numpy as np
 
 from ...machine import layout
@@ -53,3 +54,15 @@ def distribution(ms):
         return None
     return {"min": float(ms.min()), "median": float(np.median(ms)),
             "p99": float(np.percentile(ms, 99)), "max": float(ms.max())}
+
+
+def pairs(samples, a, b):
+    """Per chunk, the median of a's first ping minus b's, trial by trial
+    (the same phase of a tick), over the trials both answered (ms)."""
+    if a not in samples or b not in samples:
+        return []
+    out = []
+    for x, y in zip(samples[a], samples[b]):
+        d = answered(x - y)
+        out += [float(np.median(d))] if len(d) else []
+    return out
