@@ -22,7 +22,7 @@ from ...machine.machine import Machine
 from ...measure import calibration
 from ...report.report import table
 from ..common import net
-from . import kstack, seed002
+from . import kstack, loopback_rows, seed002
 
 MODES = tuple(sorted(_core.LOOPBACK_MODES, key=_core.LOOPBACK_MODES.get))
 PROTOCOLS = tuple(sorted(_core.LOOPBACK_PROTOS, key=_core.LOOPBACK_PROTOS.get))
@@ -142,7 +142,8 @@ def run(cpus, modes=MODES, packets=None, duration=None, size=SIZE, protocol=None
                 progress(i + bool(sizing), len(plan) + bool(sizing),
                          f"{mode} on {k} CPU(s) (run {r + 1} of {repeat})")
             runs[(k, mode)].append(one(k, mode, 0 if mode in RAW else work))
-        rows = [_row(mode, k, runs[(k, mode)], machines[k]) for k in counts for mode in sides(k)]
+        rows = [loopback_rows.row(mode, k, runs[(k, mode)], machines[k])
+                for k in counts for mode in sides(k)]
     finally:
         for m in machines.values():
             m.close()
@@ -241,41 +242,6 @@ def _cpu_body(ctx, idx, dev, lo, mode, protocol, ack_storm, size, packets, durat
     quota = packets // ctx.nr_cpus + (1 if ctx.cpu < packets % ctx.nr_cpus else 0)
     return _core.loopback_run(ctx.seg, ctx.cpu, idx, dev, lo, mode, protocol, ack_storm,
                               size, quota, duration, thread_size, work)
-
-
-# per-run counts a row adds up, and high-water marks it keeps the highest of
-SUMMED = ("softirqs", "backlog_schedules", "alloc_failed", "requests", "replies", "acks",
-          "direct", "queued", "drops", "purged", "lstats_packets", "lstats_bytes",
-          "transactions", "sk_backlogged", "recursion_drops", "stack_work_cycles")
-HIGHEST = ("max_depth", "max_rx_nest", "stack_max", "overflow_depth")
-
-
-def _row(mode, k, runs, m):
-    pps = [r["packets"] / r["seconds"] for r in runs]
-    tps = [r["transactions"] / r["seconds"] for r in runs]
-    packets = sum(r["packets"] for r in runs)
-    cpp = [r["cycles_per_packet"] for r in runs if r["cycles_per_packet"] is not None]
-    cpt = [r["cycles_per_transaction"] for r in runs if r["cycles_per_transaction"] is not None]
-    return {
-        "mode": mode, "cpus": k, "real_cpus": [int(c) for c in m.cpu_map], "runs": len(runs),
-        "packets": packets,
-        "pps": statistics.median(pps), "pps_samples": pps,
-        "tps": statistics.median(tps), "tps_samples": tps,
-        "cycles_per_packet": statistics.median(cpp) if cpp else None,
-        "cycles_per_transaction": statistics.median(cpt) if cpt else None,
-        "cpt_samples": cpt,
-        "stack_work_per_call": runs[0]["stack_work_per_call"],
-        "refcnt_atomics": sum(r["refcnt_atomics"] for r in runs) / packets if packets else 0.0,
-        **{k: sum(r[k] for r in runs) for k in SUMMED},
-        **{k: max(r[k] for r in runs) for k in HIGHEST},
-        "overflow": any(r["overflow"] for r in runs),
-        **{k: max(runs, key=lambda r: r["oops_frames"])[k]
-           for k in ("oops_trace", "oops_frames", "oops_refused")},
-        "depth_returns_to_0": all(d == 0 for r in runs for d in r["depth_after"]),
-        "refcnt_returns_to_0": all(r["refcnt_after"] == 0 for r in runs),
-        "conserved": all(r["allocated"] == r["freed"] for r in runs),
-        "timing_valid": m.timing_valid,
-    }
 
 
 # ------------------------------------------------------------------ the command
