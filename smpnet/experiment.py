@@ -1,10 +1,10 @@
 """What an experiment is: the one record each experiment module fills in.
 
-An experiment module (smpnet/experiments/X.py) owns everything about its
-experiment: its options, its validated parameters, its run, its rows and
-verdicts, its text, its picture, the keys that identify its rows for
-`compare`, its parameters inside `all`, its run-time estimate and its exit
-rule. It says so by defining one `EXPERIMENT = Experiment(...)`; the
+An experiment module (smpnet/experiments/X.py, or X/__init__.py where it
+has helpers of its own) owns everything about its experiment: its options,
+its validated parameters, its run, its rows and verdicts, its text, its
+picture, the keys that identify its rows for `compare`, its parameters
+inside `all`, its run-time estimate and its exit rule. It says so by defining one `EXPERIMENT = Experiment(...)`; the
 registry (smpnet/experiments/__init__.py) lists them, and the generic
 commands (cli, run_all, compare, plot) use nothing else.
 
@@ -65,7 +65,7 @@ class Experiment:
     # another experiment runs instead for these options (locks --contended)
     delegate: Optional[Callable] = None
     own_warnings: bool = False        # its text shows the warnings itself (info)
-    # calibration (calibration.py): the experiment that measures a profile,
+    # calibration (measure/calibration.py): the experiment that measures a profile,
     # (cpus, params, outcome) -> profile, which `all` hands to the later
     # stages that are `calibrated` (their params' "calibration")
     calibrates: Optional[Callable] = None

@@ -22,7 +22,7 @@ ORIGINAL = {
 SEEDS = tuple(ORIGINAL)
 
 # seed -> the machine fact that set the size of its figure there, as the
-# seed gives it (verdict_facts.py puts this machine's beside it): 003's
+# seed gives it (measure/verdict_facts.py puts this machine's beside it): 003's
 # flags save and restore, "14 cycles from avoiding reading and restoring CPU
 # flags"; 002's tbench transaction, whose cost the seed does not give; 000's
 # HZ, with its first ping (sent, by its 9.91 ms, just after a tick boundary)

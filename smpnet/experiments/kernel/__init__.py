@@ -89,7 +89,7 @@ def plan(cpus, quick):
 
 
 def profile(cpus, p, outcome):
-    """The calibration profile a run measured (calibration.py)."""
+    """The calibration profile a run measured (measure/calibration.py)."""
     return calibration.from_kernel(outcome.rows, p, tsc_info()["tsc_hz"])
 
 

@@ -7,8 +7,9 @@ direct path not at all. Each mode runs `repeat` times, interleaved.
 
 With a calibration profile (the `kernel` experiment's), every send and
 receive also does the host kernel's per-transaction cost less the model's
-own, as real work (calibration.py): the saving of direct delivery is then
-weighed against a transaction that costs what the host kernel's costs.
+own, as real work (measure/calibration.py): the saving of direct delivery
+is then weighed against a transaction that costs what the host kernel's
+costs.
 """
 import statistics
 
