@@ -1,6 +1,7 @@
 """The registry: every experiment smpnet-bench runs, in the order `all` runs
-them and `--help` lists them. Adding an experiment is one line here (and its
-module; see docs/contributing.md). Nothing else names an experiment.
+them and `--help` lists them. Adding an experiment is its name here, in the
+import and in EXPERIMENTS, and its module (docs/contributing.md). Nothing
+else names an experiment.
 
 An experiment is a module here, or a package where it has helpers of its own:
 its __init__.py is the experiment, its other modules are its alone. What
