@@ -85,8 +85,7 @@ def line_round_trip_cycles(int cpu_a, int cpu_b, uint32_t blocks=20, double time
     (cpu_a == cpu_b) {"cycles": None, "cross_cpu": False}. OSError if a CPU
     cannot be used; RuntimeError if no block finished within timeout_s."""
     cdef line_pair p
-    cdef pthread_t th[2]
-    cdef int rc0, rc1
+    cdef int rc
     cdef void *mem = NULL
     cdef uint32_t i
     if blocks < 1 or blocks > 100000:
@@ -113,17 +112,9 @@ def line_round_trip_cycles(int cpu_a, int cpu_b, uint32_t blocks=20, double time
     try:
         with nogil:
             p.deadline_ns = mono_ns() + <uint64_t>(timeout_s * 1e9)
-            rc0 = pthread_create(&th[0], NULL, line_answerer, &p)
-            rc1 = pthread_create(&th[1], NULL, line_asker, &p) if rc0 == 0 else 0
-            if rc1 != 0:
-                atomic_set(&p.stop, 1)
-            if rc0 == 0 and rc1 == 0:
-                pthread_join(th[1], NULL)
-            if rc0 == 0:
-                atomic_set(&p.stop, 1)
-                pthread_join(th[0], NULL)
-        if rc0 or rc1:
-            raise OSError(rc0 or rc1, "pthread_create failed")
+            rc = pair_run(line_answerer, line_asker, &p, &p.stop, NULL)
+        if rc:
+            raise OSError(rc, "pthread_create failed")
         if p.pin_err:
             raise OSError(p.pin_err, f"cannot run on real CPU {cpu_a} and {cpu_b}")
         if p.done == 0:
