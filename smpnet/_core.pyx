@@ -55,6 +55,7 @@ from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lo
 include "core/clock.pyx"
 include "core/wakeup.pyx"
 include "core/ipi.pyx"
+include "core/cacheline.pyx"
 include "core/segment.pyx"
 include "core/cpu.pyx"
 include "core/locks.pyx"

@@ -249,6 +249,13 @@ cdef list ipi_samples(uint64_t *a, uint32_t n):
     return [a[i] for i in range(n)]
 
 
+cdef void ipi_release(void *arg) noexcept nogil:
+    """Wake the peer if it sleeps (pair_run, once stop is set)."""
+    cdef ipi_pair *p = <ipi_pair *>arg
+    atomic_set(&p.sleep_word, 1)
+    syscall(SYS_futex, &p.sleep_word, FUTEX_WAKE, 1, NULL, NULL, 0)
+
+
 def ipi_cycles(int sender_cpu, int target_cpu, uint32_t rounds=500, double timeout_s=10.0):
     """TSC cycles an IPI costs, measured on real CPU `sender_cpu` sending to
     real CPU `target_cpu` (see the head of core/ipi.pyx for how). Returns
@@ -263,8 +270,7 @@ def ipi_cycles(int sender_cpu, int target_cpu, uint32_t rounds=500, double timeo
     (timer_overhead()). OSError if a CPU cannot be used or a signal cannot
     be sent; RuntimeError if the rounds did not finish within timeout_s."""
     cdef ipi_pair p
-    cdef pthread_t th[2]
-    cdef int rc0, rc1
+    cdef int rc
     cdef sigaction_t act, old
     cdef uint64_t *buf
     out = {"cross_cpu": sender_cpu != target_cpu, "sender_cpu": sender_cpu,
@@ -300,19 +306,9 @@ def ipi_cycles(int sender_cpu, int target_cpu, uint32_t rounds=500, double timeo
     try:
         with nogil:
             p.deadline_ns = mono_ns() + <uint64_t>(timeout_s * 1e9)
-            rc0 = pthread_create(&th[0], NULL, ipi_peer, &p)
-            rc1 = pthread_create(&th[1], NULL, ipi_sender, &p) if rc0 == 0 else 0
-            if rc1 != 0:
-                atomic_set(&p.stop, 1)
-            if rc0 == 0 and rc1 == 0:
-                pthread_join(th[1], NULL)
-            if rc0 == 0:
-                atomic_set(&p.stop, 1)
-                atomic_set(&p.sleep_word, 1)
-                syscall(SYS_futex, &p.sleep_word, FUTEX_WAKE, 1, NULL, NULL, 0)
-                pthread_join(th[0], NULL)
-        if rc0 or rc1:
-            raise OSError(rc0 or rc1, "pthread_create failed")
+            rc = pair_run(ipi_peer, ipi_sender, &p, &p.stop, ipi_release)
+        if rc:
+            raise OSError(rc, "pthread_create failed")
         if p.pin_err:
             raise OSError(p.pin_err, f"cannot run on real CPU {target_cpu} and {sender_cpu}")
         if p.err:

@@ -104,6 +104,32 @@ cdef inline bint pair_pin(int cpu, int *ran_on, int *pin_err, uint32_t *stop) no
     return True
 
 
+ctypedef void *(*pair_thread)(void *) noexcept nogil
+
+
+cdef int pair_run(pair_thread waiter, pair_thread measurer, void *arg, uint32_t *stop,
+                  void (*release)(void *) noexcept nogil) noexcept nogil:
+    """Start `waiter` (the thread that is woken, kicked or answered) and
+    `measurer` on `arg`, wait for the measurer to finish, then set *stop,
+    call `release` (to wake a waiter that sleeps; may be NULL) and wait for
+    the waiter. Returns 0, or pthread_create's error (the other thread, if
+    started, is stopped and joined)."""
+    cdef pthread_t th[2]
+    cdef int rc0, rc1
+    rc0 = pthread_create(&th[0], NULL, waiter, arg)
+    rc1 = pthread_create(&th[1], NULL, measurer, arg) if rc0 == 0 else 0
+    if rc1 != 0:
+        atomic_set(stop, 1)
+    if rc0 == 0 and rc1 == 0:
+        pthread_join(th[1], NULL)
+    if rc0 == 0:
+        atomic_set(stop, 1)
+        if release != NULL:
+            release(arg)
+        pthread_join(th[0], NULL)
+    return rc0 or rc1
+
+
 cdef inline bint wake_wait_step(wake_pair *p) noexcept nogil:
     return pair_wait_step(&p.stop, p.deadline_ns, p.same_cpu)
 
@@ -171,6 +197,13 @@ cdef void *wake_waker(void *arg) noexcept nogil:
     return NULL
 
 
+cdef void wake_release(void *arg) noexcept nogil:
+    """Wake the sleeper for good (pair_run, once stop is set)."""
+    cdef wake_pair *p = <wake_pair *>arg
+    atomic_set(p.word, 1)
+    syscall(SYS_futex, p.word, FUTEX_WAKE, 1, NULL, NULL, 0)
+
+
 def futex_wake_cycles(int waker_cpu, int sleeper_cpu, uint32_t rounds=1000,
                       double timeout_s=5.0):
     """TSC cycles a real wake-up costs the waker: FUTEX_WAKE of a thread
@@ -184,8 +217,7 @@ def futex_wake_cycles(int waker_cpu, int sleeper_cpu, uint32_t rounds=1000,
     own cost (timer_overhead(), tens of cycles). OSError if a CPU cannot be
     used; RuntimeError if no wake woke the sleeper within timeout_s."""
     cdef wake_pair p
-    cdef pthread_t th[2]
-    cdef int rc0, rc1
+    cdef int rc
     cdef uint32_t i
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
@@ -209,19 +241,9 @@ def futex_wake_cycles(int waker_cpu, int sleeper_cpu, uint32_t rounds=1000,
     try:
         with nogil:
             p.deadline_ns = mono_ns() + <uint64_t>(timeout_s * 1e9)
-            rc0 = pthread_create(&th[0], NULL, wake_sleeper, &p)
-            rc1 = pthread_create(&th[1], NULL, wake_waker, &p) if rc0 == 0 else 0
-            if rc1 != 0:
-                atomic_set(&p.stop, 1)
-            if rc0 == 0 and rc1 == 0:
-                pthread_join(th[1], NULL)
-            if rc0 == 0:
-                atomic_set(&p.stop, 1)      # wake the sleeper for good
-                atomic_set(p.word, 1)
-                syscall(SYS_futex, p.word, FUTEX_WAKE, 1, NULL, NULL, 0)
-                pthread_join(th[0], NULL)
-        if rc0 or rc1:
-            raise OSError(rc0 or rc1, "pthread_create failed")
+            rc = pair_run(wake_sleeper, wake_waker, &p, &p.stop, wake_release)
+        if rc:
+            raise OSError(rc, "pthread_create failed")
         if p.pin_err:
             raise OSError(p.pin_err, f"cannot run on real CPU {sleeper_cpu} and {waker_cpu}")
         if p.woken == 0:

@@ -137,6 +137,9 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
             _core.net_init(m.segment.buf, idx, _core.LOCK_ALGOS[lock_algo])
             m.region("rings")[:] = 0
             m.region("defer_ctl")[:] = 0
+            # the line's round trip between the kick's CPUs, now: where the
+            # hypervisor runs the vCPUs sets every cross-CPU cost of the run
+            line = _core.line_round_trip_cycles(target, sender)["cycles"]
             spins0 = m.region("irq")[["spins", "ipi_send_cycles"]].copy()
             checks0 = int(m.region("irq")["lock_checks"].sum())
             bugs0 = m.region("irq")["bugs"].sum(axis=0).copy()
@@ -147,6 +150,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
                         expected=machine.work_seconds(skbs, duration, TYPICAL_SKBS_PER_S),
                         progress=_progress)
             runs[pt, strategy].append(defer_rows.measure(m, out, rx, overhead, spins0, bugs0))
+            runs[pt, strategy][-1]["line_rtt_cycles"] = line
             runs[pt, strategy][-1]["lock_checks"] = (int(m.region("irq")["lock_checks"].sum())
                                                      - checks0)
         timing_valid = m.timing_valid
@@ -274,7 +278,8 @@ def _run(cpus, p, progress=None):
         progress=progress, ipi_cycles=p.get("ipi_cycles", [MEASURED]),
         ipi_entry_cycles=p.get("ipi_entry_cycles"))
     return Outcome(dict(p, rx_cpus=rows[0]["rx_cpus"]), rows, verdicts,
-                   [f"no verdict: {why_not}"] if why_not else [])
+                   ([f"no verdict: {why_not}"] if why_not else [])
+                   + defer_rows.placement_warnings(rows))
 
 
 def plan(cpus, quick):
@@ -294,6 +299,12 @@ def text(env, extra):
              f"defer_max {p['defer_max']}, batch {p['batch']}, "
              f"{p['repeat']} runs of {amount} per strategy, lock {p['lock']}"]
     lines += ipi_lines(r0)
+    span = defer_rows.line_rtt_range(rows)
+    if span:
+        lines.append(f"cache line round trip between the kick's real CPUs, measured before "
+                     f"each run: median {span[1]:,.0f} cycles, from {span[0]:,.0f} to "
+                     f"{span[2]:,.0f} (where the hypervisor ran the vCPUs: every cross-CPU "
+                     f"cost follows it)")
     sweep = len(ipi_points(rows)) > 1
     cells = []
     for r in rows:

@@ -153,10 +153,11 @@ def _send_of(rows, pt):
 
 
 def plot_sweep(ax, rows):
-    """% over none against the IPI's send cost, with interval bands; this
-    machine's measured send marked."""
+    """% over none at each IPI cost, with interval bands, the costs evenly
+    spaced in their order (bare metal's hundreds of cycles and a nested
+    guest's tens of thousands on one axis); this machine's own marked."""
     points = sorted(ipi_points(rows), key=lambda pt: _send_of(rows, pt))
-    xs = [_send_of(rows, pt) for pt in points]
+    xs = range(len(points))
     at = {(r.get("ipi_cycles", MEASURED), r["strategy"]): r for r in rows}
     for s in dict.fromkeys(r["strategy"] for r in rows if r["strategy"] not in ("none", AA)):
         gains = [at[pt, s].get("gain_over_none") for pt in points]
@@ -166,16 +167,19 @@ def plot_sweep(ax, rows):
         line, = ax.plot([x for x, _ in pts], [g["measured"] for _, g in pts], marker="o",
                         label=s)
         ax.fill_between([x for x, _ in pts], [g["interval"][0] for _, g in pts],
-                        [g["interval"][1] for _, g in pts], color=line.get_color(), alpha=0.2)
+                        [g["interval"][1] for _, g in pts], color=line.get_color(), alpha=0.1)
     ax.axhline(0, color="black", linewidth=0.8)
-    if MEASURED in points:
-        here = next(r for r in rows if r.get("ipi_cycles", MEASURED) == MEASURED)
-        ax.axvline(here["ipi_send_charged"], color="grey", linestyle="--")
-        ax.annotate(f"this machine: send {here['ipi_send_charged']:,.0f},\n"
-                    f"entry {here['irq_entry_cycles']:,.0f}", (here["ipi_send_charged"], 0),
-                    textcoords="offset points", xytext=(4, 6), color="grey")
-    ax.set_xlabel("TSC cycles charged per IPI, to the sender and to the target "
-                  "(this machine's: the send)")
+    labels = []
+    for pt in points:
+        r = next(r for r in rows if r.get("ipi_cycles", MEASURED) == pt)
+        labels.append(f"{r['ipi_send_charged']:,.0f}" if pt != MEASURED else
+                      f"here:\nsend {r['ipi_send_charged']:,.0f}\n"
+                      f"entry {r['irq_entry_cycles']:,.0f}")
+        if pt == MEASURED:
+            ax.axvline(points.index(pt), color="grey", linestyle="--")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(labels)
+    ax.set_xlabel("TSC cycles charged per IPI, to the sender and to the target")
     ax.set_ylabel("% skbs/s over none (median, 95 % interval)")
     ax.set_title("defer lists against no list (none), as an IPI's cost varies")
-    ax.legend()
+    ax.legend(loc="upper right")

@@ -111,6 +111,10 @@ def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid, ipi)
         "checker_reports": reports,
         "checker_lock_checks": sum(r["lock_checks"] for r in runs),
         "timing_valid": timing_valid,
+        # a cache line's round trip between the kick's real CPUs, before
+        # each run (None with one real CPU): where the vCPUs ran
+        "line_rtt_samples": [r["line_rtt_cycles"] for r in runs],
+        "line_rtt_cycles": _median(runs, "line_rtt_cycles"),
     }
 
 
@@ -127,3 +131,31 @@ def add_gains(rows, runs):
         g = stats.paired([x["skbs_per_s"] for x in runs[r["strategy"]]],
                          [x["skbs_per_s"] for x in runs["none"]], stats.gain)
         r["gain_over_none"] = {"measured": g[0], "interval": g[1]} if g else None
+
+
+# A line's round trip that changes this many times over between a
+# command's runs: the vCPUs were placed differently (SMT siblings, cores
+# sharing a cache, or across caches), and every cross-CPU cost with them.
+PLACEMENT_SPREAD = 2.0
+
+
+def line_rtt_range(rows):
+    """(min, median, max) of the line round trips measured before the
+    runs, or None where none was (one real CPU)."""
+    values = sorted(x for r in rows for x in r.get("line_rtt_samples", []) if x is not None)
+    if not values:
+        return None
+    return values[0], statistics.median(values), values[-1]
+
+
+def placement_warnings(rows):
+    """A warning when the cross-CPU line's round trip moved PLACEMENT_SPREAD
+    times over between runs: runs of one side then ran on different
+    machines, as far as the cache lines go, and pairs mix them."""
+    span = line_rtt_range(rows)
+    if span is None or span[2] < PLACEMENT_SPREAD * span[0]:
+        return []
+    return [f"a cache line's round trip between the kick's real CPUs ranged from "
+            f"{span[0]:,.0f} to {span[2]:,.0f} cycles over the runs (median {span[1]:,.0f}): the "
+            f"hypervisor ran the vCPUs closer or further apart from run to run, every "
+            f"cross-CPU cost changed with it, and the intervals hold that spread"]
