@@ -3,7 +3,8 @@ defer run: line_round_trip_cycles(), and the warning when it moved between
 runs (the hypervisor placed the vCPUs differently)."""
 import pytest
 
-from smpnet import _core, defer_rows
+from smpnet import _core
+from smpnet.experiments.defer import defer_rows
 
 
 def test_a_round_trip_is_measured_on_two_cpus(allowed):
