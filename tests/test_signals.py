@@ -21,7 +21,8 @@ from smpnet.cli import main
 # segment's inode and the worker pids as JSON once every worker is running.
 SCRIPT = textwrap.dedent("""
     import json, sys, threading, time
-    from smpnet import Machine, SmpnetError, _core, layout
+    from smpnet import Machine, SmpnetError, _core
+    from smpnet.machine import layout
 
     def wait(ctx):
         return _core.idle_poll(ctx.seg, 60.0)
