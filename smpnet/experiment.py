@@ -4,9 +4,10 @@ An experiment module (smpnet/experiments/X.py, or X/__init__.py where it
 has helpers of its own) owns everything about its experiment: its options,
 its validated parameters, its run, its rows and verdicts, its text, its
 picture, the keys that identify its rows for `compare`, its parameters
-inside `all`, its run-time estimate and its exit rule. It says so by defining one `EXPERIMENT = Experiment(...)`; the
-registry (smpnet/experiments/__init__.py) lists them, and the generic
-commands (cli, run_all, compare, plot) use nothing else.
+inside `all`, its run-time estimate and its exit rule. It says so by
+defining one `EXPERIMENT = Experiment(...)`; the registry
+(smpnet/experiments/__init__.py) lists them, and the generic commands (cli,
+run_all, compare, plot) use nothing else.
 
 The lifecycle, as the command line drives it:
   params(args, cpus)       validate the options: a dict, as the JSON records it
