@@ -14,7 +14,7 @@ from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memset
 from libc.stdlib cimport malloc, free
 from posix.time cimport timespec, nanosleep
-from libc.errno cimport errno, EINTR, EIO, ENOSPC
+from libc.errno cimport errno, EINTR, EIO, ENOSPC, EAGAIN
 
 # The model, smpnet/kernel/*.pxd: one per header, cimported whole where a
 # file uses its structs (percpu.smp_header, skbuff.sk_buff, ...), by name

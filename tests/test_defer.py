@@ -293,6 +293,15 @@ def test_ipi_cycles_and_ipi_entry_cycles_change_what_is_charged(allowed):
         assert at[0, "irq"]["ipi_send_cycles"] == 0
     # each point has its own gain over none, paired within the point
     assert {r["ipi_cycles"] for r in rows if "gain_over_none" in r} == {"measured", 7000, 0}
+    # the text: the sweep's table (no A/A line), the flushes at the measured point
+    env = {"params": {"skbs": 20000, "duration_s": None, "defer_max": 64, "batch": 16,
+                      "repeat": 1, "lock": "qspinlock", "check": True},
+           "results": rows, "verdicts": []}
+    text = defer.text(env, {})
+    sweep = text[text.index("% over none at IPI cost"):].split("\n")
+    assert [ln.split()[0] for ln in sweep[2:4]] == ["irq", "(TSC"]
+    assert "Flush sizes (skbs per flush: flushes) at IPI cost" in text and "(measured)" in text
+    assert "checker (irq at IPI cost 7,000): no reports" in text
     # without --ipi-entry-cycles a point charges both sides; measured, the entry measured
     rows, _, _ = defer.run(allowed, ["irq"], skbs=5000, repeat=1, ncpus=2, oversubscribe=True,
                            ipi_cycles=["measured", 7000])

@@ -50,7 +50,7 @@ cdef void *line_answerer(void *arg) noexcept nogil:
 cdef void *line_asker(void *arg) noexcept nogil:
     cdef line_pair *p = <line_pair *>arg
     cdef uint64_t t0
-    cdef uint32_t v = 0, b, i
+    cdef uint32_t v = 0, b, i, n
     if not pair_pin(p.cpu[1], &p.ran_on[1], &p.pin_err, &p.stop):
         return NULL
     while not atomic_read(&p.ready):
@@ -62,8 +62,11 @@ cdef void *line_asker(void *arg) noexcept nogil:
             v += 1
             atomic_set(p.word, v)     # odd: the answerer's turn
             v += 1
+            n = 0
             while atomic_read(p.word) != v:
-                if atomic_read(&p.stop):
+                n += 1
+                if atomic_read(&p.stop) or ((n & 1023) == 0 and mono_ns() >= p.deadline_ns):
+                    atomic_set(&p.stop, 1)
                     return NULL
         p.cycles[b] = tsc_stop() - t0
         p.done = b + 1

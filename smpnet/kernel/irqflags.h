@@ -155,7 +155,7 @@ static inline int spin_wait(struct cpu_ctx *c)
  * line) and sends one IPI, and never waits for the target. The sender pays
  * c->ipi_send_cost for the send, what an IPI's send costs on this machine
  * (the ICR write, a VM exit in many guests: ipi_cycles() in core/ipi.pyx,
- * measured once per run, or --ipi-cycles), as a calibrated spin timed into
+ * measured once per command, or --ipi-cycles), as a calibrated spin timed into
  * ipi_send_cycles. The target's side (entry, handler, exit) is charged to
  * the target when it takes the IPI: irq_entry_cost(). */
 static inline void send_ipi(struct cpu_ctx *c, int target, unsigned int vector)

@@ -15,13 +15,11 @@ from ...machine import layout, machine
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
 from ...measure import stats
-from ...report import report
-from ...report.report import table
 from ...seeds import SEED_003_RATE
 from ..common import lockbench, net
 from . import defer_rows
-from .defer_ipi import (AA, MEASURED, gain_text, ipi_charges, ipi_figures, ipi_lines,
-                        ipi_point_text, ipi_points, ipi_wake, plot_sweep, sweep_lines)
+from .defer_ipi import AA, MEASURED, ipi_charges, ipi_figures, ipi_wake, verdict_point
+from .defer_text import plot, text
 
 STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))
 DEFER_MAX = _core.NET_CORE_MODEL["skb_defer_max"]   # sysctl (128 since late 2025)
@@ -102,11 +100,12 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
     sides = defer_sides(strategies)
     points = list(ipi_cycles)
     runs = {(pt, s): [] for pt in points for s in sides}
-    # at each IPI cost in turn, interleaved, each repeat in the reverse order
-    # of the one before (A B .. B A): a drift reaches every side alike; run r
-    # of each side is a pair
-    plan = [(pt, r, s) for pt in points for r in range(repeat)
-            for s in (sides if r % 2 == 0 else sides[::-1])]
+    # interleaved, IPI costs and sides alike, each repeat in the reverse
+    # order of the one before (A B .. B A): a drift (the vCPUs' placement)
+    # reaches every side and every cost alike; run r of each side at one
+    # cost is a pair
+    order = [(pt, s) for pt in points for s in sides]
+    plan = [(pt, r, s) for r in range(repeat) for pt, s in (order if r % 2 == 0 else order[::-1])]
     with Machine(cpus=cpus, ncpus=ncpus, oversubscribe=oversubscribe, regions=regions) as m:
         names = m.segment.region_names
         idx = net.indices(m)
@@ -139,7 +138,11 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
             m.region("defer_ctl")[:] = 0
             # the line's round trip between the kick's CPUs, now: where the
             # hypervisor runs the vCPUs sets every cross-CPU cost of the run
-            line = _core.line_round_trip_cycles(target, sender)["cycles"]
+            try:
+                line = _core.line_round_trip_cycles(target, sender)["cycles"]
+            except (OSError, RuntimeError) as e:
+                raise RunFailed(f"cannot time a cache line's round trip between real CPUs "
+                                f"{target} and {sender}: {e}") from None
             spins0 = m.region("irq")[["spins", "ipi_send_cycles"]].copy()
             checks0 = int(m.region("irq")["lock_checks"].sum())
             bugs0 = m.region("irq")["bugs"].sum(axis=0).copy()
@@ -162,7 +165,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
         defer_rows.add_gains(at, {s: runs[pt, s] for s in sides})
         rows += at
     # seed 003's verdicts: at this machine's own IPI cost where it was run
-    pt = MEASURED if MEASURED in points else points[0]
+    pt = verdict_point(points)
     runs = {s: runs[pt, s] for s in sides}
     if "irq" not in runs or "irqsave" not in runs:
         return rows, [], "seed 003's verdicts need the irq and irqsave strategies"
@@ -288,101 +291,6 @@ def plan(cpus, quick):
             "defer_max": DEFER_MAX, "batch": BATCH, "repeat": 6 if quick else 8,
             "lock": "qspinlock", "check": False, "oversubscribe": False,
             "ipi_cycles": [MEASURED], "ipi_entry_cycles": None}
-
-
-def text(env, extra):
-    p, rows, verdicts = env["params"], env["results"], env["verdicts"]
-    r0 = rows[0]
-    amount = f"{p['skbs']} skbs" if p["skbs"] else f"{p['duration_s']} s"
-    lines = [f"# defer: {r0['rx_cpus']} RX CPU(s), {len(r0['cpus']) - r0['rx_cpus']} "
-             f"consumer(s) on real CPUs {format_cpus(sorted(set(r0['cpus'])))}, "
-             f"defer_max {p['defer_max']}, batch {p['batch']}, "
-             f"{p['repeat']} runs of {amount} per strategy, lock {p['lock']}"]
-    lines += ipi_lines(r0)
-    span = defer_rows.line_rtt_range(rows)
-    if span:
-        lines.append(f"cache line round trip between the kick's real CPUs, measured before "
-                     f"each run: median {span[1]:,.0f} cycles, from {span[0]:,.0f} to "
-                     f"{span[2]:,.0f} (where the hypervisor ran the vCPUs: every cross-CPU "
-                     f"cost follows it)")
-    sweep = len(ipi_points(rows)) > 1
-    cells = []
-    for r in rows:
-        per_m = 1e6 / r["received"] if r["received"] else 0.0
-        cells.append(((ipi_point_text(r), f"{r['irq_entry_cycles']:,.0f}") if sweep else ()) + (
-                      r["strategy"], r["skbs_per_s"] / 1e6, r["skbs_per_s_min"] / 1e6,
-                      r["skbs_per_s_max"] / 1e6, gain_text(r.get("gain_over_none")),
-                      r["defer_cycles"], r["flush_cycles"],
-                      r["flush_lock_cycles"], r["skbs_per_flush"], r["ipis"] * per_m,
-                      r.get("ipis_by_rule_per_m"),
-                      r.get("ipi_send_cycles"), r["irq_entry_cycles"] if r["ipis"] else None,
-                      r["fallback_frees"] * per_m, r.get("remote_frees", 0) * per_m,
-                      r["lock_spins"] * per_m, "yes" if r["conserved"] else "NO"))
-    lines.append(table(cells, (["IPI send", "IPI entry"] if sweep else []) + [
-        "strategy", "M skbs/s", "min", "max", "% over none", "cyc/defer", "cyc/flush",
-        "cyc/flush lock", "skbs/flush", "IPIs/M", "by rule/M", "cyc/IPI send", "cyc/IPI entry",
-        "fallback/M", "remote frees/M", "spins/M", "conserved"]))
-    lines.append(f"M skbs/s: median of the runs, end to end; cyc/defer: cycles per "
-                 f"skb_attempt_defer_free (1 call in 8 timed, less an IPI's send); cyc/flush: per "
-                 f"skb_defer_free_flush, and of its locked take of the list; "
-                 f"{r0['timer_overhead_cycles']} cycles of timer overhead subtracted from each; "
-                 f"/M: per million skbs; remote frees: freed on a CPU that did not allocate "
-                 f"them (none's every skb, the others' fallbacks); % over none: skbs/s, "
-                 f"paired run by run, 95 % interval; IPIs/M: kicks sent; by rule/M: the "
-                 f"kernel's rule at this load, one kick in each cycle of the list that passed "
-                 f"defer_max / 2 (flushes of more than {p['defer_max'] // 2} skbs; fewer are "
-                 f"sent while one is in flight); cyc/IPI send: the sender's cycles per IPI, "
-                 f"timed; cyc/IPI entry: the target's, charged per IPI taken.")
-    if sweep:
-        lines += [""] + sweep_lines(rows)
-    lines.append("")
-    buckets = ["1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127", ">=128"]
-    lines.append("Flush sizes (skbs per flush: flushes):")
-    for r in rows:
-        lines.append(f"  {r['strategy']:<8} " + "  ".join(
-            f"{b}: {n}" for b, n in zip(buckets, r["flush_hist"]) if n))
-    fastest = max(rows, key=lambda r: r["skbs_per_s"])
-    flush_share = (f"{fastest['flush_cycles'] / max(fastest['skbs_per_flush'], 1):.1f}"
-                   if fastest["flush_cycles"] is not None else "nothing (no flush ran)")
-    defer_cost = (f"{fastest['defer_cycles']:.0f}" if fastest["defer_cycles"] is not None
-                  else "an untimed share")
-    lines.append(
-        f"Where the cycles go ({fastest['strategy']}, the fastest): each skb costs the RX "
-        f"CPU(s) {fastest['rx_cycles_per_skb']:.0f} cycles (NAPI receive, allocation, and "
-        f"{flush_share} for its share of a flush) and the consumer(s) "
-        f"{fastest['consumer_cycles_per_skb']:.0f} cycles (ring, read, and {defer_cost} in "
-        f"skb_attempt_defer_free).")
-    lines.append("")
-    for v in verdicts:
-        text = report.verdict_lines(v)
-        lines += text[:2] + lockbench.control_lines(v)
-        if "in_flush" in v:
-            f = v["in_flush"]
-            lines.append(f"  in the flush itself (contended line): irqsave - irq = "
-                         f"{lockbench.figure(f['measured'], f['interval'])} {f['unit']}")
-        lines += text[2:]
-    if not verdicts:
-        lines.append("seed 003: no verdict (see the warnings)")
-    if p["check"]:
-        for r in rows:
-            rep = r["checker_reports"]
-            lines.append(f"checker ({r['strategy']}): " + (
-                ", ".join(f"{k} x{n}" for k, n in rep.items()) if rep else "no reports"))
-    bad = [r["strategy"] for r in rows if not r["conserved"]]
-    if bad:
-        lines.append(f"CONSERVATION FAILED for {', '.join(bad)}: skbs lost or freed twice")
-    return "\n".join(lines)
-
-
-def plot(ax, rows):
-    if len(ipi_points(rows)) > 1:
-        return plot_sweep(ax, rows)
-    med = [r["skbs_per_s"] / 1e6 for r in rows]
-    err = [[m - r["skbs_per_s_min"] / 1e6 for m, r in zip(med, rows)],
-           [r["skbs_per_s_max"] / 1e6 - m for m, r in zip(med, rows)]]
-    ax.bar([r["strategy"] for r in rows], med, yerr=err, capsize=6)
-    ax.set_ylabel("million skbs per second, end to end (median, min-max)")
-    ax.set_title("skb defer-free list strategies")
 
 
 EXPERIMENT = Experiment(
