@@ -47,3 +47,26 @@ def test_defer_measures_the_line_before_each_run(allowed):
         assert len(r["line_rtt_samples"]) == r["runs"] == 2
         cross = r["cpus"][0] != r["cpus"][1]
         assert all((x is not None) == cross for x in r["line_rtt_samples"])
+
+
+def test_the_placement_split_and_the_gains_within_one_placement():
+    assert defer_rows.placement_split([150, 290, None]) is None          # under twice
+    assert defer_rows.placement_split([None]) is None
+    assert defer_rows.placement_split([150, 300, 800]) == 300
+    # pairs (irq run k, none run k): near-near, far-far, near-far (left out)
+    def run(rate, line):
+        return {"skbs_per_s": rate, "line_rtt_cycles": line}
+    runs = {"none": [run(100, 150), run(100, 800), run(100, 150)] * 2 + [run(100, 150)] * 6,
+            "irq": [run(150, 160), run(80, 820), run(100, 900)] * 2 + [run(120, 170)] * 6}
+    rows = [{"strategy": "none"}, {"strategy": "irq"}]
+    defer_rows.add_gains(rows, runs, split=300)
+    g = rows[1]["gain_over_none_by_placement"]
+    assert g["split_cycles"] == 300
+    assert g["near"]["pairs"] == 8 and sorted(g["near"]["gains"]) == [20] * 6 + [50] * 2
+    assert g["near"]["measured"] == 20 and g["near"]["interval"] is not None
+    assert g["far"]["pairs"] == 2 and g["far"]["gains"] == [-20, -20]
+    assert g["far"]["measured"] is None            # too few pairs for an interval
+    assert "gain_over_none_by_placement" not in rows[0]
+    rows = [{"strategy": "none"}, {"strategy": "irq"}]
+    defer_rows.add_gains(rows, runs)               # no split: no such field
+    assert "gain_over_none_by_placement" not in rows[1]

@@ -158,11 +158,12 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
                                                      - checks0)
         timing_valid = m.timing_valid
         cpu_map = [int(c) for c in m.cpu_map]
+    split = defer_rows.placement_split([x["line_rtt_cycles"] for rs in runs.values() for x in rs])
     rows = []
     for pt in points:
         at = [defer_rows.row(s, runs[pt, s], cpu_map, rx, defer_max, batch, overhead,
                              timing_valid, charges[pt]) for s in sides]
-        defer_rows.add_gains(at, {s: runs[pt, s] for s in sides})
+        defer_rows.add_gains(at, {s: runs[pt, s] for s in sides}, split)
         rows += at
     # seed 003's verdicts: at this machine's own IPI cost where it was run
     pt = verdict_point(points)

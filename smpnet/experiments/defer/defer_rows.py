@@ -118,25 +118,55 @@ def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid, ipi)
     }
 
 
-def add_gains(rows, runs):
+# A line's round trip that changes this many times over between a
+# command's runs: the vCPUs were placed differently (SMT siblings, cores
+# sharing a cache, or across caches), and every cross-CPU cost with them.
+PLACEMENT_SPREAD = 2.0
+
+
+def add_gains(rows, runs, split=None):
     """Each strategy's gain in skbs/s over `none` (the consumer freeing
     remotely), paired run by run, with its 95 % interval; None without
-    `none` in the run or with too few runs."""
+    `none` in the run or with too few runs. With a placement split (a
+    line's round trip in cycles: placement_split), also the gain over the
+    pairs whose two runs both saw the line under it ("near") and both over
+    it ("far"): each {"pairs", "gains" (each pair's, %), "measured",
+    "interval" (None under stats.MIN_SAMPLES pairs)}."""
     if "none" not in runs:
         return
     for r in rows:
         if r["strategy"] == "none":
             r["gain_over_none"] = None
             continue
-        g = stats.paired([x["skbs_per_s"] for x in runs[r["strategy"]]],
-                         [x["skbs_per_s"] for x in runs["none"]], stats.gain)
+        mine, none = runs[r["strategy"]], runs["none"]
+        g = stats.paired([x["skbs_per_s"] for x in mine], [x["skbs_per_s"] for x in none],
+                         stats.gain)
         r["gain_over_none"] = {"measured": g[0], "interval": g[1]} if g else None
+        if split is not None:
+            r["gain_over_none_by_placement"] = {
+                "split_cycles": split,
+                **{side: _placement_gain(mine, none, far, split)
+                   for side, far in (("near", False), ("far", True))}}
 
 
-# A line's round trip that changes this many times over between a
-# command's runs: the vCPUs were placed differently (SMT siblings, cores
-# sharing a cache, or across caches), and every cross-CPU cost with them.
-PLACEMENT_SPREAD = 2.0
+def _placement_gain(mine, none, far, split):
+    pairs = [(a["skbs_per_s"], b["skbs_per_s"]) for a, b in zip(mine, none)
+             if a["line_rtt_cycles"] is not None and b["line_rtt_cycles"] is not None
+             and (a["line_rtt_cycles"] >= split) == far == (b["line_rtt_cycles"] >= split)]
+    g = stats.paired([a for a, _ in pairs], [b for _, b in pairs], stats.gain)
+    return {"pairs": len(pairs), "gains": [stats.gain(a, b) for a, b in pairs],
+            "measured": g[0] if g else None, "interval": g[1] if g else None}
+
+
+def placement_split(lines):
+    """The line round trip (cycles) that splits a command's runs into two
+    placements of its vCPUs, or None when the round trip never moved
+    PLACEMENT_SPREAD times over (or was not measured): PLACEMENT_SPREAD
+    times the fastest."""
+    values = [x for x in lines if x is not None]
+    if not values or max(values) < PLACEMENT_SPREAD * min(values):
+        return None
+    return PLACEMENT_SPREAD * min(values)
 
 
 def line_rtt_range(rows):
@@ -153,7 +183,7 @@ def placement_warnings(rows):
     times over between runs: runs of one side then ran on different
     machines, as far as the cache lines go, and pairs mix them."""
     span = line_rtt_range(rows)
-    if span is None or span[2] < PLACEMENT_SPREAD * span[0]:
+    if span is None or placement_split(span) is None:
         return []
     return [f"a cache line's round trip between the kick's real CPUs ranged from "
             f"{span[0]:,.0f} to {span[2]:,.0f} cycles over the runs (median {span[1]:,.0f}): the "

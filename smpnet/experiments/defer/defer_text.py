@@ -54,6 +54,7 @@ def text(env, extra):
                  f"defer_max / 2 (flushes of more than {p['defer_max'] // 2} skbs; fewer are "
                  f"sent while one is in flight); cyc/IPI send: the sender's cycles per IPI, "
                  f"timed; cyc/IPI entry: the target's, charged per IPI taken.")
+    lines += placement_lines(rows, sweep)
     if sweep:
         lines += [""] + sweep_lines(rows)
     # the flushes and the cycles' split at the point the verdicts come from
@@ -99,6 +100,31 @@ def text(env, extra):
     if bad:
         lines.append(f"CONSERVATION FAILED for {', '.join(bad)}: skbs lost or freed twice")
     return "\n".join(lines)
+
+
+def placement_lines(rows, sweep):
+    """% over none over the pairs of one vCPU placement, where the line's
+    round trip moved between two (docs/experiments/defer.md)."""
+    split = next((r["gain_over_none_by_placement"]["split_cycles"] for r in rows
+                  if r.get("gain_over_none_by_placement")), None)
+    if split is None:
+        return []
+    lines = [f"% over none, the pairs whose two runs saw one placement: near (a line's round "
+             f"trip under {split:,.0f} cycles) and far (over it); each pair's gain where they "
+             f"are fewer than 6:"]
+    for r in rows:
+        g = r.get("gain_over_none_by_placement")
+        if not g:
+            continue
+        cells = []
+        for side in ("near", "far"):
+            x = g[side]
+            cells.append(f"{side} " + (
+                gain_text(x) + f" ({x['pairs']} pairs)" if x["measured"] is not None
+                else ", ".join(f"{v:+.0f}" for v in x["gains"]) or "no pair"))
+        lines.append(f"  {r['strategy']}" + (f" at IPI cost {ipi_point_text(r)}" if sweep else "")
+                     + ": " + "; ".join(cells))
+    return lines
 
 
 def plot(ax, rows):
