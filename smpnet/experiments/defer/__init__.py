@@ -85,9 +85,10 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
     """Run every strategy `repeat` times at each IPI cost of `ipi_cycles`
     ("measured": what ipi_cycles() measured here, the send to the sender and
     the entry to the target; a number: that many cycles to each);
-    ipi_entry_cycles, if given, is the target's throughout. Returns (rows, verdicts, why there is no verdict or None);
-    the rows are the strategies at the first cost, then at the next, ...; the
-    verdicts come from the measured cost's runs (or the first's)."""
+    ipi_entry_cycles, if given, is the target's throughout. Returns (rows,
+    verdicts, why there is no verdict or None); the rows are the strategies
+    at the first cost, then at the next, ...; the verdicts come from the
+    measured cost's runs (or the first's)."""
     n = ncpus or len(cpus)
     rx = rx if rx is not None else max(1, n // 2)
     validate(rx, n, skbs, duration, defer_max, batch, repeat)
