@@ -74,7 +74,7 @@ def _cycles(f):
 
 def ipi_lines(r):
     """What an IPI costs here, how each part was measured, and what was
-    charged (docs/experiments/defer.md, "What an IPI costs")."""
+    charged (docs/experiments/defer.md, "An IPI's cost")."""
     ipi, w = r.get("ipi"), r.get("ipi_wake")
     if not ipi:
         return []
