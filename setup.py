@@ -1,6 +1,6 @@
 """Build smpnet and its one extension, smpnet._core (Cython, -O2)."""
 import os
-import platform
+import runpy
 
 import Cython
 from Cython.Build import cythonize
@@ -9,6 +9,8 @@ from setuptools import Extension, setup
 # SMPNET_DEBUG=1 builds without optimisation, with debug symbols and without
 # NDEBUG, for gdb.
 debug = os.environ.get("SMPNET_DEBUG") == "1"
+# the flags, shared with `ab`'s build of a user's file
+flags = runpy.run_path(os.path.join("smpnet", "build_flags.py"))
 
 
 def _files(folder, *endings):
@@ -24,11 +26,8 @@ core = Extension(
     include_dirs=["smpnet/kernel"],
     depends=_files("smpnet/kernel", ".h", ".pxd") + _files("smpnet/core", ".pyx", ".pxi"),
     define_macros=[("SMPNET_CYTHON_VERSION", '"%s"' % Cython.__version__)]
-    + ([] if debug else [("NDEBUG", "1")]),
-    # -mno-red-zone, as the kernel is built: the `pushf; pop` of
-    # local_irq_save() writes below the stack pointer
-    extra_compile_args=(["-O0", "-g"] if debug else ["-O2"])
-    + (["-mno-red-zone"] if platform.machine() in ("x86_64", "AMD64") else []),
+    + flags["define_macros"](debug),
+    extra_compile_args=flags["compile_args"](debug),
 )
 
 setup(

@@ -10,7 +10,7 @@ file per concern under smpnet/core/, as uvloop's loop.pyx does: one
 extension, one C translation unit, so every header's static tables
 (softirq_vec, irq_handlers, ...) exist once.
 """
-from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memset
 from libc.stdlib cimport malloc, free
 from posix.time cimport timespec, nanosleep
@@ -19,7 +19,7 @@ from libc.errno cimport errno, EINTR, EIO, ENOSPC, EAGAIN
 # The model, smpnet/kernel/*.pxd: one per header, cimported whole where a
 # file uses its structs (percpu.smp_header, skbuff.sk_buff, ...), by name
 # for the primitives every file uses.
-from smpnet.kernel cimport dev, fake_nic, layout, link, loopback, neighbour, percpu, skbuff
+from smpnet.kernel cimport ab, dev, fake_nic, layout, link, loopback, neighbour, percpu, skbuff
 from smpnet.kernel.compiler cimport barrier, cpu_relax
 from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp, tsc_read_unordered,
                                 mono_raw_ns, mono_ns, smp_cpuid)
@@ -65,3 +65,4 @@ include "core/loopback.pyx"
 include "core/arp.pyx"
 include "core/kernel.pyx"
 include "core/icmp.pyx"
+include "core/ab.pyx"

@@ -148,7 +148,8 @@ def test_each_common_module_is_shared_by_two_experiments_or_more():
 # package and not another experiment's. The package `smpnet` itself is no
 # edge: every module's ancestor, loaded first, its attributes lazy (PEP 562).
 LAYERS = (
-    ("base", ("smpnet._core", "smpnet.errors", "smpnet.seeds", "smpnet.jsonfile")),
+    ("base", ("smpnet._core", "smpnet.errors", "smpnet.seeds", "smpnet.jsonfile",
+              "smpnet.build_flags")),
     ("machine", ("smpnet.machine",)),
     ("measure", ("smpnet.measure",)),
     ("report", ("smpnet.report",)),

@@ -13,11 +13,11 @@ measurement (smpnet.measure), the machine (smpnet.machine) and the base
 (smpnet._core, errors, seeds, jsonfile); never another experiment, nor this
 registry (tests/test_architecture.py checks).
 """
-from . import arp, contended, defer, info, kernel, locks, loopback, null
+from . import ab, arp, contended, defer, info, kernel, locks, loopback, null
 
 # kernel before loopback and arp: in `all` it measures the profile they charge
 EXPERIMENTS = tuple(m.EXPERIMENT for m in (info, locks, contended, defer, kernel, loopback, arp,
-                                           null))
+                                           null, ab))
 BY_NAME = {e.name: e for e in EXPERIMENTS}
 
 

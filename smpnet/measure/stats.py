@@ -94,6 +94,13 @@ def paired(a, b, op):
     return med, list(ci), len(d)
 
 
+def abba_blocks(x):
+    """x's rounds summed two at a time, rounds 2k and 2k+1, which run in
+    opposite orders (A B, then B A): in each sum a drift linear in time adds
+    alike to both sides. An odd last round is left out."""
+    return [x[k] + x[k + 1] for k in range(0, len(x) - 1, 2)]
+
+
 def gain(a, b):
     """a over b, in %."""
     return (a - b) / b * 100

@@ -54,15 +54,27 @@ def tests():
     return list(_core.TIME_BENCH_NAMES)
 
 
-def calibrate_loops(test, min_time=MIN_ROUND_S, start=1000, limit=1 << 34, **where):
-    """Smallest power-of-two multiple of `start` loops whose round lasts min_time."""
+def calibrate(one_round, min_time=MIN_ROUND_S, start=1000, limit=1 << 34):
+    """Smallest power-of-two multiple of `start` loops whose round lasts
+    min_time; one_round(loops) -> (cycles, wall_ns) runs one."""
     loops = start
     while loops < limit:
-        _, wall_ns = _core.time_bench_round(test, loops, **where)
+        _, wall_ns = one_round(loops)
         if wall_ns >= min_time * 1e9:
             return loops
         loops *= 2
     return loops
+
+
+def calibrate_loops(test, min_time=MIN_ROUND_S, start=1000, limit=1 << 34, **where):
+    """calibrate() for a time_bench test."""
+    return calibrate(lambda n: _core.time_bench_round(test, n, **where), min_time, start, limit)
+
+
+def pass_order(n, r):
+    """The order of n tests in round r: forwards on even rounds, backwards on
+    odd ones (A B .. B A), so that a linear drift adds alike to each over two."""
+    return range(n) if r % 2 == 0 else reversed(range(n))
 
 
 def _check(tests, loops, rounds, warmup):
@@ -139,8 +151,7 @@ def interleaved(entries, loops=None, rounds=10, warmup=1, min_time=MIN_ROUND_S, 
     for r in range(rounds):
         if progress:
             progress(r + 1, total, f"round {r + 1} of {rounds} ({len(entries)} tests)")
-        order = range(len(entries)) if r % 2 == 0 else reversed(range(len(entries)))
-        for i in order:
+        for i in pass_order(len(entries), r):
             test, where = entries[i]
             cycles, wall_ns = _core.time_bench_round(test, counts[i], **where)
             samples[i].append(cycles / counts[i])

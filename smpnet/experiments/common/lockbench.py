@@ -207,10 +207,7 @@ def paired(rows, a, b, algo, op):
     ra, rb = _row(rows, a, algo), _row(rows, b, algo)
     if ra is None or rb is None or len(ra["samples"]) != len(rb["samples"]):
         return None
-    def blocks(x):
-        return [x[k] + x[k + 1] for k in range(0, len(x) - 1, 2)]
-
-    return stats.paired(blocks(ra["samples"]), blocks(rb["samples"]), op)
+    return stats.paired(stats.abba_blocks(ra["samples"]), stats.abba_blocks(rb["samples"]), op)
 
 
 def per_op_diff(a, b):

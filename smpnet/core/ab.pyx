@@ -1,0 +1,130 @@
+# ab.pyx - a user's variants (`smpnet-bench ab FILE.c`), run by the core.
+#
+# The user's object (smpnet/include/smpnet.h, compiled at run time) holds
+# each variant's loops, with the op inlined; Python hands the core their
+# addresses, and the core calls them here under nogil with an smpnet_env:
+# the emulated CPU and its variant's copy of the file's state. The object
+# was built from the same headers with the same flags and has told its
+# SMPNET_ABI_HASH, which the caller compared with AB_ABI_HASH below.
+
+AB_ABI_HASH = ab.SMPNET_ABI_HASH
+AB_MAX_VARIANTS = ab.SMPNET_AB_MAX_VARIANTS
+AB_NAME = ab.SMPNET_AB_NAME
+
+
+cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int cpu,
+                     int copy, int shared_region, int percpu_region, int algo,
+                     bint check, bint popf) except -1:
+    """e: emulated CPU `cpu` on copy `copy` of the state: record `copy` of
+    the shared region, records copy * nr_cpus .. of the per-CPU one."""
+    cdef smp_header *hdr = segment_header(seg)
+    cdef int region
+    check_cpu(hdr, cpu)
+    for region in (shared_region, percpu_region):
+        if region < percpu.REGION_NR_BUILTIN or <uint32_t>region >= hdr.nr_regions:
+            raise ValueError(f"no state region {region} in this segment")
+    if copy < 0 or <uint32_t>copy >= hdr.regions[shared_region].count:
+        raise IndexError(f"no state copy {copy}")
+    if <uint64_t>(copy + 1) * hdr.nr_cpus > hdr.regions[percpu_region].count:
+        raise IndexError(f"no per-CPU state for copy {copy}")
+    check_enum(algo, SPIN_NR_ALGOS, "lock algorithm")
+    cpu_ctx_init(c, hdr, cpu, check, popf)
+    c.lock_algo = algo
+    memset(e, 0, sizeof(ab.smpnet_env))
+    e.c = c
+    e.shared = per_cpu_ptr(hdr, shared_region, copy)
+    e.percpu = <char *>per_cpu_ptr(hdr, percpu_region, copy * hdr.nr_cpus)
+    e.percpu_stride = hdr.regions[percpu_region].stride
+    e.cpu = cpu
+    e.nr_cpus = hdr.nr_cpus
+    return 0
+
+
+def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, int copy,
+             int shared_region, int percpu_region, int algo, bint check=False,
+             bint popf=False):
+    """One round of a user variant's loop: (cycles, wall_ns) for `loops` ops."""
+    cdef ab.smpnet_env e
+    cdef cpu_ctx c
+    if loop == 0:
+        raise ValueError("no loop")
+    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, algo, check, popf)
+    cdef ab.smpnet_loop_fn fn = <ab.smpnet_loop_fn>loop
+    cdef uint64_t cycles, w0, w1
+    with nogil:
+        w0 = mono_ns()
+        cycles = fn(&e, loops)
+        w1 = mono_ns()
+        lockdep_end(&c)
+    return cycles, w1 - w0
+
+
+def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg, int cpu,
+                 int copy, int shared_region, int percpu_region, int algo,
+                 uint64_t hold_cycles=0, uint64_t think_cycles=0, bint check=False,
+                 bint popf=False):
+    """A user variant on this CPU for duration_s, as every CPU of the run
+    does at once: (ops, tsc_cycles, spins, aborted by a stop)."""
+    cdef ab.smpnet_env e
+    cdef cpu_ctx c
+    cdef uint64_t n = 0, t0, t1, spins0
+    cdef int stopped
+    if contended == 0:
+        raise ValueError("no loop")
+    if not 0 < duration_s <= 1e6:
+        raise ValueError(f"duration_s must be in (0, 1e6], got {duration_s}")
+    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, algo, check, popf)
+    e.hold_cycles = hold_cycles
+    e.think_cycles = think_cycles
+    cdef ab.smpnet_contended_fn fn = <ab.smpnet_contended_fn>contended
+    cdef double hz = c.hdr.tsc_hz
+    with nogil:
+        spins0 = c.irq.spins
+        t0 = tsc_start()
+        stopped = fn(&e, t0 + <uint64_t>(duration_s * hz), &n)
+        t1 = tsc_stop()
+        lockdep_end(&c)
+    return n, t1 - t0, c.irq.spins - spins0, bool(stopped)
+
+
+def ab_init(uintptr_t init, unsigned char[::1] seg, int copy, int shared_region,
+            int percpu_region, int algo, bint check=False, bint popf=False):
+    """A variant's SMPNET_INIT on its copy of the state, as CPU 0: 0 or an errno."""
+    cdef ab.smpnet_env e
+    cdef cpu_ctx c
+    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, algo, check, popf)
+    e.lock_ids = copy << 8   # a report names a lock by its copy, then its place in the init
+    cdef ab.smpnet_init_fn fn = <ab.smpnet_init_fn>init
+    cdef int rc
+    with nogil:
+        rc = fn(&e)
+    return rc
+
+
+def ab_check(uintptr_t check_fn, unsigned char[::1] seg, int copy, int shared_region,
+             int percpu_region, int algo, uint64_t ops):
+    """A variant's SMPNET_CHECK on its copy, `ops` ops done on every CPU:
+    None, or the message it failed with."""
+    cdef ab.smpnet_env e
+    cdef cpu_ctx c
+    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, algo, False, False)
+    e.ops = ops
+    cdef ab.smpnet_check_fn fn = <ab.smpnet_check_fn>check_fn
+    cdef const char *msg
+    with nogil:
+        msg = fn(&e)
+    return None if msg == NULL else msg.decode(errors="replace")
+
+
+cdef extern from *:
+    """
+    #ifdef NDEBUG
+    #define SMPNET_BUILT_NDEBUG 1
+    #else
+    #define SMPNET_BUILT_NDEBUG 0
+    #endif
+    """
+    int SMPNET_BUILT_NDEBUG
+
+# built with SMPNET_DEBUG=1 (setup.py): a user's file is then built the same way
+CORE_DEBUG = not SMPNET_BUILT_NDEBUG

@@ -1,0 +1,238 @@
+"""ab: a change of one's own, before against after, from one C file.
+
+The file (smpnet/include/smpnet.h) declares its state and two or more
+variants of one op against smpnet's kernel API; build.py compiles it at run
+time into an object whose loops have the op inlined. Uncontended, each
+variant runs on one CPU time_bench-style, in rounds interleaved A B .. B A;
+contended (on by default with two CPUs or more), every CPU runs it at once
+for --duration, round after round in the same order. Each variant is set
+against the first, the baseline, as the median paired difference per op
+over ABBA blocks with its 95 % interval; the baseline's second copy, run in
+the same rounds, is the A/A control. Every variant (and the control) works
+on its own copy of the state, and its init and check run on that copy
+outside the timing.
+"""
+import argparse
+import hashlib
+import pathlib
+
+from ... import _core
+from ...errors import BadInput, RunFailed, Stalled, WorkerDied
+from ...experiment import Experiment, Metric, Outcome, bounded, parse_list
+from ...machine import tsc
+from ...machine.cpus import format_cpus
+from ...machine.machine import Machine, run_seconds
+from ...measure import stats
+from ...measure.time_bench import MIN_ROUND_S
+from . import build, figures, rounds
+
+ALGOS = tuple(sorted(_core.LOCK_ALGOS, key=_core.LOCK_ALGOS.get))
+ROUNDS, DURATION, REPEAT = 20, 0.1, 12
+AA = " (A/A)"   # the control's label: the baseline's name and this
+
+
+def add_options(p):
+    p.add_argument("file", metavar="FILE.c",
+                   help="the C file of variants (docs/experiments/ab.md)")
+    p.add_argument("--variants", metavar="LIST",
+                   help="the variants to run, the first the baseline (default: all, in "
+                        "the file's order)")
+    p.add_argument("--algo", default="qspinlock", metavar="ALGO",
+                   help=f"the lock algorithm spin_lock() is built with: {', '.join(ALGOS)} "
+                        "(default: qspinlock)")
+    p.add_argument("--restore", choices=("sti", "popf"), default="sti",
+                   help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
+    p.add_argument("--check", action="store_true",
+                   help="build with the lock/IRQ checker (timings then include it)")
+    p.add_argument("--loops", type=bounded("--loops"), metavar="N",
+                   help="uncontended: ops per round (default: calibrated to 10 ms a round)")
+    p.add_argument("--rounds", type=bounded("--rounds"), metavar="R",
+                   help=f"uncontended: measured rounds per variant (default: {ROUNDS})")
+    p.add_argument("--contended", action=argparse.BooleanOptionalAction, default=None,
+                   help="also run every CPU at once (default: on with 2 CPUs or more)")
+    p.add_argument("--duration", type=bounded("--duration"), metavar="S",
+                   help=f"contended: seconds per round of one variant (default: {DURATION})")
+    p.add_argument("--repeat", type=bounded("--repeat"), metavar="R",
+                   help=f"contended: rounds per variant (default: {REPEAT})")
+    for option, what in (("--hold-cycles", "TSC cycles hold() spins in a variant's "
+                                           "critical section"),
+                         ("--think-cycles", "TSC cycles of work between two ops")):
+        p.add_argument(option, type=bounded(option), metavar="N",
+                       help=f"contended: {what} (default: 0)")
+
+
+def _one(option, values):
+    if values is None:
+        return 0
+    if len(values) != 1:
+        raise BadInput(f"{option} takes one value in ab")
+    return values[0]
+
+
+def params(args, cpus, source=None):
+    """Read and build the file (BadInput for a file that cannot run, before
+    anything runs) and validate the options. `source`: the file's text
+    when the caller has it (the API), `args.file` then names it."""
+    if args.algo not in ALGOS:
+        raise BadInput(f"--algo takes one lock algorithm: {', '.join(ALGOS)}")
+    ncpus = getattr(args, "ncpus", None) or len(cpus)
+    contended = ncpus >= 2 if args.contended is None else args.contended
+    if contended and ncpus < 2:
+        raise BadInput("--contended needs 2 CPUs or more (--cpus, or --ncpus with "
+                       "--oversubscribe)")
+    if not contended:
+        for option in ("duration", "repeat", "hold_cycles", "think_cycles"):
+            if getattr(args, option) is not None:
+                raise BadInput(f"--{option.replace('_', '-')}: for a contended run only")
+    if source is None:
+        source = build.read_source(args.file)
+    obj = build.build(source, args.file, _core.LOCK_ALGOS[args.algo], args.check,
+                      args.restore == "popf")
+    names = [v.name for v in obj.variants]
+    chosen = names if args.variants is None else parse_list(args.variants, names, "variant")
+    if len(chosen) < 2:
+        raise BadInput(f"--variants {args.variants}: ab compares two or more")
+    p = {"file": args.file, "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
+         "source": source, "variants": chosen, "cpus": format_cpus(cpus), "cpu": cpus[0],
+         "algo": args.algo, "restore": args.restore, "check": args.check,
+         "loops": args.loops, "rounds": args.rounds or ROUNDS, "contended": contended,
+         "ncpus": ncpus, "oversubscribe": getattr(args, "oversubscribe", False),
+         "object": obj.path, "compiled": obj.compiled, "build_s": obj.build_s,
+         "shared_bytes": obj.shared_size, "percpu_bytes": obj.percpu_size}
+    if contended:
+        p.update(duration_s=args.duration or DURATION, repeat=args.repeat or REPEAT,
+                 hold_cycles=_one("--hold-cycles", args.hold_cycles),
+                 think_cycles=_one("--think-cycles", args.think_cycles))
+        for option in ("hold_cycles", "think_cycles"):
+            if p[option] > p["duration_s"] * tsc.tsc_hz() / 10:
+                raise BadInput(f"--{option.replace('_', '-')} {p[option]}: over a tenth of "
+                               f"--duration {p['duration_s']:g} s")
+    need = rounds.state_bytes(obj, len(chosen) + 1, max(1, ncpus if contended else 1))
+    if need > build.MAX_STATE_BYTES:
+        raise BadInput(f"{args.file}: its state takes {need} bytes for {len(chosen) + 1} copies "
+                       f"(shared {obj.shared_size}, per CPU {obj.percpu_size}), over the "
+                       f"{build.MAX_STATE_BYTES}-byte bound on the segment's state")
+    return p
+
+
+def _entries(p):
+    obj = build.build(p["source"], p["file"], _core.LOCK_ALGOS[p["algo"]], p["check"],
+                      p["restore"] == "popf")
+    by_name = {v.name: v for v in obj.variants}
+    chosen = [by_name[n] for n in p["variants"]]
+    return chosen + [chosen[0]], p["variants"] + [p["variants"][0] + AA]
+
+
+def _uncontended_s(p, n):
+    per = (p["loops"] or 0) * 200e-9 if p["loops"] else MIN_ROUND_S * 2
+    return n * (p["rounds"] + 8) * per
+
+
+def seconds(p, cpus):
+    n = len(p["variants"]) + 1
+    s = run_seconds(_uncontended_s(p, n), 1, 1)
+    if p["contended"]:
+        s += (n * p["repeat"] + 2) * run_seconds(p["duration_s"], p["ncpus"], len(cpus), False)
+    return s
+
+
+def _name(e, labels, m, cpu=None):
+    """The variant a dead or stuck worker was running, put before its message."""
+    if isinstance(e, (WorkerDied, Stalled)):
+        cpu = e.cpu if cpu is None else cpu
+        now = int(m.region("ab_now")[cpu]["entry"])
+        if 0 <= now < len(labels):
+            e.args = (f"variant {labels[now]!r}: {e.args[0]}",)
+    return e
+
+
+def _run(m, labels, fn, *args, expected, entry=None):
+    try:
+        return m.run(fn, *args, expected=expected)
+    except (WorkerDied, Stalled) as e:
+        if entry is not None:
+            e.args = (f"variant {labels[entry]!r}: {e.args[0]}",)
+            raise
+        raise _name(e, labels, m)
+
+
+def _init(m, entries, labels, where):
+    bad = _run(m, labels, rounds.init_all, entries, where, expected=1.0)[0]
+    if bad:
+        raise RunFailed(f"variant {labels[bad[1]]!r}: its SMPNET_INIT failed (error {bad[2]}: "
+                        f"{'a lock side table full' if bad[2] == 28 else 'see errno'}); "
+                        "run stopped")
+
+
+def _check(m, entries, labels, where, ops, mode):
+    bad = _run(m, labels, rounds.check_all, entries, where, ops, expected=1.0)[0]
+    if bad:
+        raise RunFailed(f"variant {labels[bad[0]]!r}: its SMPNET_CHECK failed after the "
+                        f"{mode} rounds: {bad[1]}")
+
+
+def run(cpus, p, progress=None):
+    entries, labels = _entries(p)
+    obj = build.build(p["source"], p["file"], _core.LOCK_ALGOS[p["algo"]], p["check"],
+                      p["restore"] == "popf")
+    algo, popf = _core.LOCK_ALGOS[p["algo"]], p["restore"] == "popf"
+    tsc_hz = tsc.tsc_hz()
+    steps = 1 + (len(entries) * p["repeat"] if p["contended"] else 0)
+    if progress:
+        progress(0, steps, f"uncontended: {len(entries)} variants on CPU {p['cpu']}")
+    with Machine(cpus=[p["cpu"]], regions=rounds.regions(obj, len(entries), 1)) as m:
+        where = rounds.Where(m, algo, p["check"], popf)
+        _init(m, entries, labels, where)
+        counts, samples, ops, empty = _run(
+            m, labels, rounds.uncontended, entries, where, p["loops"], p["rounds"],
+            expected=_uncontended_s(p, len(entries)))[0]
+        _check(m, entries, labels, where, ops, "uncontended")
+    rows = figures.uncontended_rows(labels, p["cpu"], counts, samples, empty, tsc_hz)
+    verdicts = figures.verdicts(rows, tsc_hz)
+    if p["contended"]:
+        con = _contended(cpus, p, entries, labels, obj, where, progress, steps)
+        rows += con
+        verdicts += figures.verdicts(con, tsc_hz)
+    warnings = []
+    if not verdicts:
+        warnings.append(f"no verdict: it needs --rounds (and --repeat) {2 * stats.MIN_SAMPLES} "
+                        f"or more ({stats.MIN_SAMPLES} ABBA blocks)")
+    return Outcome(p, rows, verdicts, warnings)
+
+
+def _contended(cpus, p, entries, labels, obj, where0, progress, steps):
+    runs = [[] for _ in entries]
+    n = 1
+    with Machine(cpus=cpus, ncpus=p["ncpus"], oversubscribe=p["oversubscribe"],
+                 regions=rounds.regions(obj, len(entries), p["ncpus"])) as m:
+        where = rounds.Where(m, where0.algo, where0.check, where0.popf)
+        _init(m, entries, labels, where)
+        for r in range(p["repeat"]):
+            for i in (range(len(entries)) if r % 2 == 0 else reversed(range(len(entries)))):
+                if progress:
+                    progress(n, steps, f"contended round {r + 1} of {p['repeat']}: {labels[i]}")
+                n += 1
+                runs[i].append(_run(m, labels, rounds.contended, entries[i], i, where,
+                                    p["duration_s"], p["hold_cycles"], p["think_cycles"],
+                                    expected=p["duration_s"], entry=i))
+        ops = [sum(c[0] for per in rs for c in per) for rs in runs]
+        _check(m, entries, labels, where, ops, "contended")
+        return figures.contended_rows(labels, m.cpu_map, runs, tsc.tsc_hz(), p, m.timing_valid)
+
+
+def text(env, extra):
+    return figures.text(env, extra)
+
+
+EXPERIMENT = Experiment(
+    name="ab",
+    help="your own change: the variants of one C file against the first, paired",
+    description="Builds FILE.c (its variants written against smpnet's kernel API, "
+                "smpnet/include/smpnet.h) and times each against the first: uncontended "
+                "on one CPU in ABBA rounds, and contended on every selected CPU at once, "
+                "each as a median paired difference per op with its 95 % interval, an A/A "
+                "control beside it, and a verdict (faster, slower, no measurable "
+                "difference). docs/experiments/ab.md walks through a first file.",
+    add_options=add_options, params=params, seconds=seconds, run=run, text=text,
+    metric=Metric(("mode", "variant"), "cycles", "samples", "cycles_min", "cycles_max"),
+)

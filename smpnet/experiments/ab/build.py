@@ -1,0 +1,267 @@
+"""A user's C file, built at run time into an object the core can call.
+
+cffi builds it (its API mode: the file is compiled by the C compiler and
+flags Python's own extensions use, which are the core's, plus
+build_flags'): a well-kept library that compiles, links and loads a C
+extension from a string, with the compiler's own diagnostics, and hands
+back function pointers as integers. The compile runs in a child process,
+so that it can be bounded in time and its diagnostics captured whole.
+
+The object is cached in the user's cache directory under a hash of the
+source, every installed header, the flags and the Python and cffi
+versions: an unchanged file does not compile again; a changed header,
+flag or build option (the lock algorithm, the checker, the restore mode)
+does.
+"""
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from ... import _core, build_flags
+from ...errors import BadInput
+
+MAX_SOURCE_BYTES = 256 * 1024     # a user's file, whole
+COMPILE_TIMEOUT_S = 60.0          # one build, compiler and link
+MAX_STATE_BYTES = 16 << 20        # every copy of the state, shared and per-CPU, together
+
+PKG = pathlib.Path(__file__).resolve().parent.parent.parent
+INCLUDE_DIRS = [str(PKG / "include"), str(PKG / "kernel")]
+
+# What Python reads of the object (smpnet.h defines it; ab.h's structures)
+CDEF = """
+struct smpnet_variant_info {
+    char name[32];
+    int line;
+    int flags;
+    uintptr_t loop;
+    uintptr_t contended;
+    uintptr_t init;
+    uintptr_t check;
+    ...;
+};
+uint64_t smpnet_abi_hash(void);
+int smpnet_overflow(void);
+int smpnet_nr_variants(void);
+const struct smpnet_variant_info *smpnet_variant(int i);
+int smpnet_orphan_hook(void);
+size_t smpnet_shared_size(void);
+size_t smpnet_percpu_size(void);
+"""
+
+VARIANT_RE = re.compile(r"^[ \t]*SMPNET_VARIANT[ \t]*\([ \t]*(\w+)[ \t]*\)", re.M)
+
+
+@dataclass
+class Variant:
+    name: str
+    line: int
+    loop: int           # the addresses of its loops and hooks in this process
+    contended: int
+    init: int
+    check: int
+
+
+@dataclass
+class UserObject:
+    name: str           # the file as the user named it
+    key: str            # the cache key (sha256)
+    path: str           # the object in the cache
+    compiled: bool      # built by this call (False: found in the cache)
+    build_s: float      # what finding or building it took
+    shared_size: int
+    percpu_size: int
+    variants: list = field(default_factory=list)
+    module: object = None   # keeps the object loaded
+
+
+def cache_dir():
+    """$SMPNET_CACHE_DIR, or smpnet/ab under $XDG_CACHE_HOME (~/.cache)."""
+    if os.environ.get("SMPNET_CACHE_DIR"):
+        return pathlib.Path(os.environ["SMPNET_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "smpnet" / "ab"
+
+
+def read_source(path):
+    """The text of a user's file, bounded; BadInput when it cannot be one."""
+    p = pathlib.Path(path)
+    try:
+        size = p.stat().st_size
+        if not p.is_file():
+            raise BadInput(f"{path}: not a file")
+        if size > MAX_SOURCE_BYTES:
+            raise BadInput(f"{path}: {size} bytes, over the {MAX_SOURCE_BYTES}-byte bound "
+                           "on a file ab builds")
+        return p.read_text()
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"{path}: cannot be read ({e})") from None
+
+
+def scan(source, name):
+    """The variants the file names, [(name, line)], checked before any
+    build: at least two, no name twice (the compiler would say
+    'redefinition', without the line of the first)."""
+    if len(source.encode()) > MAX_SOURCE_BYTES:
+        raise BadInput(f"{name}: over the {MAX_SOURCE_BYTES}-byte bound on a file ab builds")
+    found = [(m.group(1), source.count("\n", 0, m.start()) + 1)
+             for m in VARIANT_RE.finditer(source)]
+    seen = {}
+    for v, line in found:
+        if v in seen:
+            raise BadInput(f"{name}:{line}: variant {v!r} is defined twice "
+                           f"(first at line {seen[v]})")
+        seen[v] = line
+    if not found:
+        raise BadInput(f"{name}: defines no variant (write SMPNET_VARIANT(name) {{ ... }}, "
+                       "two or more: docs/experiments/ab.md)")
+    if len(found) == 1:
+        raise BadInput(f"{name}: defines one variant ({found[0][0]}): ab compares two or "
+                       "more, the first against the others")
+    return found
+
+
+def options_macros(algo, check, popf):
+    return [("SMPNET_BUILD_ALGO", str(algo)), ("SMPNET_BUILD_CHECKER", str(int(check))),
+            ("SMPNET_BUILD_POPF", str(int(popf)))]
+
+
+def _headers():
+    return sorted(p for d in INCLUDE_DIRS for p in pathlib.Path(d).glob("*.h"))
+
+
+def build_key(source, macros, debug):
+    """sha256 of everything the object depends on."""
+    h = hashlib.sha256()
+    h.update(source.encode())
+    for p in _headers():
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    import cffi
+    h.update(json.dumps([build_flags.compile_args(debug), build_flags.define_macros(debug),
+                         macros, sys.version, sysconfig.get_config_var("EXT_SUFFIX"),
+                         sysconfig.get_config_var("CC"), sysconfig.get_config_var("CFLAGS"),
+                         cffi.__version__, hex(_core.AB_ABI_HASH)]).encode())
+    return h.hexdigest()
+
+
+def _load(modname, path):
+    loader = importlib.machinery.ExtensionFileLoader(modname, str(path))
+    spec = importlib.util.spec_from_file_location(modname, str(path), loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+_LOADED = {}   # key -> UserObject: one load per process
+
+
+def build(source, name, algo, check=False, popf=False, timeout=COMPILE_TIMEOUT_S,
+          stderr=None):
+    """The user's object for these build options: from the cache, or
+    compiled into it. A compile error writes the compiler's diagnostics to
+    `stderr` (sys.stderr) and raises BadInput."""
+    scan(source, name)
+    t0 = time.monotonic()
+    debug = _core.CORE_DEBUG
+    macros = options_macros(algo, check, popf)
+    key = build_key(source, macros, debug)
+    if key in _LOADED:
+        return _LOADED[key]
+    modname = f"_smpnet_ab_{key[:24]}"
+    cache = cache_dir()
+    path = cache / (modname + sysconfig.get_config_var("EXT_SUFFIX"))
+    compiled = not path.exists()
+    if compiled:
+        _compile(source, name, modname, macros, debug, cache, path, timeout,
+                 stderr or sys.stderr)
+    module = _load(modname, path)
+    obj = _describe(module, name, key, str(path), compiled, time.monotonic() - t0)
+    _LOADED[key] = obj
+    return obj
+
+
+def _compile(source, name, modname, macros, debug, cache, path, timeout, stderr):
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"the cache directory {cache} cannot be made ({e}): "
+                       "set SMPNET_CACHE_DIR to one that can") from None
+    with tempfile.TemporaryDirectory(prefix="build-", dir=cache) as tmp:
+        # the file's lines keep its own name and numbers in the diagnostics
+        text = f'#line 1 "{name}"\n{source}\n#line 1 "<smpnet ab glue>"\n'
+        job = {"modname": modname, "source": text, "include_dirs": INCLUDE_DIRS,
+               "define_macros": build_flags.define_macros(debug) + macros,
+               "extra_compile_args": build_flags.compile_args(debug), "cdef": CDEF,
+               "tmpdir": tmp}
+        try:
+            # by its path: `-m` would import smpnet.experiments, every experiment
+            r = subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("compile.py"))],
+                               input=json.dumps(job), capture_output=True, text=True,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise BadInput(f"{name}: the build took over {timeout:g} s, the bound on one "
+                           "build; stopped") from None
+        if r.returncode != 0:
+            stderr.write(_diagnostics(r.stdout + r.stderr))
+            raise BadInput(f"{name}: does not compile (the compiler's messages are above)"
+                           + _hint(r.stdout + r.stderr))
+        warnings = _diagnostics(r.stdout + r.stderr)
+        if "warning:" in warnings:
+            stderr.write(warnings)
+        os.replace(r.stdout.strip().splitlines()[-1], path)
+
+
+def _diagnostics(out):
+    """The compiler's messages, without the build's own lines (the commands
+    it ran, cffi's progress, the child's traceback)."""
+    keep = [line for line in out.splitlines(keepends=True)
+            if not line.startswith(("generating ", "running ", "building ", "creating ",
+                                    "gcc ", "cc ", "clang ", "x86_64-", "Traceback",
+                                    "  File ", "smpnet-ab-built:"))
+            and not line.lstrip().startswith(("raise ", "^"))]
+    return "".join(keep)
+
+
+def _hint(out):
+    if "smpnet_shared_t" in out or "smpnet_percpu_t" in out:
+        return "; declare the state with SMPNET_STATE(shared, per_cpu) before the first variant"
+    if "smpnet.h: No such file" in out:
+        return "; the file includes <smpnet.h>, which ab puts on the include path"
+    return ""
+
+
+def _describe(module, name, key, path, compiled, build_s):
+    ffi, lib = module.ffi, module.lib
+    if lib.smpnet_abi_hash() != _core.AB_ABI_HASH:
+        raise BadInput(f"{name}: its object ({path}) was built against another layout "
+                       f"(ABI {lib.smpnet_abi_hash():#x}, this core's {_core.AB_ABI_HASH:#x}); "
+                       "delete it and run again")
+    if lib.smpnet_overflow():
+        raise BadInput(f"{name}:{lib.smpnet_overflow()}: over {_core.AB_MAX_VARIANTS} variants, "
+                       f"or a name of {_core.AB_NAME} characters or more")
+    if lib.smpnet_orphan_hook():
+        raise BadInput(f"{name}:{lib.smpnet_orphan_hook()}: SMPNET_INIT or SMPNET_CHECK names "
+                       "a variant the file does not define")
+    variants = []
+    for i in range(lib.smpnet_nr_variants()):
+        v = lib.smpnet_variant(i)
+        variants.append(Variant(ffi.string(v.name).decode(), v.line, int(v.loop),
+                                int(v.contended), int(v.init), int(v.check)))
+    variants.sort(key=lambda v: v.line)   # the file's order: the first is the baseline
+    obj = UserObject(name, key, path, compiled, build_s, int(lib.smpnet_shared_size()),
+                     int(lib.smpnet_percpu_size()), variants, module)
+    if len(variants) < 2:
+        raise BadInput(f"{name}: defines {len(variants)} variant(s) once built: ab compares "
+                       "two or more, the first against the others")
+    return obj

@@ -1,0 +1,160 @@
+"""`ab`'s figures: the rows of each mode, each variant's paired effect
+against the baseline with its verdict, the A/A control, and the text."""
+import statistics
+
+from ...measure import stats
+from ...report.report import table
+
+FASTER, SLOWER = "faster", "slower"
+UNIT = "cycles"
+
+
+def label(interval):
+    """faster (the whole interval below 0: the variant costs less per op),
+    slower (wholly above), or no measurable difference."""
+    lo, hi = interval
+    if hi < 0:
+        return FASTER
+    if lo > 0:
+        return SLOWER
+    return stats.NO_MEASURABLE
+
+
+def _summary(samples, tsc_hz):
+    return {"cycles": statistics.median(samples), "cycles_min": min(samples),
+            "cycles_max": max(samples), "ns": statistics.median(samples) * 1e9 / tsc_hz,
+            "samples": samples, "rounds": len(samples)}
+
+
+def uncontended_rows(labels, cpu, counts, samples, empty, tsc_hz):
+    return [dict(mode="uncontended", variant=lab, cpus=[cpu], loops=n,
+                 overhead_cycles=empty, **_summary(s, tsc_hz))
+            for lab, n, s in zip(labels, counts, samples)]
+
+
+def contended_rows(labels, cpus, runs, tsc_hz, p, timing_valid):
+    """runs[entry]: a list of rounds, each the per-CPU (ops, cycles, spins).
+    A round's cost per op is the CPUs' cycles over their ops together (what
+    one op costs a CPU while every CPU runs it); its throughput, all ops
+    over the longest CPU's time."""
+    rows = []
+    for lab, rounds in zip(labels, runs):
+        cost, total, fair, per_cpu = [], [], [], [[] for _ in cpus]
+        for per in rounds:
+            ops = [r[0] for r in per]
+            cost.append(sum(r[1] for r in per) / max(1, sum(ops)))
+            total.append(sum(ops) / (max(r[1] for r in per) / tsc_hz))
+            fair.append(stats.jain_fairness(ops))
+            for i, r in enumerate(per):
+                per_cpu[i].append(r[0] / (r[1] / tsc_hz) if r[1] else 0.0)
+        row = dict(mode="contended", variant=lab, cpus=list(cpus),
+                   duration_s=p["duration_s"], hold_cycles=p["hold_cycles"],
+                   think_cycles=p["think_cycles"], timing_valid=timing_valid,
+                   ops=sum(r[0] for per in rounds for r in per), **_summary(cost, tsc_hz))
+        for name, values in (("ops_per_s", total), ("fairness", fair)):
+            row[name], row[f"{name}_interval"] = stats.median_ci(values)
+        row["ops_per_s_samples"] = total
+        row["ops_per_s_per_cpu"] = [statistics.median(x) for x in per_cpu]
+        rows.append(row)
+    return rows
+
+
+def _paired(a, b):
+    """a - b per op over ABBA blocks (stats.abba_blocks): (median, interval, pairs) or None."""
+    return stats.paired(stats.abba_blocks(a["samples"]), stats.abba_blocks(b["samples"]),
+                        lambda x, y: (x - y) / 2)
+
+
+def verdicts(rows, tsc_hz):
+    """Each variant against the baseline (rows[0]), and the A/A control
+    (rows[-1], the baseline's second copy) beside every one. Empty when the
+    rounds are too few for an interval (stats.MIN_SAMPLES blocks)."""
+    base, aa = rows[0], rows[-1]
+    ctl = _paired(aa, base)
+    if ctl is None:
+        return []
+    control = stats.control(f"{base['variant']} twice", ctl[0], ctl[1])
+    out = []
+    for r in rows[1:-1]:
+        d, ci, pairs = _paired(r, base)
+        v = {"mode": r["mode"], "variant": r["variant"], "baseline": base["variant"],
+             "seed": None, "claim": f"{r['variant']} against {base['variant']}, {r['mode']}",
+             "reference": "the baseline, in the same rounds", "unit": UNIT,
+             "kind": "measured", "measured": d, "interval": ci, "pairs": pairs,
+             "ns": d * 1e9 / tsc_hz, "ns_interval": [x * 1e9 / tsc_hz for x in ci],
+             "verdict": label(ci), "control": control}
+        if r["mode"] == "contended":
+            g = stats.paired(stats.abba_blocks(r["ops_per_s_samples"]),
+                             stats.abba_blocks(base["ops_per_s_samples"]), stats.gain)
+            if g:
+                v["ops_per_s_gain_pct"], v["ops_per_s_gain_interval"] = g[0], g[1]
+        out.append(v)
+    return out
+
+
+def _f(x, digits=2):
+    return f"{x:+.{digits}f}"
+
+
+def effect_lines(vs):
+    lines = []
+    for v in vs:
+        lo, hi = v["interval"]
+        nlo, nhi = v["ns_interval"]
+        line = (f"  {v['variant']} - {v['baseline']}: {_f(v['measured'])} cycles "
+                f"[{_f(lo)} .. {_f(hi)}], {_f(v['ns'])} ns [{_f(nlo)} .. {_f(nhi)}] per op, "
+                f"{v['pairs']} pairs -> {v['verdict']}")
+        if "ops_per_s_gain_pct" in v:
+            glo, ghi = v["ops_per_s_gain_interval"]
+            line += (f"; ops/s {_f(v['ops_per_s_gain_pct'], 1)} % "
+                     f"[{_f(glo, 1)} .. {_f(ghi, 1)}]")
+        lines.append(line)
+    if vs:
+        c = vs[0]["control"]
+        lo, hi = c["interval"]
+        lines.append(f"  A/A control ({c['sides']}): {_f(c['measured'])} cycles "
+                     f"[{_f(lo)} .. {_f(hi)}] -> {c['verdict']}")
+        if not c["reliable"]:
+            lines.append("  WARNING: the A/A control found a difference between identical "
+                         "sides: the verdicts above are not reliable on this run")
+    return lines
+
+
+def text(env, extra):
+    p, rows = env["params"], env["results"]
+    vs = env["verdicts"]
+    built = (f"built in {p['build_s']:.2f} s" if p["compiled"]
+             else f"found in the cache in {p['build_s']:.3f} s (not compiled)")
+    out = [f"# ab: {p['file']}, variants {', '.join(p['variants'])} (the first is the "
+           f"baseline), {p['algo']}, {built}"]
+    unc = [r for r in rows if r["mode"] == "uncontended"]
+    if unc:
+        out.append(f"\nuncontended, CPU {unc[0]['cpus'][0]}: {p['rounds']} rounds per variant "
+                   f"in ABBA order; the harness's empty loop: {unc[0]['overhead_cycles']:.2f} "
+                   "cycles per op (in every figure below)")
+        out.append(table([(r["variant"], r["loops"], r["cycles"], r["cycles_min"],
+                           r["cycles_max"], r["ns"]) for r in unc],
+                         ["variant", "ops/round", "cycles/op", "min", "max", "ns/op"]))
+    con = [r for r in rows if r["mode"] == "contended"]
+    if con:
+        out.append(f"\ncontended, CPUs {','.join(map(str, con[0]['cpus']))} at once: "
+                   f"{p['repeat']} rounds of {p['duration_s']:g} s per variant in ABBA order, "
+                   f"hold {p['hold_cycles']} and think {p['think_cycles']} TSC cycles")
+        out.append(table([(r["variant"], f"{r['ops_per_s'] / 1e6:.2f} "
+                           f"[{r['ops_per_s_interval'][0] / 1e6:.2f} .. "
+                           f"{r['ops_per_s_interval'][1] / 1e6:.2f}]",
+                           " ".join(f"{x / 1e6:.2f}" for x in r["ops_per_s_per_cpu"]),
+                           f"{r['fairness']:.3f} [{r['fairness_interval'][0]:.3f} .. "
+                           f"{r['fairness_interval'][1]:.3f}]", r["cycles"], r["ns"])
+                          for r in con],
+                         ["variant", "Mops/s total [95 %]", "Mops/s per CPU",
+                          "fairness (Jain) [95 %]", "cycles/op per CPU", "ns/op"]))
+    for mode in ("uncontended", "contended"):
+        mine = [v for v in vs if v["mode"] == mode]
+        if mine:
+            out.append(f"\n{mode}: each variant against {mine[0]['baseline']} (median paired "
+                       "difference over ABBA blocks of two rounds, 95 % interval)")
+            out += effect_lines(mine)
+    if rows and not vs:
+        out.append("\nno verdict (see the warnings)")
+    return "\n".join(out)

@@ -1,0 +1,119 @@
+"""What the workers run for `ab`: each variant's SMPNET_INIT on its own copy
+of the file's state, its timed rounds (uncontended: one CPU, ABBA order;
+contended: every CPU at once), its SMPNET_CHECK. The loops are the user's
+object's (build.py); the core calls them (core/ab.pyx)."""
+import numpy as np
+
+from ... import _core
+from ...errors import RunFailed
+from ...measure.time_bench import MIN_ROUND_S, calibrate, pass_order
+
+# which entry each CPU is running, for the message when one dies (-1: none)
+NOW = np.dtype([("entry", "<i4")])
+
+
+def regions(obj, copies, nr_cpus):
+    """The state's regions: one shared record per copy, nr_cpus per-CPU
+    records per copy (each record rounded up to 64 bytes by the machine),
+    and where each CPU is."""
+    return [("ab_shared", np.dtype([("bytes", "u1", (max(1, obj.shared_size),))]), copies),
+            ("ab_percpu", np.dtype([("bytes", "u1", (max(1, obj.percpu_size),))]),
+             copies * nr_cpus),
+            ("ab_now", NOW, nr_cpus)]
+
+
+def state_bytes(obj, copies, nr_cpus):
+    line = 64
+    size = lambda n: -(-max(1, n) // line) * line   # noqa: E731
+    return copies * (size(obj.shared_size) + nr_cpus * size(obj.percpu_size))
+
+
+class Where:
+    """A copy of the state on one machine: the arguments of every core call."""
+
+    def __init__(self, machine, algo, check, popf):
+        names = machine.segment.region_names
+        self.shared, self.percpu = names.index("ab_shared"), names.index("ab_percpu")
+        self.algo, self.check, self.popf = algo, check, popf
+
+    def state(self, copy):
+        return dict(copy=copy, shared_region=self.shared, percpu_region=self.percpu,
+                    algo=self.algo)
+
+
+def _mark(ctx, entry):
+    ctx.machine.region("ab_now")[ctx.cpu]["entry"] = entry
+
+
+def init_all(ctx, entries, where):
+    """Every entry's init on its copy, on CPU 0 (the others wait at the end)."""
+    if ctx.cpu != 0:
+        return None
+    for i, v in enumerate(entries):
+        if v.init:
+            _mark(ctx, i)
+            rc = _core.ab_init(v.init, ctx.seg, check=where.check, popf=where.popf,
+                               **where.state(i))
+            if rc:
+                return ("init", i, rc)
+    _mark(ctx, -1)
+    return None
+
+
+def check_all(ctx, entries, where, ops):
+    """Every entry's check on its copy, with the ops it ran: the first that
+    fails, (entry, message), or None."""
+    if ctx.cpu != 0:
+        return None
+    for i, v in enumerate(entries):
+        if v.check:
+            _mark(ctx, i)
+            st = where.state(i)
+            msg = _core.ab_check(v.check, ctx.seg, st["copy"], st["shared_region"],
+                                 st["percpu_region"], st["algo"], ops[i])
+            if msg is not None:
+                return (i, msg)
+    _mark(ctx, -1)
+    return None
+
+
+def uncontended(ctx, entries, where, loops, rounds, warmup=1):
+    """The entries on this CPU, time_bench-style: each calibrated to a round
+    of MIN_ROUND_S (or `loops`), warmed up, then `rounds` rounds, each
+    running every entry once, forwards on even rounds and backwards on odd
+    ones (A B .. B A). Returns (loops per entry, per-op cycles per round per
+    entry, ops run per entry, the empty loop's cycles per op)."""
+    ops = [0] * len(entries)
+
+    def one(i, n):
+        _mark(ctx, i)
+        cycles, wall_ns = _core.ab_round(entries[i].loop, n, ctx.seg, 0, check=where.check,
+                                         popf=where.popf, **where.state(i))
+        ops[i] += n
+        return cycles, wall_ns
+
+    counts = [loops or calibrate(lambda n, i=i: one(i, n), MIN_ROUND_S)
+              for i in range(len(entries))]
+    for _ in range(warmup):
+        for i, n in enumerate(counts):
+            one(i, n)
+    samples = [[] for _ in entries]
+    for r in range(rounds):
+        for i in pass_order(len(entries), r):
+            samples[i].append(one(i, counts[i])[0] / counts[i])
+    _mark(ctx, -1)
+    n = max(counts)
+    empty = sorted(_core.time_bench_round("for_loop", n)[0] / n for _ in range(3))[1]
+    return counts, samples, ops, empty
+
+
+def contended(ctx, entry, index, where, duration, hold, think):
+    """One entry on every CPU at once for `duration`: (ops, cycles, spins)."""
+    _mark(ctx, index)
+    ops, cycles, spins, stopped = _core.ab_contended(
+        entry.contended, duration, ctx.seg, ctx.cpu, hold_cycles=hold, think_cycles=think,
+        check=where.check, popf=where.popf, **where.state(index))
+    if stopped:
+        raise RunFailed("stopped")
+    _mark(ctx, -1)
+    return ops, cycles, spins

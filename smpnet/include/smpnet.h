@@ -1,0 +1,300 @@
+/* smpnet.h - a change of your own, as variants `smpnet-bench ab FILE.c` measures.
+ *
+ * A file declares its state once and two or more variants of one op:
+ *
+ *	#include <smpnet.h>
+ *
+ *	struct shared { spinlock_t lock; unsigned long count; };
+ *	struct pcpu   { unsigned long count; };
+ *	SMPNET_STATE(struct shared, struct pcpu);
+ *
+ *	SMPNET_INIT(locked)    { spin_lock_init(&shared->lock); }
+ *	SMPNET_VARIANT(locked) { spin_lock(&shared->lock); shared->count++; spin_unlock(&shared->lock); }
+ *	SMPNET_VARIANT(percpu) { this_cpu_inc(this_cpu->count); }
+ *
+ * Inside a variant's body, as in kernel code: `shared` (the one copy every
+ * CPU sees), `this_cpu` (this CPU's copy of the per-CPU state, 64-byte
+ * aligned), per_cpu(cpu), nr_cpus, smp_processor_id(); the kernel's names
+ * for spinlocks (every variant, with the algorithm the run was built for),
+ * local_irq_*(), local_bh_*(), preempt_*(), atomic_*(), this_cpu_*(), and
+ * hold() (--hold-cycles of work, for a contended critical section). The body
+ * is inlined into the timed loop: no call sits in the timing.
+ *
+ * SMPNET_INIT(name) runs before a variant's rounds, SMPNET_CHECK(name) after
+ * them (expect(cond, "message") fails it, and the run), both outside the
+ * timing, on their variant's own copy of the state. docs/experiments/ab.md
+ * has the whole API.
+ */
+#ifndef SMPNET_H
+#define SMPNET_H
+
+#if !defined(SMPNET_BUILD_ALGO) || !defined(SMPNET_BUILD_CHECKER) || !defined(SMPNET_BUILD_POPF)
+#error "smpnet.h: build this file with `smpnet-bench ab FILE.c` (it sets SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER, SMPNET_BUILD_POPF)"
+#endif
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#include <stddef.h>
+#include <string.h>
+#include "compiler.h"
+#include "atomic.h"
+#include "percpu.h"
+#include "smp.h"
+#include "tsc.h"
+#include "preempt.h"
+#include "irqflags.h"
+#include "spinlock.h"
+#include "ab.h"
+#pragma GCC diagnostic pop
+
+/* The kernel's type names for what atomic.h works on. */
+typedef uint32_t atomic_t;
+typedef uint64_t atomic_long_t;
+
+/* A state a file does not need: SMPNET_STATE(struct smpnet_none, struct pcpu). */
+struct smpnet_none { char unused; };
+
+/* ---------------------------------------------------------------- the state */
+
+#define SMPNET_STATE(shared_type, percpu_type)						\
+	typedef shared_type smpnet_shared_t;						\
+	typedef percpu_type smpnet_percpu_t;						\
+	size_t smpnet_shared_size(void) { return sizeof(smpnet_shared_t); }		\
+	size_t smpnet_percpu_size(void) { return sizeof(smpnet_percpu_t); }
+
+/* ---------------------------------------------------------------- the registry */
+
+static struct smpnet_variant_info smpnet_variants_[SMPNET_AB_MAX_VARIANTS];
+static int smpnet_nr_variants_, smpnet_overflow_;
+/* SMPNET_INIT/SMPNET_CHECK, by the name of their variant: joined when asked */
+static struct { const char *name; int line; int kind; uintptr_t fn; }
+	smpnet_hooks_[2 * SMPNET_AB_MAX_VARIANTS];
+static int smpnet_nr_hooks_;
+
+static void smpnet_register(const char *name, int line, uintptr_t loop, uintptr_t contended)
+{
+	struct smpnet_variant_info *v;
+
+	if (smpnet_nr_variants_ == SMPNET_AB_MAX_VARIANTS || strlen(name) >= SMPNET_AB_NAME) {
+		smpnet_overflow_ = line;
+		return;
+	}
+	v = &smpnet_variants_[smpnet_nr_variants_++];
+	strcpy(v->name, name);
+	v->line = line;
+	v->loop = loop;
+	v->contended = contended;
+}
+
+static void smpnet_register_hook(const char *name, int line, int kind, uintptr_t fn)
+{
+	if (smpnet_nr_hooks_ == 2 * SMPNET_AB_MAX_VARIANTS) {
+		smpnet_overflow_ = line;
+		return;
+	}
+	smpnet_hooks_[smpnet_nr_hooks_].name = name;
+	smpnet_hooks_[smpnet_nr_hooks_].line = line;
+	smpnet_hooks_[smpnet_nr_hooks_].kind = kind;
+	smpnet_hooks_[smpnet_nr_hooks_++].fn = fn;
+}
+
+/* What the harness asks the object (cffi's declarations: ab/build.py). */
+uint64_t smpnet_abi_hash(void) { return SMPNET_ABI_HASH; }
+int smpnet_overflow(void) { return smpnet_overflow_; }
+int smpnet_nr_variants(void) { return smpnet_nr_variants_; }
+
+const struct smpnet_variant_info *smpnet_variant(int i)
+{
+	struct smpnet_variant_info *v = &smpnet_variants_[i];
+	int k;
+
+	for (k = 0; k < smpnet_nr_hooks_; k++)
+		if (!strcmp(smpnet_hooks_[k].name, v->name)) {
+			if (smpnet_hooks_[k].kind == 0)
+				v->init = smpnet_hooks_[k].fn;
+			else
+				v->check = smpnet_hooks_[k].fn;
+		}
+	return v;
+}
+
+/* The line of a SMPNET_INIT/SMPNET_CHECK whose variant the file lacks, or 0. */
+int smpnet_orphan_hook(void)
+{
+	int k, i;
+
+	for (k = 0; k < smpnet_nr_hooks_; k++) {
+		for (i = 0; i < smpnet_nr_variants_; i++)
+			if (!strcmp(smpnet_hooks_[k].name, smpnet_variants_[i].name))
+				break;
+		if (i == smpnet_nr_variants_)
+			return smpnet_hooks_[k].line;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- in a body */
+
+#define per_cpu(cpu)	((smpnet_percpu_t *)(smpnet_env->percpu + (size_t)(cpu) * smpnet_env->percpu_stride))
+#define nr_cpus		(smpnet_env->nr_cpus)
+#define smp_processor_id()	(c->cpu)
+
+/* An acquire returns -1 when the run was stopped while it waited: the
+ * variant's op ends there, and its loop with it (as time_bench.h's loops do). */
+#define SMPNET_STOP_IF(x)	do { if (unlikely(x)) { *smpnet_stopped = 1; return; } } while (0)
+
+/* The kernel's names, each with the algorithm, checker and restore mode
+ * this object was built for (constants: one path compiled, as a kernel is
+ * built with one lock implementation). */
+#define spin_lock(l)		SMPNET_STOP_IF(__spin_lock(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER))
+#define spin_unlock(l)		__spin_unlock(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER)
+#define spin_lock_bh(l)		SMPNET_STOP_IF(__spin_lock_bh(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER))
+#define spin_unlock_bh(l)	__spin_unlock_bh(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER)
+#define spin_lock_irq(l)	SMPNET_STOP_IF(__spin_lock_irq(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER))
+#define spin_unlock_irq(l)	__spin_unlock_irq(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER)
+#define spin_lock_irqsave(l, flags)							\
+	SMPNET_STOP_IF(__spin_lock_irqsave(c, (l), &(flags), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER))
+#define spin_unlock_irqrestore(l, flags)						\
+	__spin_unlock_irqrestore(c, (l), (flags), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER, SMPNET_BUILD_POPF)
+
+#define local_irq_disable()	local_irq_disable(c)
+#define local_irq_enable()	local_irq_enable(c)
+#define local_irq_save(flags)	((flags) = __local_irq_save(c, SMPNET_BUILD_CHECKER))
+#define local_irq_restore(flags)	__local_irq_restore(c, (flags), SMPNET_BUILD_CHECKER, SMPNET_BUILD_POPF)
+#define local_bh_disable()	local_bh_disable(c)
+#define local_bh_enable()	__local_bh_enable(c, SMPNET_BUILD_CHECKER)
+#define preempt_disable()	preempt_disable(c)
+#define preempt_enable()	preempt_enable(c)
+#define irqs_disabled()		irqs_disabled(c)
+
+/* this_cpu_*(): one RMW instruction on this CPU's copy, without a lock
+ * prefix, as the kernel's %gs-relative ops are (safe against this CPU's
+ * IRQs, not against another CPU); asm, so the compiler neither merges
+ * nor hoists it out of the loop. */
+#if defined(__x86_64__) || defined(__i386__)
+#define this_cpu_add(var, n)								\
+	__asm__ __volatile__("add %1, %0" : "+m"(var) : "r"((__typeof__(var))(n)))
+#else
+#define this_cpu_add(var, n)	do { WRITE_ONCE(var, READ_ONCE(var) + (n)); barrier(); } while (0)
+#endif
+#define this_cpu_inc(var)	this_cpu_add(var, 1)
+#define this_cpu_dec(var)	this_cpu_add(var, -1)
+#define this_cpu_sub(var, n)	this_cpu_add(var, -(n))
+#define this_cpu_read(var)	READ_ONCE(var)
+#define this_cpu_write(var, v)	WRITE_ONCE(var, v)
+#define __this_cpu_inc(var)	this_cpu_inc(var)
+#define __this_cpu_add(var, n)	this_cpu_add(var, n)
+
+/* The critical section's length in a contended run: --hold-cycles of work. */
+#define hold()			tsc_spend(smpnet_env->hold_cycles)
+
+/* In an init: a lock in the state, for the run's algorithm (the kernel's
+ * spin_lock_init(); every spinlock_t a variant takes needs it). */
+#define spin_lock_init(l)								\
+	do {										\
+		int rc_ = spin_lock_init(smpnet_env->c->hdr, (l), SMPNET_BUILD_ALGO,		\
+					 smpnet_env->lock_ids++);			\
+		if (rc_) { *smpnet_err = rc_; return; }					\
+	} while (0)
+
+/* In a check: fail it, and the run, with `message` unless `cond` holds. */
+#define expect(cond, message)	do { if (!(cond)) { *smpnet_fail = (message); return; } } while (0)
+#define nr_ops			(smpnet_env->ops)
+
+/* ---------------------------------------------------------------- the variants */
+
+/* The timed loop (time_bench.h's shape: the op inlined between two TSC
+ * reads) and the contended one (until the deadline, read every 16th op
+ * unless a hold or think time makes it cheap to read every time, as
+ * lock_hammer does), both in the user's object, then the op's body. */
+#define SMPNET_VARIANT(name)								\
+	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
+		struct cpu_ctx *c, smpnet_shared_t *shared, smpnet_percpu_t *this_cpu,	\
+		int *smpnet_stopped);							\
+	static uint64_t smpnet_loop_##name(struct smpnet_env *e, uint64_t loops)	\
+	{										\
+		smpnet_percpu_t *mine = (smpnet_percpu_t *)(e->percpu			\
+					 + (size_t)e->cpu * e->percpu_stride);		\
+		int stopped = 0;							\
+		uint64_t i, t0 = tsc_start();						\
+		for (i = 0; i < loops; i++) {						\
+			smpnet_op_##name(e, e->c, (smpnet_shared_t *)e->shared, mine,	\
+					 &stopped);					\
+			if (unlikely(stopped))						\
+				break;							\
+			barrier();							\
+		}									\
+		return tsc_stop() - t0;							\
+	}										\
+	static int smpnet_contended_##name(struct smpnet_env *e, uint64_t deadline,	\
+					   uint64_t *done)				\
+	{										\
+		smpnet_percpu_t *mine = (smpnet_percpu_t *)(e->percpu			\
+					 + (size_t)e->cpu * e->percpu_stride);		\
+		uint64_t n = 0, every = e->hold_cycles || e->think_cycles		\
+			|| (e->c->hdr->flags & SMP_F_OVERSUBSCRIBED) ? 0 : 15;		\
+		int stopped = 0;							\
+		for (;;) {								\
+			smpnet_op_##name(e, e->c, (smpnet_shared_t *)e->shared, mine,	\
+					 &stopped);					\
+			if (unlikely(stopped))						\
+				break;							\
+			n++;								\
+			if (e->think_cycles)						\
+				tsc_spend(e->think_cycles);				\
+			if ((n & every) == 0) {						\
+				if (tsc_read_unordered() >= deadline)			\
+					break;						\
+				if (smp_should_stop(e->c->hdr)) {			\
+					stopped = 1;					\
+					break;						\
+				}							\
+			}								\
+			barrier();							\
+		}									\
+		*done = n;								\
+		return stopped;								\
+	}										\
+	static void __attribute__((constructor)) smpnet_register_##name(void)		\
+	{										\
+		smpnet_register(#name, __LINE__, (uintptr_t)smpnet_loop_##name,		\
+				(uintptr_t)smpnet_contended_##name);			\
+	}										\
+	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
+		struct cpu_ctx *c, smpnet_shared_t *shared, smpnet_percpu_t *this_cpu,	\
+		int *smpnet_stopped)
+
+#define SMPNET_INIT(name)								\
+	static void smpnet_init_body_##name(struct smpnet_env *smpnet_env,		\
+		struct cpu_ctx *c, smpnet_shared_t *shared, int *smpnet_err);		\
+	static int smpnet_init_##name(struct smpnet_env *e)				\
+	{										\
+		int err = 0;								\
+		smpnet_init_body_##name(e, e->c, (smpnet_shared_t *)e->shared, &err);	\
+		return err;								\
+	}										\
+	static void __attribute__((constructor)) smpnet_register_init_##name(void)	\
+	{										\
+		smpnet_register_hook(#name, __LINE__, 0, (uintptr_t)smpnet_init_##name);	\
+	}										\
+	static void smpnet_init_body_##name(struct smpnet_env *smpnet_env,		\
+		struct cpu_ctx *c, smpnet_shared_t *shared, int *smpnet_err)
+
+#define SMPNET_CHECK(name)								\
+	static void smpnet_check_body_##name(struct smpnet_env *smpnet_env,		\
+		struct cpu_ctx *c, smpnet_shared_t *shared, const char **smpnet_fail);	\
+	static const char *smpnet_check_##name(struct smpnet_env *e)			\
+	{										\
+		const char *fail = NULL;						\
+		smpnet_check_body_##name(e, e->c, (smpnet_shared_t *)e->shared, &fail);	\
+		return fail;								\
+	}										\
+	static void __attribute__((constructor)) smpnet_register_check_##name(void)	\
+	{										\
+		smpnet_register_hook(#name, __LINE__, 1, (uintptr_t)smpnet_check_##name);	\
+	}										\
+	static void smpnet_check_body_##name(struct smpnet_env *smpnet_env,		\
+		struct cpu_ctx *c, smpnet_shared_t *shared, const char **smpnet_fail)
+
+#endif

@@ -1,0 +1,24 @@
+from libc.stdint cimport uint32_t, uint64_t, uintptr_t
+from smpnet.kernel.smp cimport cpu_ctx
+
+cdef extern from "ab.h" nogil:
+    struct smpnet_env:
+        cpu_ctx *c
+        void *shared
+        char *percpu
+        uint64_t percpu_stride
+        int cpu
+        int nr_cpus
+        uint64_t hold_cycles
+        uint64_t think_cycles
+        uint64_t ops
+        uint32_t lock_ids
+
+    ctypedef uint64_t (*smpnet_loop_fn)(smpnet_env *e, uint64_t loops) noexcept nogil
+    ctypedef int (*smpnet_contended_fn)(smpnet_env *e, uint64_t deadline, uint64_t *ops) noexcept nogil
+    ctypedef int (*smpnet_init_fn)(smpnet_env *e) noexcept nogil
+    ctypedef const char *(*smpnet_check_fn)(smpnet_env *e) noexcept nogil
+
+    const uint64_t SMPNET_ABI_HASH
+    enum: SMPNET_AB_MAX_VARIANTS
+    enum: SMPNET_AB_NAME
