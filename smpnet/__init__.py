@@ -2,11 +2,11 @@
 
 Importing the package loads nothing heavy (no numpy, no compiled core):
 `smpnet-bench` must be able to handle a signal from its first milliseconds.
-Machine, CpuContext, _core and __version__ load on first use (PEP 562).
+Machine, CpuContext, ab, _core and __version__ load on first use (PEP 562).
 """
 from .errors import BadInput, Interrupted, RunFailed, SegmentError, SmpnetError, WorkerDied
 
-__all__ = ["Machine", "CpuContext", "SmpnetError", "BadInput", "SegmentError",
+__all__ = ["Machine", "CpuContext", "ab", "SmpnetError", "BadInput", "SegmentError",
            "RunFailed", "WorkerDied", "Interrupted", "__version__"]
 
 
@@ -26,6 +26,8 @@ def __getattr__(name):
                 f"smpnet's compiled core is missing ({e}): install smpnet with `pip install .`, "
                 "or build it in place with `python setup.py build_ext --inplace`; "
                 "running from the source directory imports the unbuilt sources") from None
+    elif name == "ab":
+        from .api import ab as value
     elif name in ("Machine", "CpuContext"):
         from .machine import machine
         value = getattr(machine, name)

@@ -157,7 +157,7 @@ LAYERS = (
     ("common", ("smpnet.experiments.common",)),
     ("experiment", ()),   # smpnet.experiments.<name>, each a layer of its own width
     ("registry", ()),     # smpnet.experiments itself
-    ("top", ("smpnet.cli", "smpnet.entry", "smpnet.run_all", "smpnet.__main__")),
+    ("top", ("smpnet.cli", "smpnet.entry", "smpnet.run_all", "smpnet.__main__", "smpnet.api")),
 )
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 # the one import up the layers: (from layer, module) -> why

@@ -72,7 +72,7 @@ static struct { const char *name; int line; int kind; uintptr_t fn; }
 	smpnet_hooks_[2 * SMPNET_AB_MAX_VARIANTS];
 static int smpnet_nr_hooks_;
 
-static void smpnet_register(const char *name, int line, uintptr_t loop, uintptr_t contended)
+static __attribute__((unused)) void smpnet_register(const char *name, int line, uintptr_t loop, uintptr_t contended)
 {
 	struct smpnet_variant_info *v;
 
@@ -87,7 +87,7 @@ static void smpnet_register(const char *name, int line, uintptr_t loop, uintptr_
 	v->contended = contended;
 }
 
-static void smpnet_register_hook(const char *name, int line, int kind, uintptr_t fn)
+static __attribute__((unused)) void smpnet_register_hook(const char *name, int line, int kind, uintptr_t fn)
 {
 	if (smpnet_nr_hooks_ == 2 * SMPNET_AB_MAX_VARIANTS) {
 		smpnet_overflow_ = line;

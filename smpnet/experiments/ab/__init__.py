@@ -24,6 +24,7 @@ from ...machine.cpus import format_cpus
 from ...machine.machine import Machine, run_seconds
 from ...measure import stats
 from ...measure.time_bench import MIN_ROUND_S
+from ..common import lockbench
 from . import build, figures, rounds
 
 ALGOS = tuple(sorted(_core.LOCK_ALGOS, key=_core.LOCK_ALGOS.get))
@@ -48,6 +49,10 @@ def add_options(p):
                    help="uncontended: ops per round (default: calibrated to 10 ms a round)")
     p.add_argument("--rounds", type=bounded("--rounds"), metavar="R",
                    help=f"uncontended: measured rounds per variant (default: {ROUNDS})")
+    p.add_argument("--builtin", metavar="LIST",
+                   help="uncontended: built-in time_bench tests to run in the same rounds, "
+                        "each variant's cost over each given as a ratio (e.g. "
+                        "spin_lock_unlock: the harness overhead of a user's lock op)")
     p.add_argument("--contended", action=argparse.BooleanOptionalAction, default=None,
                    help="also run every CPU at once (default: on with 2 CPUs or more)")
     p.add_argument("--duration", type=bounded("--duration"), metavar="S",
@@ -69,10 +74,10 @@ def _one(option, values):
     return values[0]
 
 
-def params(args, cpus, source=None):
+def params(args, cpus):
     """Read and build the file (BadInput for a file that cannot run, before
-    anything runs) and validate the options. `source`: the file's text
-    when the caller has it (the API), `args.file` then names it."""
+    anything runs) and validate the options. args.source: the file's text
+    when the caller has it (smpnet.ab()), args.file then names it."""
     if args.algo not in ALGOS:
         raise BadInput(f"--algo takes one lock algorithm: {', '.join(ALGOS)}")
     ncpus = getattr(args, "ncpus", None) or len(cpus)
@@ -84,6 +89,7 @@ def params(args, cpus, source=None):
         for option in ("duration", "repeat", "hold_cycles", "think_cycles"):
             if getattr(args, option) is not None:
                 raise BadInput(f"--{option.replace('_', '-')}: for a contended run only")
+    source = getattr(args, "source", None)
     if source is None:
         source = build.read_source(args.file)
     obj = build.build(source, args.file, _core.LOCK_ALGOS[args.algo], args.check,
@@ -92,10 +98,13 @@ def params(args, cpus, source=None):
     chosen = names if args.variants is None else parse_list(args.variants, names, "variant")
     if len(chosen) < 2:
         raise BadInput(f"--variants {args.variants}: ab compares two or more")
+    builtins = [] if args.builtin is None else parse_list(args.builtin, _core.TIME_BENCH_NAMES,
+                                                            "time_bench test")
     p = {"file": args.file, "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
          "source": source, "variants": chosen, "cpus": format_cpus(cpus), "cpu": cpus[0],
          "algo": args.algo, "restore": args.restore, "check": args.check,
-         "loops": args.loops, "rounds": args.rounds or ROUNDS, "contended": contended,
+         "loops": args.loops, "rounds": args.rounds or ROUNDS, "builtin": builtins,
+         "contended": contended,
          "ncpus": ncpus, "oversubscribe": getattr(args, "oversubscribe", False),
          "object": obj.path, "compiled": obj.compiled, "build_s": obj.build_s,
          "shared_bytes": obj.shared_size, "percpu_bytes": obj.percpu_size}
@@ -123,14 +132,17 @@ def _entries(p):
     return chosen + [chosen[0]], p["variants"] + [p["variants"][0] + AA]
 
 
-def _uncontended_s(p, n):
-    per = (p["loops"] or 0) * 200e-9 if p["loops"] else MIN_ROUND_S * 2
+def _uncontended_s(p):
+    """Every entry's calibration (doubling up to MIN_ROUND_S), warm-up and
+    rounds, at the slowest op's pace where --loops is given."""
+    n = len(p["variants"]) + 1 + len(p["builtin"])
+    per = p["loops"] * 200e-9 if p["loops"] else MIN_ROUND_S * 2
     return n * (p["rounds"] + 8) * per
 
 
 def seconds(p, cpus):
     n = len(p["variants"]) + 1
-    s = run_seconds(_uncontended_s(p, n), 1, 1)
+    s = run_seconds(_uncontended_s(p), 1, 1)
     if p["contended"]:
         s += (n * p["repeat"] + 2) * run_seconds(p["duration_s"], p["ncpus"], len(cpus), False)
     return s
@@ -180,14 +192,17 @@ def run(cpus, p, progress=None):
     steps = 1 + (len(entries) * p["repeat"] if p["contended"] else 0)
     if progress:
         progress(0, steps, f"uncontended: {len(entries)} variants on CPU {p['cpu']}")
-    with Machine(cpus=[p["cpu"]], regions=rounds.regions(obj, len(entries), 1)) as m:
+    regions = rounds.regions(obj, len(entries), 1) + lockbench.locks_region(1)
+    with Machine(cpus=[p["cpu"]], regions=regions) as m:
+        lockbench.init_locks(m, [p["algo"]])   # the built-in tests' lock
         where = rounds.Where(m, algo, p["check"], popf)
         _init(m, entries, labels, where)
         counts, samples, ops, empty = _run(
             m, labels, rounds.uncontended, entries, where, p["loops"], p["rounds"],
-            expected=_uncontended_s(p, len(entries)))[0]
+            p["builtin"], expected=_uncontended_s(p))[0]
         _check(m, entries, labels, where, ops, "uncontended")
-    rows = figures.uncontended_rows(labels, p["cpu"], counts, samples, empty, tsc_hz)
+    rows = figures.uncontended_rows(labels, p["builtin"], p["cpu"], counts, samples, empty,
+                                    tsc_hz)
     verdicts = figures.verdicts(rows, tsc_hz)
     if p["contended"]:
         con = _contended(cpus, p, entries, labels, obj, where, progress, steps)

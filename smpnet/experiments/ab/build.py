@@ -138,7 +138,8 @@ def options_macros(algo, check, popf):
 
 
 def _headers():
-    return sorted(p for d in INCLUDE_DIRS for p in pathlib.Path(d).glob("*.h"))
+    """Every header a file can include, in include-path order."""
+    return [p for d in INCLUDE_DIRS for p in sorted(pathlib.Path(d).glob("*.h"))]
 
 
 def build_key(source, macros, debug):
@@ -219,7 +220,7 @@ def _compile(source, name, modname, macros, debug, cache, path, timeout, stderr)
         warnings = _diagnostics(r.stdout + r.stderr)
         if "warning:" in warnings:
             stderr.write(warnings)
-        os.replace(r.stdout.strip().splitlines()[-1], path)
+        os.replace(r.stdout.strip().splitlines()[-1].split(": ", 1)[1], path)
 
 
 def _diagnostics(out):
@@ -234,7 +235,7 @@ def _diagnostics(out):
 
 
 def _hint(out):
-    if "smpnet_shared_t" in out or "smpnet_percpu_t" in out:
+    if re.search(r"unknown type name .smpnet_(shared|percpu)_t", out):
         return "; declare the state with SMPNET_STATE(shared, per_cpu) before the first variant"
     if "smpnet.h: No such file" in out:
         return "; the file includes <smpnet.h>, which ab puts on the include path"

@@ -18,7 +18,7 @@ def main():
     except Exception as e:   # the compiler said why, on stderr, above
         print(f"smpnet-ab-built: failed ({type(e).__name__})", file=sys.stderr)
         sys.exit(1)
-    print(path)
+    print(f"smpnet-ab-built: {path}")
 
 
 if __name__ == "__main__":

@@ -26,10 +26,25 @@ def _summary(samples, tsc_hz):
             "samples": samples, "rounds": len(samples)}
 
 
-def uncontended_rows(labels, cpu, counts, samples, empty, tsc_hz):
-    return [dict(mode="uncontended", variant=lab, cpus=[cpu], loops=n,
+BUILTIN = "built-in "   # a built-in time_bench test's row: this, then its name
+
+
+def uncontended_rows(labels, builtins, cpu, counts, samples, empty, tsc_hz):
+    """The variants' rows (labels), then the built-in tests' (builtins);
+    each variant's cost over each built-in, paired over ABBA blocks
+    (`over_builtin`: the harness's overhead for a user's op, where the two
+    are the same op)."""
+    rows = [dict(mode="uncontended", variant=lab, cpus=[cpu], loops=n,
                  overhead_cycles=empty, **_summary(s, tsc_hz))
-            for lab, n, s in zip(labels, counts, samples)]
+            for lab, n, s in zip(labels + [BUILTIN + b for b in builtins], counts, samples)]
+    for r in rows[:len(labels)]:
+        for b in rows[len(labels):]:
+            ratio = stats.paired(stats.abba_blocks(r["samples"]),
+                                 stats.abba_blocks(b["samples"]), lambda x, y: x / y)
+            if ratio:
+                r.setdefault("over_builtin", {})[b["variant"][len(BUILTIN):]] = {
+                    "ratio": ratio[0], "interval": ratio[1], "pairs": ratio[2]}
+    return rows
 
 
 def contended_rows(labels, cpus, runs, tsc_hz, p, timing_valid):
@@ -67,8 +82,10 @@ def _paired(a, b):
 
 def verdicts(rows, tsc_hz):
     """Each variant against the baseline (rows[0]), and the A/A control
-    (rows[-1], the baseline's second copy) beside every one. Empty when the
-    rounds are too few for an interval (stats.MIN_SAMPLES blocks)."""
+    (the last variant row, the baseline's second copy) beside every one;
+    built-in rows take no part. Empty when the rounds are too few for an
+    interval (stats.MIN_SAMPLES blocks)."""
+    rows = [r for r in rows if not r["variant"].startswith(BUILTIN)]
     base, aa = rows[0], rows[-1]
     ctl = _paired(aa, base)
     if ctl is None:
@@ -135,6 +152,11 @@ def text(env, extra):
         out.append(table([(r["variant"], r["loops"], r["cycles"], r["cycles_min"],
                            r["cycles_max"], r["ns"]) for r in unc],
                          ["variant", "ops/round", "cycles/op", "min", "max", "ns/op"]))
+        for r in unc:
+            for name, o in r.get("over_builtin", {}).items():
+                out.append(f"{r['variant']} / {BUILTIN}{name}: {o['ratio']:.3f} "
+                           f"[{o['interval'][0]:.3f} .. {o['interval'][1]:.3f}] "
+                           f"({o['pairs']} ABBA blocks)")
     con = [r for r in rows if r["mode"] == "contended"]
     if con:
         out.append(f"\ncontended, CPUs {','.join(map(str, con[0]['cpus']))} at once: "

@@ -77,29 +77,38 @@ def check_all(ctx, entries, where, ops):
     return None
 
 
-def uncontended(ctx, entries, where, loops, rounds, warmup=1):
-    """The entries on this CPU, time_bench-style: each calibrated to a round
-    of MIN_ROUND_S (or `loops`), warmed up, then `rounds` rounds, each
-    running every entry once, forwards on even rounds and backwards on odd
-    ones (A B .. B A). Returns (loops per entry, per-op cycles per round per
-    entry, ops run per entry, the empty loop's cycles per op)."""
+def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
+    """The entries on this CPU, time_bench-style, and the built-in
+    time_bench tests `builtins` beside them (on lock 0 of the machine's lock
+    region where they take a lock): each calibrated to a round of
+    MIN_ROUND_S (or `loops`), warmed up, then `rounds` rounds, each running
+    every one once, forwards on even rounds and backwards on odd ones
+    (A B .. B A). Returns (loops of each, per-op cycles per round of each,
+    ops run per entry, the empty loop's cycles per op): entries first, then
+    builtins."""
     ops = [0] * len(entries)
+    lock = {}
+    if builtins:
+        lock = dict(lock_region=ctx.machine.segment.region_names.index("locks"), lock_index=0)
 
     def one(i, n):
+        if i >= len(entries):   # a built-in test
+            return _core.time_bench_round(builtins[i - len(entries)], n, seg=ctx.seg, cpu=0,
+                                          check=where.check, popf=where.popf, **lock)
         _mark(ctx, i)
         cycles, wall_ns = _core.ab_round(entries[i].loop, n, ctx.seg, 0, check=where.check,
                                          popf=where.popf, **where.state(i))
         ops[i] += n
         return cycles, wall_ns
 
-    counts = [loops or calibrate(lambda n, i=i: one(i, n), MIN_ROUND_S)
-              for i in range(len(entries))]
+    every = len(entries) + len(builtins)
+    counts = [loops or calibrate(lambda n, i=i: one(i, n), MIN_ROUND_S) for i in range(every)]
     for _ in range(warmup):
         for i, n in enumerate(counts):
             one(i, n)
-    samples = [[] for _ in entries]
+    samples = [[] for _ in range(every)]
     for r in range(rounds):
-        for i in pass_order(len(entries), r):
+        for i in pass_order(every, r):
             samples[i].append(one(i, counts[i])[0] / counts[i])
     _mark(ctx, -1)
     n = max(counts)

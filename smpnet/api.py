@@ -1,0 +1,56 @@
+"""The Python API's calls that run an experiment the way the command line
+does, with keyword arguments for its options: smpnet.ab()."""
+import argparse
+import os
+
+from .errors import BadInput
+
+
+def _args(experiment, positional, options):
+    """The experiment's argparse namespace for `positional` and `options`
+    (keyword names of its options, --hold-cycles as hold_cycles), each value
+    checked by the option's own type, as on the command line."""
+    p = argparse.ArgumentParser(prog=f"smpnet.{experiment.name}", add_help=False)
+    p.add_argument("--cpus")
+    p.add_argument("--ncpus", type=int)
+    p.add_argument("--oversubscribe", action="store_true")
+    experiment.add_options(p)
+    args = p.parse_args(positional)
+    actions = {a.dest: a for a in p._actions}
+    for key, value in options.items():
+        if key not in actions or key in ("file", "cpus"):
+            raise BadInput(f"smpnet.{experiment.name}() takes no option {key!r}")
+        action = actions[key]
+        if value is not None and action.type is not None:
+            text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+            try:
+                value = action.type(text)
+            except argparse.ArgumentTypeError as e:
+                raise BadInput(f"--{key.replace('_', '-')}: {e}") from None
+        setattr(args, key, value)
+    return args
+
+
+def ab(path_or_source, variants=None, cpus=None, progress=None, **options):
+    """Measure the variants of one C file (docs/experiments/ab.md) as
+    `smpnet-bench ab FILE.c` does: `path_or_source` is the file's path or
+    its text; `variants` the names to run, the first the baseline (default:
+    all, in the file's order); `cpus` the --cpus syntax or a list (default:
+    every allowed CPU). The other options by their long names, e.g.
+    rounds=20, contended=False, builtin=["spin_lock_unlock"],
+    hold_cycles=100. Returns the Outcome: params, rows, verdicts, warnings,
+    as the JSON carries them. BadInput for a file or option that cannot run."""
+    from .experiments import get
+    from .machine.cpus import parse_cpus
+
+    e = get("ab")
+    text = str(path_or_source)
+    source = text if ("\n" in text or "SMPNET_VARIANT" in text) else None
+    name = "<source>" if source is not None else os.fspath(path_or_source)
+    if variants is not None and not isinstance(variants, str):
+        variants = ",".join(variants)
+    args = _args(e, [name], dict(options, variants=variants))
+    args.source = source
+    cpus = parse_cpus(cpus)
+    p = e.params(args, cpus)
+    return e.run(cpus, p, progress)

@@ -1,0 +1,249 @@
+"""ab: a user's C file, built at run time, its variants paired against the
+first. Bad input is refused with one line and exit 2 before anything runs;
+a crash, a hang or a failed check names the variant; an unchanged file is
+not built twice; the examples run. No test asserts a timing."""
+import json
+import pathlib
+import shutil
+
+import pytest
+
+import smpnet
+from smpnet.cli import main
+from smpnet.errors import BadInput
+from smpnet.experiments.ab import build, figures
+
+from conftest import open_segments
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+LABELS = {figures.FASTER, figures.SLOWER, "no measurable difference"}
+FAST = ["--loops", "2000", "--rounds", "12"]   # 6 ABBA blocks: the least a verdict needs
+
+FAULTS = """#include <smpnet.h>
+#include <stdlib.h>
+struct shared { int *p; unsigned long n; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_VARIANT(ok) { shared->n++; }
+SMPNET_VARIANT(segv) { *(volatile int *)shared->p = 1; }
+SMPNET_VARIANT(abrt) { abort(); }
+SMPNET_VARIANT(forever) { for (;;) barrier(); }
+SMPNET_VARIANT(miscounts) { shared->n += 2; }
+SMPNET_CHECK(miscounts) { expect(shared->n == nr_ops, "n is not the ops done"); }
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache(tmp_path_factory):
+    """One build cache for the module: each file compiles once here."""
+    with pytest.MonkeyPatch.context() as mp:
+        d = tmp_path_factory.mktemp("ab-cache")
+        mp.setenv("SMPNET_CACHE_DIR", str(d))
+        yield d
+
+
+def write(tmp_path, text, name="change.c"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def one_error_line(capsys):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and err[-1].startswith("smpnet-bench: ")
+    return err
+
+
+# ---------------------------------------------------------------- refused before a build
+
+@pytest.mark.parametrize("text, says", [
+    ("#include <smpnet.h>\n", "defines no variant"),
+    ("#include <smpnet.h>\nSMPNET_VARIANT(a) { }\n", "defines one variant (a)"),
+    ("SMPNET_VARIANT(a) { }\nSMPNET_VARIANT(b) { }\n  SMPNET_VARIANT(a) { }\n",
+     ":3: variant 'a' is defined twice (first at line 1)"),
+])
+def test_a_file_without_two_distinct_variants_is_refused_unbuilt(capsys, tmp_path, monkeypatch,
+                                                                 text, says):
+    monkeypatch.setattr(build, "_compile", lambda *a: pytest.fail("compiled"))
+    assert main(["ab", write(tmp_path, text), "--cpus", "0"]) == 2
+    err = one_error_line(capsys)
+    assert len(err) == 1 and says in err[0]
+
+
+def test_a_missing_or_oversized_file_is_refused(capsys, tmp_path):
+    assert main(["ab", str(tmp_path / "nope.c")]) == 2
+    assert "no such file" in one_error_line(capsys)[0]
+    big = write(tmp_path, "SMPNET_VARIANT(a) {}\nSMPNET_VARIANT(b) {}\n"
+                + " " * build.MAX_SOURCE_BYTES)
+    assert main(["ab", big]) == 2
+    assert f"over the {build.MAX_SOURCE_BYTES}-byte bound" in one_error_line(capsys)[0]
+
+
+def test_the_cache_key_follows_source_headers_flags_and_build_options(tmp_path, monkeypatch):
+    src = (EXAMPLES / "aa.c").read_text()
+    key = build.build_key(src, build.options_macros(3, False, False), False)
+    assert key == build.build_key(src, build.options_macros(3, False, False), False)
+    assert key != build.build_key(src + "\n", build.options_macros(3, False, False), False)
+    for other in (build.options_macros(0, False, False), build.options_macros(3, True, False),
+                  build.options_macros(3, False, True)):
+        assert key != build.build_key(src, other, False)
+    assert key != build.build_key(src, build.options_macros(3, False, False), True)
+    monkeypatch.setattr(build.build_flags, "compile_args", lambda debug: ["-O1"])
+    assert key != build.build_key(src, build.options_macros(3, False, False), False)
+    monkeypatch.undo()
+    headers = tmp_path / "kernel"
+    shutil.copytree(build.INCLUDE_DIRS[1], headers)
+    monkeypatch.setattr(build, "INCLUDE_DIRS", [build.INCLUDE_DIRS[0], str(headers)])
+    assert key == build.build_key(src, build.options_macros(3, False, False), False)
+    (headers / "spinlock.h").write_text((headers / "spinlock.h").read_text() + "\n")
+    assert key != build.build_key(src, build.options_macros(3, False, False), False)
+
+
+def test_an_object_of_another_layout_is_refused():
+    class Lib:
+        def smpnet_abi_hash(self):
+            return smpnet._core.AB_ABI_HASH ^ 1
+
+    module = type("M", (), {"ffi": None, "lib": Lib()})
+    with pytest.raises(BadInput, match="built against another layout"):
+        build._describe(module, "x.c", "k", "/x.so", False, 0.0)
+
+
+# ---------------------------------------------------------------- the build
+
+def test_a_second_run_of_an_unchanged_file_does_not_compile(tmp_path, monkeypatch):
+    src = (EXAMPLES / "aa.c").read_text()
+    first = build.build(src, "aa.c", 3)
+    build._LOADED.clear()   # as a new process would start
+    monkeypatch.setattr(build, "_compile", lambda *a: pytest.fail("compiled again"))
+    again = build.build(src, "aa.c", 3)
+    assert again.compiled is False and again.path == first.path
+    assert [v.name for v in again.variants] == ["a", "b"]
+    monkeypatch.undo()
+    other = build.build(src, "aa.c", 0)   # another lock algorithm: another object
+    assert other.compiled is True and other.path != first.path
+
+
+def test_a_compile_error_shows_the_compilers_messages_then_one_line(capsys, tmp_path):
+    f = write(tmp_path, "#include <smpnet.h>\nstruct s { int x; };\n"
+                        "SMPNET_STATE(struct s, struct smpnet_none);\n"
+                        "SMPNET_VARIANT(a) { shared->x++; }\nSMPNET_VARIANT(b) { shared->y++; }\n")
+    assert main(["ab", f, "--cpus", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert any(f"{f}:5:" in line and "error" in line and "'y'" in line.replace("‘", "'")
+               .replace("’", "'") for line in err)
+    assert err[-1] == f"smpnet-bench: {f}: does not compile (the compiler's messages are above)"
+
+
+def test_a_hook_without_its_variant_and_state_too_large_are_refused(capsys, tmp_path):
+    hook = write(tmp_path, (EXAMPLES / "aa.c").read_text() + "SMPNET_CHECK(c) { }\n", "hook.c")
+    assert main(["ab", hook, "--cpus", "0"]) == 2
+    assert "SMPNET_INIT or SMPNET_CHECK names a variant the file does not define" in \
+        one_error_line(capsys)[-1]
+    big = write(tmp_path, "#include <smpnet.h>\nstruct s { char b[8 << 20]; };\n"
+                          "SMPNET_STATE(struct s, struct smpnet_none);\n"
+                          "SMPNET_VARIANT(a) { }\nSMPNET_VARIANT(b) { }\n", "big.c")
+    assert main(["ab", big, "--cpus", "0"]) == 2
+    assert f"over the {build.MAX_STATE_BYTES}-byte bound" in one_error_line(capsys)[-1]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--variants", "a,nope"], "unknown variant 'nope'"),
+    (["--variants", "a"], "ab compares two or more"),
+    (["--variants", "a,a"], "listed twice"),
+    (["--contended"], "--contended needs 2 CPUs or more"),
+    (["--no-contended", "--duration", "1"], "--duration: for a contended run only"),
+    (["--builtin", "nope"], "unknown time_bench test 'nope'"),
+    (["--algo", "nope"], "--algo takes one lock algorithm"),
+])
+def test_bad_options_get_one_line_and_exit_2(capsys, argv, says):
+    assert main(["ab", str(EXAMPLES / "aa.c"), "--cpus", "0"] + argv) == 2
+    err = one_error_line(capsys)
+    assert len(err) == 1 and says in err[0]
+
+
+# ---------------------------------------------------------------- faults
+
+@pytest.mark.parametrize("variant, says", [("segv", "was killed by SIGSEGV"),
+                                           ("abrt", "was killed by SIGABRT")])
+def test_a_crashing_variant_is_named_with_its_cpu_and_signal(capsys, tmp_path, variant, says,
+                                                             allowed):
+    f = write(tmp_path, FAULTS)
+    assert main(["ab", f, "--cpus", str(allowed[0]), "--variants", f"ok,{variant}"] + FAST) == 1
+    err = one_error_line(capsys)[-1]
+    assert f"variant '{variant}': emulated CPU 0 (real CPU {allowed[0]}" in err and says in err
+    assert open_segments() == set()
+
+
+def test_a_variant_that_never_returns_is_stopped_by_the_watchdog(capsys, tmp_path):
+    f = write(tmp_path, FAULTS)
+    assert main(["ab", f, "--cpus", "0", "--variants", "ok,forever"] + FAST) == 1
+    err = one_error_line(capsys)[-1]
+    assert "variant 'forever': emulated CPU 0" in err and "made no progress" in err
+
+
+def test_a_failed_check_ends_the_run_naming_its_variant(capsys, tmp_path):
+    f = write(tmp_path, FAULTS)
+    assert main(["ab", f, "--cpus", "0", "--variants", "ok,miscounts"] + FAST) == 1
+    assert one_error_line(capsys)[-1] == (
+        "smpnet-bench: variant 'miscounts': its SMPNET_CHECK failed after the uncontended "
+        "rounds: n is not the ops done")
+
+
+# ---------------------------------------------------------------- the examples
+
+def _check_outcome(out, variants, modes):
+    names = variants + [variants[0] + " (A/A)"]
+    for mode in modes:
+        rows = [r for r in out.rows if r["mode"] == mode and not r["variant"].startswith(
+            figures.BUILTIN)]
+        assert [r["variant"] for r in rows] == names
+        assert all(r["cycles_min"] <= r["cycles"] <= r["cycles_max"] for r in rows)
+        vs = [v for v in out.verdicts if v["mode"] == mode]
+        assert [v["variant"] for v in vs] == variants[1:]
+        for v in vs:
+            lo, hi = v["interval"]
+            assert lo <= v["measured"] <= hi and v["verdict"] in LABELS
+            assert v["verdict"] == figures.label(v["interval"])
+            assert v["control"]["sides"] == f"{variants[0]} twice"
+
+
+def test_the_seed_003_example_on_one_cpu(capsys):
+    out = smpnet.ab(EXAMPLES / "seed003.c", cpus="0", loops=2000, rounds=12)
+    _check_outcome(out, ["irqsave", "irq"], ["uncontended"])
+    assert capsys.readouterr().err == ""   # smpnet.h builds without a warning
+
+
+def test_the_spin_lock_bh_example_beside_the_built_in_op(allowed):
+    out = smpnet.ab(str(EXAMPLES / "spin_lock_bh.c"), cpus=allowed[:1], loops=2000,
+                    rounds=12, builtin="spin_lock_unlock")
+    _check_outcome(out, ["plain", "bh"], ["uncontended"])
+    plain = next(r for r in out.rows if r["variant"] == "plain")
+    o = plain["over_builtin"]["spin_lock_unlock"]
+    assert o["interval"][0] <= o["ratio"] <= o["interval"][1] and o["pairs"] == 6
+
+
+def test_the_percpu_counter_example_contended_and_checked(allowed):
+    cpus = allowed[:2] if len(allowed) >= 2 else allowed[:1]
+    extra = {} if len(cpus) >= 2 else {"ncpus": 2, "oversubscribe": True}
+    out = smpnet.ab(EXAMPLES / "percpu_counter.c", cpus=cpus, loops=2000, rounds=12,
+                    duration=0.005, repeat=12, **extra)
+    _check_outcome(out, ["shared_atomic", "percpu"], ["uncontended", "contended"])
+    con = [r for r in out.rows if r["mode"] == "contended"]
+    assert all(len(r["ops_per_s_per_cpu"]) == 2 and 0 < r["fairness"] <= 1 for r in con)
+    assert all(r["timing_valid"] == (len(cpus) >= 2) for r in con)
+
+
+def test_the_aa_example_from_source_text_and_its_result_for_compare(capsys, tmp_path):
+    text = (EXAMPLES / "aa.c").read_text()
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for out in (a, b):
+        assert main(["ab", str(EXAMPLES / "aa.c"), "--cpus", "0", "--output", str(out)]
+                    + FAST) == 0
+    assert "b - a:" in capsys.readouterr().out
+    env = json.loads(a.read_text())
+    assert env["params"]["source"] == text and env["params"]["variants"] == ["a", "b"]
+    assert main(["compare", str(a), str(b)]) == 0
+    assert "a (A/A)" in capsys.readouterr().out
+    out = smpnet.ab(text, cpus="0", loops=2000, rounds=12)
+    assert out.params["file"] == "<source>" and out.params["compiled"] is False
