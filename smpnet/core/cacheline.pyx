@@ -90,6 +90,7 @@ def line_round_trip_cycles(int cpu_a, int cpu_b, uint32_t blocks=20, double time
     cdef line_pair p
     cdef int rc
     cdef void *mem = NULL
+    cdef int cpu   # typed: Cython 3.3 infers a loop over a tuple of ints wrongly
     cdef uint32_t i
     if blocks < 1 or blocks > 100000:
         raise ValueError("blocks must be 1 to 100000")

@@ -287,6 +287,7 @@ def ipi_cycles(int sender_cpu, int target_cpu, uint32_t rounds=500, double timeo
     cdef int rc
     cdef sigaction_t act, old
     cdef uint64_t *buf
+    cdef int cpu   # typed: Cython 3.3 infers a loop over a tuple of ints wrongly
     out = {"cross_cpu": sender_cpu != target_cpu, "sender_cpu": sender_cpu,
            "target_cpu": target_cpu, "rounds": rounds, "complete": True, "membarrier": False,
            "send": [], "queued": [], "kicked": [], "entry": [], "round_trip": [], "floor": []}

@@ -218,6 +218,7 @@ def futex_wake_cycles(int waker_cpu, int sleeper_cpu, uint32_t rounds=1000,
     used; RuntimeError if no wake woke the sleeper within timeout_s."""
     cdef wake_pair p
     cdef int rc
+    cdef int cpu   # typed: Cython 3.3 infers a loop over a tuple of ints wrongly
     cdef uint32_t i
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
