@@ -247,3 +247,12 @@ def test_the_aa_example_from_source_text_and_its_result_for_compare(capsys, tmp_
     assert "a (A/A)" in capsys.readouterr().out
     out = smpnet.ab(text, cpus="0", loops=2000, rounds=12)
     assert out.params["file"] == "<source>" and out.params["compiled"] is False
+
+
+def test_the_api_pages_example_runs(capsys):
+    page = (ROOT / "docs" / "api.md").read_text()
+    block = page.split("## Your own change: smpnet.ab", 1)[1].split("```python\n", 1)[1]
+    exec(block.split("```", 1)[0], {})
+    out = capsys.readouterr().out
+    assert out.startswith("uncontended percpu - shared_atomic ")
+    assert "| A/A:" in out

@@ -46,7 +46,12 @@ def test_every_numeric_option_has_a_bound_and_a_row_in_the_docs():
 
 
 def _parse(command, option, text):
-    return build_parser().parse_args([command, option, text])
+    """The command line `command option text`, with a placeholder for each
+    positional argument the command requires (ab's FILE.c)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    positional = [a.metavar or a.dest for a in sub._actions if not a.option_strings]
+    return parser.parse_args([command] + positional + [option, text])
 
 
 @settings(max_examples=300, deadline=None)

@@ -19,6 +19,7 @@ ENVELOPE_KEYS = {"schema", "smpnet", "command", "machine", "params", "results", 
                  "warnings"}
 TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
 ONE_CPU_PAIR = [] if TWO_CPUS else ["--ncpus", "2", "--oversubscribe"]
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 # name -> (argv, tables its compare rows come in, tables judged by their samples)
 # tiny parameters; --repeat 3 / 3 rounds / 5 trials so every sampled table has a verdict
@@ -39,6 +40,8 @@ RUNS = {
     "null": (["null", "--rounds", "3", "--loops", "2000"], {"null"}, {"null"}),
     "kernel": (["kernel", "--transactions", "200", "--rounds", "3", "--trials", "3"], {"kernel"},
                {"kernel"}),
+    "ab": (["ab", EXAMPLES + "/aa.c", "--loops", "2000", "--rounds", "3", "--duration", "0.01",
+            "--repeat", "3"] + ONE_CPU_PAIR, {"ab"}, {"ab"}),
 }
 # the stages of `all` that run here, and those whose rows carry per-run samples
 ALL_TABLES = {e.name for e in run_all.stages() if TWO_CPUS or e.min_cpus < 2}

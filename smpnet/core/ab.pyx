@@ -18,7 +18,7 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
     """e: emulated CPU `cpu` on copy `copy` of the state: record `copy` of
     the shared region, records copy * nr_cpus .. of the per-CPU one."""
     cdef smp_header *hdr = segment_header(seg)
-    cdef int region
+    cdef int region   # typed: Cython 3.3 infers a loop over a tuple of ints wrongly
     check_cpu(hdr, cpu)
     for region in (shared_region, percpu_region):
         if region < percpu.REGION_NR_BUILTIN or <uint32_t>region >= hdr.nr_regions:

@@ -214,13 +214,14 @@ int smpnet_orphan_hook(void)
 		int *smpnet_stopped);							\
 	static uint64_t smpnet_loop_##name(struct smpnet_env *e, uint64_t loops)	\
 	{										\
+		struct cpu_ctx *c = e->c;	/* in registers: barrier() spares them */ \
+		smpnet_shared_t *sh = (smpnet_shared_t *)e->shared;			\
 		smpnet_percpu_t *mine = (smpnet_percpu_t *)(e->percpu			\
 					 + (size_t)e->cpu * e->percpu_stride);		\
 		int stopped = 0;							\
 		uint64_t i, t0 = tsc_start();						\
 		for (i = 0; i < loops; i++) {						\
-			smpnet_op_##name(e, e->c, (smpnet_shared_t *)e->shared, mine,	\
-					 &stopped);					\
+			smpnet_op_##name(e, c, sh, mine, &stopped);			\
 			if (unlikely(stopped))						\
 				break;							\
 			barrier();							\
@@ -230,14 +231,15 @@ int smpnet_orphan_hook(void)
 	static int smpnet_contended_##name(struct smpnet_env *e, uint64_t deadline,	\
 					   uint64_t *done)				\
 	{										\
+		struct cpu_ctx *c = e->c;						\
+		smpnet_shared_t *sh = (smpnet_shared_t *)e->shared;			\
 		smpnet_percpu_t *mine = (smpnet_percpu_t *)(e->percpu			\
 					 + (size_t)e->cpu * e->percpu_stride);		\
 		uint64_t n = 0, every = e->hold_cycles || e->think_cycles		\
-			|| (e->c->hdr->flags & SMP_F_OVERSUBSCRIBED) ? 0 : 15;		\
+			|| (c->hdr->flags & SMP_F_OVERSUBSCRIBED) ? 0 : 15;		\
 		int stopped = 0;							\
 		for (;;) {								\
-			smpnet_op_##name(e, e->c, (smpnet_shared_t *)e->shared, mine,	\
-					 &stopped);					\
+			smpnet_op_##name(e, c, sh, mine, &stopped);			\
 			if (unlikely(stopped))						\
 				break;							\
 			n++;								\
@@ -246,7 +248,7 @@ int smpnet_orphan_hook(void)
 			if ((n & every) == 0) {						\
 				if (tsc_read_unordered() >= deadline)			\
 					break;						\
-				if (smp_should_stop(e->c->hdr)) {			\
+				if (smp_should_stop(c->hdr)) {				\
 					stopped = 1;					\
 					break;						\
 				}							\

@@ -28,7 +28,7 @@ from ..common import lockbench
 from . import build, figures, rounds
 
 ALGOS = tuple(sorted(_core.LOCK_ALGOS, key=_core.LOCK_ALGOS.get))
-ROUNDS, DURATION, REPEAT = 20, 0.1, 12
+ROUNDS, DURATION, REPEAT = 20, 0.05, 20
 AA = " (A/A)"   # the control's label: the baseline's name and this
 
 

@@ -33,11 +33,11 @@ def uncontended_rows(labels, builtins, cpu, counts, samples, empty, tsc_hz):
     """The variants' rows (labels), then the built-in tests' (builtins);
     each variant's cost over each built-in, paired over ABBA blocks
     (`over_builtin`: the harness's overhead for a user's op, where the two
-    are the same op)."""
+    are the same op), the A/A control's left out."""
     rows = [dict(mode="uncontended", variant=lab, cpus=[cpu], loops=n,
                  overhead_cycles=empty, **_summary(s, tsc_hz))
             for lab, n, s in zip(labels + [BUILTIN + b for b in builtins], counts, samples)]
-    for r in rows[:len(labels)]:
+    for r in rows[:len(labels) - 1]:
         for b in rows[len(labels):]:
             ratio = stats.paired(stats.abba_blocks(r["samples"]),
                                  stats.abba_blocks(b["samples"]), lambda x, y: x / y)
