@@ -175,7 +175,10 @@ def test_a_crashing_variant_is_named_with_its_cpu_and_signal(capsys, tmp_path, v
     assert open_segments() == set()
 
 
-def test_a_variant_that_never_returns_is_stopped_by_the_watchdog(capsys, tmp_path):
+def test_a_variant_that_never_returns_is_stopped_by_the_watchdog(capsys, tmp_path,
+                                                                 monkeypatch):
+    from smpnet.machine import machine
+    monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.5)   # 3 s by default: the same path
     f = write(tmp_path, FAULTS)
     assert main(["ab", f, "--cpus", "0", "--variants", "ok,forever"] + FAST) == 1
     err = one_error_line(capsys)[-1]
