@@ -259,3 +259,11 @@ def test_the_api_pages_example_runs(capsys):
     out = capsys.readouterr().out
     assert out.startswith("uncontended percpu - shared_atomic ")
     assert "| A/A:" in out
+
+
+def test_text_email_and_plot_of_a_run(capsys, tmp_path):
+    argv = ["ab", str(EXAMPLES / "aa.c"), "--cpus", "0"] + FAST
+    assert main(argv + ["--format", "email", "--plot", str(tmp_path / "pics")]) == 0
+    out = capsys.readouterr().out
+    assert "b - a:" in out and max(map(len, out.splitlines())) <= 80
+    assert (tmp_path / "pics" / "ab.png").stat().st_size > 1000

@@ -250,4 +250,5 @@ EXPERIMENT = Experiment(
                 "difference). docs/experiments/ab.md walks through a first file.",
     add_options=add_options, params=params, seconds=seconds, run=run, text=text,
     metric=Metric(("mode", "variant"), "cycles", "samples", "cycles_min", "cycles_max"),
+    plot=figures.plot,
 )

@@ -70,6 +70,7 @@ def contended_rows(labels, cpus, runs, tsc_hz, p, timing_valid):
             row[name], row[f"{name}_interval"] = stats.median_ci(values)
         row["ops_per_s_samples"] = total
         row["ops_per_s_per_cpu"] = [statistics.median(x) for x in per_cpu]
+        row["ops_per_s_per_cpu_interval"] = [list(stats.median_ci(x)[1]) for x in per_cpu]
         rows.append(row)
     return rows
 
@@ -180,3 +181,21 @@ def text(env, extra):
     if rows and not vs:
         out.append("\nno verdict (see the warnings)")
     return "\n".join(out)
+
+
+def plot(ax, rows):
+    """Every round's cost per op, by mode and variant (a point per round, a
+    bar at the median): the spread the paired intervals come from."""
+    rows = [r for r in rows if r.get("samples")]
+    for x, r in enumerate(rows):
+        s = r["samples"]
+        ax.scatter([x] * len(s), s, s=12, alpha=0.6,
+                   color="C0" if r["mode"] == "uncontended" else "C1")
+        ax.hlines(r["cycles"], x - 0.3, x + 0.3, color="black")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([f"{r['variant']}\n{r['mode']}" for r in rows], fontsize=8)
+    values = [v for r in rows for v in r["samples"] if v > 0]
+    if values and max(values) > 20 * min(values):
+        ax.set_yscale("log")
+    ax.set_ylabel("TSC cycles per op, each round (bar: median)")
+    ax.set_title("ab: every variant's rounds, uncontended (blue) and contended (orange)")
