@@ -18,6 +18,7 @@ from smpnet import Machine, _core
 from smpnet.experiments.common.lockbench import ALGOS
 from smpnet.machine import layout
 from smpnet.machine.tsc import tsc_hz
+from smpnet.measure.time_bench import clean_round
 
 LOOPS = 1 << 20
 
@@ -62,16 +63,21 @@ def time_bench_op(benchmark, pinned):
     def run(group, test, **where):
         benchmark.group = group
         loops = LOOPS
-        per_op = []
+        per_op, dropped = [], []
 
         def one_round():
-            cycles, _ = _core.time_bench_round(test, loops, **where)
-            per_op.append(cycles / loops)
+            # a round whose thread was switched out is rerun shorter (the
+            # harness's clean_round): pytest-benchmark times the call, reruns
+            # and all; cycles_per_op is the kept rounds', dropped_rounds counts
+            kept = clean_round(lambda n: _core.time_bench_round(test, n, **where), loops)
+            per_op.append(kept.per_op)
+            dropped.append(kept.dropped)
 
         benchmark.pedantic(one_round, rounds=10, warmup_rounds=1, iterations=1)
         med = statistics.median(per_op[-10:] if benchmark.enabled else per_op)  # not the warm-up
         benchmark.extra_info.update(test=test, loops=loops, cycles_per_op=med,
-                                    ns_per_op=med * 1e9 / tsc_hz())
+                                    ns_per_op=med * 1e9 / tsc_hz(),
+                                    dropped_rounds=sum(dropped[-10:]))
         assert med > 0
         return med
     return run

@@ -154,3 +154,43 @@ def test_every_list_of_tests_comes_from_the_one_table():
         assert variant is None or variant in _core.LOCK_VARIANTS
     assert tb.TEST_OF_VARIANT == {v: t for t, v in KERNEL_SUITE if v}
     assert set(tb.TEST_OF_VARIANT) == set(_core.LOCK_VARIANTS)   # every variant has its test
+
+
+# ---------------------------------------------------------------- rounds a switch spoiled
+
+def test_a_round_whose_thread_was_switched_out_is_rerun_with_half_the_ops():
+    import time as _time
+
+    calls = []
+
+    def one_round(n):
+        calls.append(n)
+        if len(calls) == 1:
+            _time.sleep(0.002)   # off the CPU: a voluntary switch, counted
+        return 10 * n, 1000
+
+    r = tb.clean_round(one_round, 64000)
+    assert calls == [64000, 32000]
+    assert (r.dropped, r.spoiled, r.loops, r.per_op) == (1, False, 32000, 10.0)
+
+
+def test_a_round_switched_out_every_time_is_kept_and_said_so(monkeypatch):
+    counter = iter(range(10 ** 6))
+    monkeypatch.setattr(tb, "context_switches", lambda: next(counter))
+    calls = []
+    r = tb.clean_round(lambda n: (calls.append(n), (n, 1))[1], 4000)
+    assert len(calls) == tb.MAX_ATTEMPTS and r.spoiled
+    assert r.dropped == tb.MAX_ATTEMPTS - 1
+    assert calls[:3] == [4000, 2000, 1000] and min(calls) == tb.MIN_LOOPS
+
+
+def test_the_dropped_rounds_reach_the_result(monkeypatch):
+    seen = {"n": 0}
+
+    def switches():   # every 5th reading moves: some rounds spoiled, none twice in a row
+        seen["n"] += 1
+        return seen["n"] // 5
+
+    monkeypatch.setattr(tb, "context_switches", switches)
+    res = tb.time_bench("for_loop", loops=2000, rounds=6)
+    assert res.dropped > 0 and res.spoiled == 0 and len(res.samples) == 6

@@ -91,6 +91,9 @@ def text(env, extra):
     if overhead is not None:
         lines.append(f"Loop overhead: for_loop = {overhead:.2f} cycles per iteration, "
                      "included in every figure above.")
+    dropped = lockbench.dropped_line(rows)
+    lines.append(f"Rounds: {dropped}." if dropped else
+                 "Rounds: none thrown out (no round's thread was switched out).")
     lines += harness_text(rows, p["check"], p["restore"])
     lines.append("")
     for v in verdicts:

@@ -10,8 +10,11 @@ this calibration. `interleaved` measures several tests together, one round
 of each per pass, so that drift (frequency, a neighbour's load) reaches
 every test alike and round k of one test pairs with round k of another;
 `null` interleaves its two sides in its own ABBA order, so it calls the
-rounds (time_bench_round) itself.
+rounds (time_bench_round) itself. A round whose thread was switched out
+during it (another task ran on its CPU) is thrown out and rerun, shorter
+(clean_round); the result counts the attempts dropped.
 """
+import resource
 import statistics
 from dataclasses import dataclass, field
 
@@ -20,6 +23,10 @@ from ..errors import BadInput
 from ..machine.tsc import tsc_hz as _tsc_hz
 
 MIN_ROUND_S = 0.01  # loops are calibrated so that one round lasts at least this
+# A round during which its thread was switched out is rerun, with half the
+# ops each time (down to MIN_LOOPS), up to this many attempts in all.
+MAX_ATTEMPTS = 8
+MIN_LOOPS = 1000
 
 # The time_bench_sample suite, same names, same order, with the variant each
 # lock test exercises (None: not a lock test): the rows of the core's one
@@ -47,6 +54,8 @@ class BenchResult:
     tsc_hz: float
     wall_s: float        # CLOCK_MONOTONIC time of the measured rounds
     samples: list = field(default_factory=list)  # per-op cycles of each round
+    dropped: int = 0     # attempts thrown out: the thread was switched out during them
+    spoiled: int = 0     # rounds kept although every attempt was switched out
 
 
 def tests():
@@ -71,6 +80,43 @@ def calibrate_loops(test, min_time=MIN_ROUND_S, start=1000, limit=1 << 34, **whe
     return calibrate(lambda n: _core.time_bench_round(test, n, **where), min_time, start, limit)
 
 
+def context_switches():
+    """This thread's context switches so far, voluntary and not. A round in
+    which the count moved was switched out: its cycles hold another task's
+    time (a busy neighbour on the CPU, a page fault that slept). What the
+    hypervisor takes from the vCPU (steal) is not seen here."""
+    r = resource.getrusage(resource.RUSAGE_THREAD)
+    return r.ru_nvcsw + r.ru_nivcsw
+
+
+@dataclass
+class Round:
+    """One kept round: its per-op cycles, wall time and ops, the attempts
+    thrown out before it, and whether it was switched out all the same (the
+    last attempt is kept then)."""
+    per_op: float
+    wall_ns: int
+    loops: int
+    dropped: int
+    spoiled: bool
+
+
+def clean_round(one_round, loops):
+    """one_round(loops) -> (cycles, wall_ns), run until an attempt is not
+    switched out (context_switches), each attempt after a spoiled one with
+    half the ops (a short round fits between two preemptions where a long
+    one cannot), MAX_ATTEMPTS in all."""
+    n, dropped = loops, 0
+    while True:
+        before = context_switches()
+        cycles, wall_ns = one_round(n)
+        clean = context_switches() == before
+        if clean or dropped + 1 >= MAX_ATTEMPTS:
+            return Round(cycles / n, wall_ns, n, dropped, not clean)
+        dropped += 1
+        n = max(min(MIN_LOOPS, loops), n // 2)
+
+
 def pass_order(n, r):
     """The order of n tests in round r: forwards on even rounds, backwards on
     odd ones (A B .. B A), so that a linear drift adds alike to each over two."""
@@ -90,13 +136,16 @@ def _check(tests, loops, rounds, warmup):
         raise BadInput(f"warmup must be zero or more, got {warmup}")
 
 
-def _result(test, loops, samples, wall_ns, overhead, hz):
+def _result(test, loops, rounds, overhead, hz):
+    samples = [r.per_op for r in rounds]
     med, lo, hi = statistics.median(samples), min(samples), max(samples)
     return BenchResult(
         test=test, loops=loops, rounds=len(samples),
         cycles=med, cycles_min=lo, cycles_max=hi,
         ns=med * 1e9 / hz, ns_min=lo * 1e9 / hz, ns_max=hi * 1e9 / hz,
-        overhead_cycles=overhead, tsc_hz=hz, wall_s=wall_ns / 1e9, samples=samples,
+        overhead_cycles=overhead, tsc_hz=hz, wall_s=sum(r.wall_ns for r in rounds) / 1e9,
+        samples=samples, dropped=sum(r.dropped for r in rounds),
+        spoiled=sum(r.spoiled for r in rounds),
     )
 
 
@@ -118,12 +167,9 @@ def time_bench(test, loops=None, rounds=5, warmup=1, min_time=MIN_ROUND_S, **whe
     hz = _tsc_hz()
     for _ in range(warmup):
         _core.time_bench_round(test, loops, **where)
-    samples, wall = [], 0
-    for _ in range(rounds):
-        cycles, wall_ns = _core.time_bench_round(test, loops, **where)
-        samples.append(cycles / loops)
-        wall += wall_ns
-    return _result(test, loops, samples, wall, _loop_overhead(loops, rounds), hz)
+    kept = [clean_round(lambda n: _core.time_bench_round(test, n, **where), loops)
+            for _ in range(rounds)]
+    return _result(test, loops, kept, _loop_overhead(loops, rounds), hz)
 
 
 def interleaved(entries, loops=None, rounds=10, warmup=1, min_time=MIN_ROUND_S, progress=None):
@@ -146,16 +192,14 @@ def interleaved(entries, loops=None, rounds=10, warmup=1, min_time=MIN_ROUND_S, 
     for _ in range(warmup):
         for (test, where), n in zip(entries, counts):
             _core.time_bench_round(test, n, **where)
-    samples = [[] for _ in entries]
-    wall = [0] * len(entries)
+    kept = [[] for _ in entries]
     for r in range(rounds):
         if progress:
             progress(r + 1, total, f"round {r + 1} of {rounds} ({len(entries)} tests)")
         for i in pass_order(len(entries), r):
             test, where = entries[i]
-            cycles, wall_ns = _core.time_bench_round(test, counts[i], **where)
-            samples[i].append(cycles / counts[i])
-            wall[i] += wall_ns
+            kept[i].append(clean_round(
+                lambda n, test=test, where=where: _core.time_bench_round(test, n, **where),
+                counts[i]))
     overhead = _loop_overhead(max(counts), rounds)
-    return [_result(test, n, s, w, overhead, hz)
-            for (test, _), n, s, w in zip(entries, counts, samples, wall)]
+    return [_result(test, n, k, overhead, hz) for (test, _), n, k in zip(entries, counts, kept)]

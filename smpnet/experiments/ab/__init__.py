@@ -197,12 +197,14 @@ def run(cpus, p, progress=None):
         lockbench.init_locks(m, [p["algo"]])   # the built-in tests' lock
         where = rounds.Where(m, algo, p["check"], popf)
         _init(m, entries, labels, where)
-        counts, samples, ops, empty = _run(
+        counts, samples, ops, empty, dropped = _run(
             m, labels, rounds.uncontended, entries, where, p["loops"], p["rounds"],
             p["builtin"], expected=_uncontended_s(p))[0]
         _check(m, entries, labels, where, ops, "uncontended")
     rows = figures.uncontended_rows(labels, p["builtin"], p["cpu"], counts, samples, empty,
                                     tsc_hz)
+    for r, d in zip(rows, dropped):
+        r["dropped_rounds"] = d
     verdicts = figures.verdicts(rows, tsc_hz)
     if p["contended"]:
         con = _contended(cpus, p, entries, labels, obj, where, progress, steps)

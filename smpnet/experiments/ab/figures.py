@@ -153,6 +153,10 @@ def text(env, extra):
         out.append(table([(r["variant"], r["loops"], r["cycles"], r["cycles_min"],
                            r["cycles_max"], r["ns"]) for r in unc],
                          ["variant", "ops/round", "cycles/op", "min", "max", "ns/op"]))
+        dropped = sum(r.get("dropped_rounds", 0) for r in unc)
+        if dropped:
+            out.append(f"{dropped} round attempts thrown out and rerun shorter: their thread "
+                       "was switched out during them")
         for r in unc:
             for name, o in r.get("over_builtin", {}).items():
                 out.append(f"{r['variant']} / {BUILTIN}{name}: {o['ratio']:.3f} "

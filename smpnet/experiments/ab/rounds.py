@@ -6,7 +6,7 @@ import numpy as np
 
 from ... import _core
 from ...errors import RunFailed
-from ...measure.time_bench import MIN_ROUND_S, calibrate, pass_order
+from ...measure.time_bench import MIN_ROUND_S, calibrate, clean_round, pass_order
 
 # which entry each CPU is running, for the message when one dies (-1: none)
 NOW = np.dtype([("entry", "<i4")])
@@ -107,13 +107,16 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
         for i, n in enumerate(counts):
             one(i, n)
     samples = [[] for _ in range(every)]
+    dropped = [0] * every
     for r in range(rounds):
         for i in pass_order(every, r):
-            samples[i].append(one(i, counts[i])[0] / counts[i])
+            kept = clean_round(lambda n, i=i: one(i, n), counts[i])
+            samples[i].append(kept.per_op)
+            dropped[i] += kept.dropped
     _mark(ctx, -1)
     n = max(counts)
     empty = sorted(_core.time_bench_round("for_loop", n)[0] / n for _ in range(3))[1]
-    return counts, samples, ops, empty
+    return counts, samples, ops, empty, dropped
 
 
 def contended(ctx, entry, index, where, duration, hold, think):

@@ -9,7 +9,7 @@ from ...experiment import bounded
 from ...machine import layout
 from ...machine.machine import Machine
 from ...measure import stats, verdict_facts
-from ...measure.time_bench import MIN_ROUND_S, SUITE, interleaved
+from ...measure.time_bench import MAX_ATTEMPTS, MIN_ROUND_S, SUITE, interleaved
 from ...seeds import SEED_003
 
 # names of enum spin_algo and enum spin_variant, in the C order
@@ -140,6 +140,20 @@ def init_locks(m, algos):
     return region
 
 
+def dropped_line(rows):
+    """What the harness threw out (time_bench.clean_round), in a line, or None."""
+    dropped = sum(r.get("dropped_rounds", 0) for r in rows)
+    spoiled = sum(r.get("spoiled_rounds", 0) for r in rows)
+    if not dropped and not spoiled:
+        return None
+    line = (f"{dropped} round attempts thrown out and rerun shorter: their thread was switched "
+            "out during them (another task ran on the CPU)")
+    if spoiled:
+        line += (f"; {spoiled} rounds kept switched out after {MAX_ATTEMPTS} attempts: "
+                 "the CPU is busy, those figures include other work")
+    return line
+
+
 def checker_reports(m):
     """{bug kind: count} over all CPUs since the machine started."""
     irq = m.region("irq")
@@ -187,6 +201,7 @@ def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=
             "cycles": r.cycles, "cycles_min": r.cycles_min, "cycles_max": r.cycles_max,
             "ns": r.ns, "loops": r.loops, "rounds": r.rounds, "samples": r.samples,
             "overhead_cycles": r.overhead_cycles, "wall_s": r.wall_s,
+            "dropped_rounds": r.dropped, "spoiled_rounds": r.spoiled,
         })
     derived(rows)
     return rows, reports
