@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from smpnet import experiments, jsonfile, run_all
 from smpnet.cli import main
 from smpnet.report import compare, report
+from smpnet.report import results as results_module
 
 PY = [sys.executable, "-m", "smpnet"]
 ENVELOPE_KEYS = {"schema", "smpnet", "command", "machine", "params", "results", "verdicts",
@@ -120,7 +121,12 @@ def test_a_result_compared_with_itself(capsys, results, name):
     assert set(env) == ENVELOPE_KEYS and env["command"] == "compare" and env["schema"] == report.SCHEMA
     assert env["params"] == {"a": str(a), "b": str(a),
                              "command": "all" if name == "all" else RUNS[name][0][0]}
-    assert env["warnings"] == []
+    # a load or placement warning in the result reaches compare's, and its rows are not judged
+    warned = [w for w in json.loads(a.read_text())["warnings"]
+              if any(phrase in w for _, phrase in results_module.CONDITION_WARNINGS)]
+    assert len(env["warnings"]) == len(warned)
+    assert all(any(w in n for n in env["warnings"]) for w in warned)
+    judged = "not comparable" if warned else "bootstrap"
     rows = env["results"]
     tables = ALL_TABLES if name == "all" else RUNS[name][1]
     assert {r["table"] for r in rows} == tables
@@ -135,11 +141,12 @@ def test_a_result_compared_with_itself(capsys, results, name):
         assert r["ratio"] == 1.0 if r["a"] != 0 else r["ratio"] is None
         assert r["significant"] is not True
         if r["table"] in sampled:
-            assert r["significant"] is False and r["judged_by"] == "bootstrap", r
+            assert r["significant"] is (None if warned else False), r
+            assert r["judged_by"] == judged, r
     if name in ("contended", "all"):
         contended = [r for r in rows if r["metric"] == "acq_per_s"]
         # judged by the rounds' samples (acq_per_s_samples)
-        assert contended and all(r["judged_by"] == "bootstrap" for r in contended)
+        assert contended and all(r["judged_by"] == judged for r in contended)
         assert all(isinstance(r["key"]["cpus"], list) for r in contended)
 
 
@@ -153,8 +160,8 @@ def test_a_result_compared_with_a_second_run(capsys, results, name):
         if r["ratio"] is not None:
             assert r["ratio"] == pytest.approx(r["b"] / r["a"])
         assert r["significant"] in (True, False, None)
-        assert r["judged_by"] in ("bootstrap", "range", None)
-        assert (r["judged_by"] is None) == (r["significant"] is None)
+        assert r["judged_by"] in ("bootstrap", "range", "not comparable", None)
+        assert (r["judged_by"] in (None, "not comparable")) == (r["significant"] is None)
     assert main(["compare", str(a), str(b)]) == 0
     text = capsys.readouterr().out
     assert "beyond noise" in text and f"A = {a}" in text
@@ -187,8 +194,16 @@ def test_the_testers_command_line(results, tmp_path):
     assert "Traceback" not in p.stderr and "contended" in p.stdout
 
 
+def _quiet(path, tmp_path):
+    """A copy of a result without its warnings: a load warning (the machine
+    is shared) would make compare say so and judge nothing."""
+    env = json.loads(path.read_text())
+    env["warnings"] = []
+    return _write(tmp_path / f"quiet-{path.name}", env)
+
+
 def test_all_stages_match_by_name_not_position(capsys, results, tmp_path):
-    a, _ = results["all"]
+    a = _quiet(results["all"][0], tmp_path)
     env = json.loads(a.read_text())
     env["results"] = [s for s in reversed(env["results"]) if s["stage"] != "info"]
     b = tmp_path / "b.json"
@@ -200,7 +215,7 @@ def test_all_stages_match_by_name_not_position(capsys, results, tmp_path):
 
 
 def test_a_row_missing_in_one_file_is_left_out_and_said(capsys, results, tmp_path):
-    a, _ = results["locks"]
+    a = _quiet(results["locks"][0], tmp_path)
     env = json.loads(a.read_text())
     dropped = env["results"].pop(1)
     b = tmp_path / "b.json"
@@ -570,3 +585,54 @@ def test_a_fifo_is_read_to_its_end_and_one_with_no_writer_is_refused(capsys, tmp
 def test_every_experiment_has_a_compare_run_above():
     """compare is tried on a result of every experiment in the registry."""
     assert {argv[0] for argv, _, _ in RUNS.values()} == set(experiments.BY_NAME)
+
+
+
+# ------------------------------------------------------------------ conditions
+
+def test_rows_run_under_other_conditions_are_named_and_not_judged(capsys, results, tmp_path):
+    """Another calibration profile: that table's rows are not judged, and
+    the warning names both profiles; a load warning in either input, or
+    another CPU model: no row is judged, and the warning reaches compare's."""
+    a = _quiet(results["all"][0], tmp_path)
+    env = json.loads(a.read_text())
+    stage = next(s for s in env["results"] if s["stage"] == "loopback")
+    stage["params"]["calibration"] = {"tcp_rr": {"same-cpu": {"cycles": 45436.0}}}
+    b = _write(tmp_path / "b.json", env)
+    out = _compare_json(capsys, a, b)
+    loop = [r for r in out["results"] if r["table"] == "loopback"]
+    assert loop and all(r["judged_by"] == "not comparable" and r["significant"] is None
+                        for r in loop)
+    assert all(r["judged_by"] != "not comparable" for r in out["results"]
+               if r["table"] != "loopback")
+    (w,) = [w for w in out["warnings"] if "calibration" in w]
+    assert w.startswith(f"the loopback rows not judged ({len(loop)}): loopback: another "
+                        "calibration profile") and "45,436 cycles per TCP transaction" in w
+    for change, says in ((lambda e: e["warnings"].append(
+                              "competing load during the run: other processes used 50 % of "
+                              "CPUs 0-1; its figures are less reliable"), "warns of load"),
+                         (lambda e: e["machine"].update(cpu_model="Other CPU"),
+                          "another machine: cpu model")):
+        env = json.loads(a.read_text())
+        change(env)
+        c = _write(tmp_path / "c.json", env)
+        out = _compare_json(capsys, a, c)
+        assert all(r["significant"] is None for r in out["results"])
+        assert any(w.startswith(f"every row not judged ({len(out['results'])})") and says in w
+                   for w in out["warnings"])
+
+
+def test_a_known_shift_is_still_found(capsys, results, tmp_path):
+    """The same result with one row's samples and value shifted by 30 %:
+    that row, and only that one, is beyond noise."""
+    a = _quiet(results["locks"][0], tmp_path)
+    env = json.loads(a.read_text())
+    row = next(r for r in env["results"] if r["test"] == "spin_lock_unlock")
+    row["samples"] = [s * 1.3 for s in row["samples"]]
+    for k in ("cycles", "cycles_min", "cycles_max"):
+        row[k] *= 1.3
+    b = _write(tmp_path / "b.json", env)
+    out = _compare_json(capsys, a, b)
+    beyond = [r for r in out["results"] if r["significant"]]
+    assert [r["key"]["test"] for r in beyond] == ["spin_lock_unlock"] * len(beyond)
+    assert beyond and all(r["ratio"] == pytest.approx(1.3) for r in beyond)

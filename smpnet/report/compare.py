@@ -5,7 +5,10 @@ keys: a lock test by test, algorithm, variant...; a defer row by strategy;
 an arp row by probe and HZ); an `all` result is compared stage by stage,
 matched by stage name.
 For each matched row: both values, the ratio B/A, and whether the
-difference exceeds the noise of both runs: with at least MIN_SAMPLES
+difference exceeds the noise of both runs (unless the two ran under
+conditions that make them not comparable, `differences`: another machine,
+another calibration profile, a load or placement warning in either; those
+rows are named and not judged): with at least MIN_SAMPLES
 per-run samples on both sides, when the 95 % bootstrap interval of the
 difference of medians excludes zero (as pyperf's compare_to judges
 significance from both runs' spread); without, when the two runs' [min, max]
@@ -39,6 +42,9 @@ def compare(a, b):
         raise BadInput(f"cannot compare {a.path} (a result of {a.command}) with {b.path} "
                        f"(a result of {b.command}): compare takes two results of one command")
     rows, matched, null_in = [], 0, set()
+    differ = differences(a, b)
+    for name, why in speed_differences(a, b).items():
+        differ.setdefault(name, []).extend(why)
     for name, a_rows in a.tables.items():
         b_rows = b.tables.get(name, {})
         for match, ra in a_rows.items():
@@ -50,7 +56,10 @@ def compare(a, b):
             if ra.value is None or rb.value is None:
                 continue
             m = metric(ra.kind)
-            significant, how = _significant(ra, rb)
+            if differ.get(name) or differ.get(None):
+                significant, how = None, "not comparable"
+            else:
+                significant, how = _significant(ra, rb)
             rows.append({
                 "table": name, "key": ra.key,
                 "metric": m.value if isinstance(m.value, str) else ".".join(m.value),
@@ -70,10 +79,82 @@ def compare(a, b):
     return rows
 
 
+def differences(a, b):
+    """{table: [why], None: [why]}: the conditions under which two results'
+    rows are not comparable (None: every table): another machine (CPU model,
+    kernel, hypervisor), another calibration profile (that table's), or a
+    load or placement warning in either (every table: what moved the
+    figures of one run is not in the other's noise)."""
+    ca, cb = (r.conditions or {} for r in (a, b))
+    out = {}
+    ma, mb = ca.get("machine", {}), cb.get("machine", {})
+    for k in ("cpu_model", "kernel", "hypervisor"):
+        if ma.get(k) != mb.get(k):
+            out.setdefault(None, []).append(
+                f"another machine: {k.replace('_', ' ')} {ma.get(k)!r} in {a.path}, "
+                f"{mb.get(k)!r} in {b.path}")
+    pa, pb = ca.get("calibration", {}), cb.get("calibration", {})
+    for name in set(pa) & set(pb):
+        if pa[name] != pb[name]:
+            out.setdefault(name, []).append(
+                f"{name}: another calibration profile ({_profile(pa[name])} in {a.path}, "
+                f"{_profile(pb[name])} in {b.path})")
+    for r, c in ((a, ca), (b, cb)):
+        for what, w in c.get("warnings", []):
+            out.setdefault(None, []).append(f"{r.path} warns of {what}: {w}")
+    return {k: list(dict.fromkeys(v)) for k, v in out.items()}   # a file against itself: once
+
+
+# The row that measures the machine itself, not the code: the empty loop
+# (time_bench's for_loop), in the tables that have one (locks, info).
+SPEED_ROW = "for_loop"
+
+
+def speed_differences(a, b):
+    """{table: [why]} for the tables whose empty loop (SPEED_ROW) is itself
+    beyond noise between the two results: the CPU ran at another speed
+    against its TSC (another frequency, a busy SMT sibling, another host
+    core), which moves every figure of the table alike, so no other row of
+    it can be judged. The judgement is compare's own (_significant)."""
+    out = {}
+    for name, a_rows in a.tables.items():
+        b_rows = b.tables.get(name, {})
+        for match, ra in a_rows.items():
+            rb = b_rows.get(match)
+            if rb is None or ra.value is None or rb.value is None:
+                continue
+            if isinstance(ra.key, dict) and ra.key.get("test") == SPEED_ROW:
+                if _significant(ra, rb)[0]:
+                    out.setdefault(name, []).append(
+                        f"{name}: the empty loop ({SPEED_ROW}) cost {ra.value:.3g} cycles in "
+                        f"{a.path} and {rb.value:.3g} in {b.path}, beyond noise: the CPU ran "
+                        "at another speed (its frequency, a busy SMT sibling, another host "
+                        "core), which moves every row alike")
+    return out
+
+
+def _profile(p):
+    """A calibration profile in a few words: its cycles per TCP transaction."""
+    if not isinstance(p, dict):
+        return "none"
+    try:
+        return f"{p['tcp_rr']['same-cpu']['cycles']:,.0f} cycles per TCP transaction"
+    except (KeyError, TypeError, ValueError):
+        return "a profile"
+
+
 def notes(a, b, rows):
     """What the comparison left out, as warnings."""
     matched = len(rows)
     out = []
+    differ = differences(a, b)
+    for name, why in speed_differences(a, b).items():
+        differ.setdefault(name, []).extend(why)
+    for table, why in sorted(differ.items(), key=lambda x: (x[0] is not None, x[0] or "")):
+        n = sum(1 for r in rows if table is None or r["table"] == table)
+        where = "every row" if table is None else f"the {table} rows"
+        for w in why:
+            out.append(f"{where} not judged ({n}): {w}")
     for mine, other in ((a, b), (b, a)):
         left = sum(1 for name, t in mine.tables.items() for k in t
                    if k not in other.tables.get(name, {}))
@@ -139,7 +220,8 @@ def text(rows, a_path, b_path, warnings=()):
 
     cells = []
     for r in rows:
-        sig = {True: "yes", False: "no", None: "unknown"}[r["significant"]]
+        sig = ("not comparable" if r["judged_by"] == "not comparable"
+               else {True: "yes", False: "no", None: "unknown"}[r["significant"]])
         cells.append((r["table"], _key_text(r["key"]), r["metric"], r["a"], r["b"],
                       None if r["ratio"] is None else f"{r['ratio']:.3f}", sig))
     out = (f"A = {_shown(a_path)}\nB = {_shown(b_path)}\n"

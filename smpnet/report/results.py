@@ -35,8 +35,9 @@ def metric(kind):
 # tuples), its position for messages, and the numbers compared (None where
 # the result has none).
 Row = namedtuple("Row", "kind key where value samples lo hi")
-# One checked file: its path, its command, and {table name: {match key: Row}}.
-Result = namedtuple("Result", "path command tables")
+# One checked file: its path, its command, {table name: {match key: Row}},
+# and the conditions it ran under (conditions()).
+Result = namedtuple("Result", "path command tables conditions", defaults=(None,))
 
 
 def load(path):
@@ -65,8 +66,9 @@ def _check(shown, env):
     if not isinstance(results, list):
         raise BadInput(f"{shown}: results is {_type(results)}, not a list")
     if command != "all":
-        return Result(shown, command, {command: _check_rows(shown, command, results, "results")})
-    tables, seen = {}, set()
+        return Result(shown, command, {command: _check_rows(shown, command, results, "results")},
+                      conditions(env, {command: env.get("params")}))
+    tables, seen, params = {}, set(), {}
     for i, stage in enumerate(results):
         where = f"results[{i}]"
         if not isinstance(stage, dict):
@@ -84,7 +86,33 @@ def _check(shown, env):
         seen.add(name)
         if name in _experiments():   # a stage compare does not know has nothing to compare
             tables[name] = _check_rows(shown, name, rows, f"stage {_short(name)} results")
-    return Result(shown, command, tables)
+            params[name] = stage.get("params")
+    return Result(shown, command, tables, conditions(env, params))
+
+
+# The warnings that say a result's figures hold a condition another run
+# need not share: (what, a phrase the warning carries)
+# (load.mark's, when the load was high; defer's, when the placement moved)
+CONDITION_WARNINGS = (("load", "competing load"),
+                      ("placement", "the hypervisor ran the vCPUs closer or further apart"))
+
+
+def conditions(env, params):
+    """What a result's figures depend on beyond the code measured: the
+    machine ({cpu_model, kernel, hypervisor}), each table's calibration
+    profile (its params' `calibration`, None without), and its warnings of
+    load or placement ([(what, warning)]). Fields of the wrong type count as
+    absent: conditions only decide whether rows are judged."""
+    machine = env.get("machine") if isinstance(env.get("machine"), dict) else {}
+    warnings = env.get("warnings") if isinstance(env.get("warnings"), list) else []
+    return {
+        "machine": {k: machine.get(k) for k in ("cpu_model", "kernel", "hypervisor")
+                    if isinstance(machine.get(k), (str, type(None)))},
+        "calibration": {name: (p.get("calibration") if isinstance(p, dict) else None)
+                        for name, p in params.items()},
+        "warnings": [(what, w) for w in warnings if isinstance(w, str)
+                     for what, phrase in CONDITION_WARNINGS if phrase in w],
+    }
 
 
 def _check_rows(shown, table, rows, where):
