@@ -10,15 +10,15 @@ def _args(experiment, positional, options):
     """The experiment's argparse namespace for `positional` and `options`
     (keyword names of its options, --hold-cycles as hold_cycles), each value
     checked by the option's own type, as on the command line."""
+    from .cli import _machine_options
+
     p = argparse.ArgumentParser(prog=f"smpnet.{experiment.name}", add_help=False)
-    p.add_argument("--cpus")
-    p.add_argument("--ncpus", type=int)
-    p.add_argument("--oversubscribe", action="store_true")
+    _machine_options(p)   # --ncpus, --oversubscribe, as the command line checks them
     experiment.add_options(p)
     args = p.parse_args(positional)
     actions = {a.dest: a for a in p._actions}
     for key, value in options.items():
-        if key not in actions or key in ("file", "cpus"):
+        if key not in actions or key == "file":
             raise BadInput(f"smpnet.{experiment.name}() takes no option {key!r}")
         action = actions[key]
         if value is not None and action.type is not None:

@@ -149,7 +149,7 @@ def _result(test, loops, rounds, overhead, hz):
     )
 
 
-def _loop_overhead(loops, rounds):
+def loop_overhead(loops, rounds=3):
     """The empty loop's cost per iteration (median of up to 3 rounds)."""
     return statistics.median(_core.time_bench_round("for_loop", loops)[0] / loops
                              for _ in range(max(1, min(rounds, 3))))
@@ -169,7 +169,7 @@ def time_bench(test, loops=None, rounds=5, warmup=1, min_time=MIN_ROUND_S, **whe
         _core.time_bench_round(test, loops, **where)
     kept = [clean_round(lambda n: _core.time_bench_round(test, n, **where), loops)
             for _ in range(rounds)]
-    return _result(test, loops, kept, _loop_overhead(loops, rounds), hz)
+    return _result(test, loops, kept, loop_overhead(loops, rounds), hz)
 
 
 def interleaved(entries, loops=None, rounds=10, warmup=1, min_time=MIN_ROUND_S, progress=None):
@@ -201,5 +201,5 @@ def interleaved(entries, loops=None, rounds=10, warmup=1, min_time=MIN_ROUND_S, 
             kept[i].append(clean_round(
                 lambda n, test=test, where=where: _core.time_bench_round(test, n, **where),
                 counts[i]))
-    overhead = _loop_overhead(max(counts), rounds)
+    overhead = loop_overhead(max(counts), rounds)
     return [_result(test, n, k, overhead, hz) for (test, _), n, k in zip(entries, counts, kept)]

@@ -14,7 +14,7 @@ outside the timing.
 """
 import argparse
 import hashlib
-import pathlib
+import os
 
 from ... import _core
 from ...errors import BadInput, RunFailed, Stalled, WorkerDied
@@ -23,7 +23,7 @@ from ...machine import tsc
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine, run_seconds
 from ...measure import stats
-from ...measure.time_bench import MIN_ROUND_S
+from ...measure.time_bench import MIN_ROUND_S, pass_order
 from ..common import lockbench
 from . import build, figures, rounds
 
@@ -124,9 +124,9 @@ def params(args, cpus):
     return p
 
 
-def _entries(p):
-    obj = build.build(p["source"], p["file"], _core.LOCK_ALGOS[p["algo"]], p["check"],
-                      p["restore"] == "popf")
+def _entries(obj, p):
+    """The variants run, the baseline's second copy (the A/A control) last,
+    and their labels."""
     by_name = {v.name: v for v in obj.variants}
     chosen = [by_name[n] for n in p["variants"]]
     return chosen + [chosen[0]], p["variants"] + [p["variants"][0] + AA]
@@ -148,32 +148,24 @@ def seconds(p, cpus):
     return s
 
 
-def _name(e, labels, m, cpu=None):
-    """The variant a dead or stuck worker was running, put before its message."""
-    if isinstance(e, (WorkerDied, Stalled)):
-        cpu = e.cpu if cpu is None else cpu
-        now = int(m.region("ab_now")[cpu]["entry"])
-        if 0 <= now < len(labels):
-            e.args = (f"variant {labels[now]!r}: {e.args[0]}",)
-    return e
-
-
 def _run(m, labels, fn, *args, expected, entry=None):
+    """m.run(fn, *args); a worker that dies or stalls has the variant it was
+    running (`entry`, or the one it marked in ab_now) put before its message."""
     try:
         return m.run(fn, *args, expected=expected)
     except (WorkerDied, Stalled) as e:
-        if entry is not None:
+        if entry is None:
+            entry = int(m.region("ab_now")[e.cpu]["entry"])
+        if 0 <= entry < len(labels):
             e.args = (f"variant {labels[entry]!r}: {e.args[0]}",)
-            raise
-        raise _name(e, labels, m)
+        raise
 
 
 def _init(m, entries, labels, where):
     bad = _run(m, labels, rounds.init_all, entries, where, expected=1.0)[0]
     if bad:
-        raise RunFailed(f"variant {labels[bad[1]]!r}: its SMPNET_INIT failed (error {bad[2]}: "
-                        f"{'a lock side table full' if bad[2] == 28 else 'see errno'}); "
-                        "run stopped")
+        raise RunFailed(f"variant {labels[bad[0]]!r}: its SMPNET_INIT failed (error {bad[1]}: "
+                        f"{os.strerror(bad[1])}); run stopped")
 
 
 def _check(m, entries, labels, where, ops, mode):
@@ -184,10 +176,9 @@ def _check(m, entries, labels, where, ops, mode):
 
 
 def run(cpus, p, progress=None):
-    entries, labels = _entries(p)
-    obj = build.build(p["source"], p["file"], _core.LOCK_ALGOS[p["algo"]], p["check"],
-                      p["restore"] == "popf")
     algo, popf = _core.LOCK_ALGOS[p["algo"]], p["restore"] == "popf"
+    obj = build.build(p["source"], p["file"], algo, p["check"], popf)
+    entries, labels = _entries(obj, p)
     tsc_hz = tsc.tsc_hz()
     steps = 1 + (len(entries) * p["repeat"] if p["contended"] else 0)
     if progress:
@@ -207,7 +198,7 @@ def run(cpus, p, progress=None):
         r["dropped_rounds"] = d
     verdicts = figures.verdicts(rows, tsc_hz)
     if p["contended"]:
-        con = _contended(cpus, p, entries, labels, obj, where, progress, steps)
+        con = _contended(cpus, p, entries, labels, obj, where, progress, steps, tsc_hz)
         rows += con
         verdicts += figures.verdicts(con, tsc_hz)
     warnings = []
@@ -217,7 +208,7 @@ def run(cpus, p, progress=None):
     return Outcome(p, rows, verdicts, warnings)
 
 
-def _contended(cpus, p, entries, labels, obj, where0, progress, steps):
+def _contended(cpus, p, entries, labels, obj, where0, progress, steps, tsc_hz):
     runs = [[] for _ in entries]
     n = 1
     with Machine(cpus=cpus, ncpus=p["ncpus"], oversubscribe=p["oversubscribe"],
@@ -225,7 +216,7 @@ def _contended(cpus, p, entries, labels, obj, where0, progress, steps):
         where = rounds.Where(m, where0.algo, where0.check, where0.popf)
         _init(m, entries, labels, where)
         for r in range(p["repeat"]):
-            for i in (range(len(entries)) if r % 2 == 0 else reversed(range(len(entries)))):
+            for i in pass_order(len(entries), r):
                 if progress:
                     progress(n, steps, f"contended round {r + 1} of {p['repeat']}: {labels[i]}")
                 n += 1
@@ -234,7 +225,7 @@ def _contended(cpus, p, entries, labels, obj, where0, progress, steps):
                                     expected=p["duration_s"], entry=i))
         ops = [sum(c[0] for per in rs for c in per) for rs in runs]
         _check(m, entries, labels, where, ops, "contended")
-        return figures.contended_rows(labels, m.cpu_map, runs, tsc.tsc_hz(), p, m.timing_valid)
+        return figures.contended_rows(labels, m.cpu_map, runs, tsc_hz, p, m.timing_valid)
 
 
 def text(env, extra):

@@ -6,26 +6,31 @@ import numpy as np
 
 from ... import _core
 from ...errors import RunFailed
-from ...measure.time_bench import MIN_ROUND_S, calibrate, clean_round, pass_order
+from ...machine import layout
+from ...measure.time_bench import MIN_ROUND_S, calibrate, clean_round, loop_overhead, pass_order
 
 # which entry each CPU is running, for the message when one dies (-1: none)
 NOW = np.dtype([("entry", "<i4")])
 
 
+def _record(size):
+    """A state record of `size` bytes (one at least), as the segment holds it."""
+    return np.dtype([("bytes", "u1", (max(1, size),))])
+
+
 def regions(obj, copies, nr_cpus):
     """The state's regions: one shared record per copy, nr_cpus per-CPU
-    records per copy (each record rounded up to 64 bytes by the machine),
-    and where each CPU is."""
-    return [("ab_shared", np.dtype([("bytes", "u1", (max(1, obj.shared_size),))]), copies),
-            ("ab_percpu", np.dtype([("bytes", "u1", (max(1, obj.percpu_size),))]),
-             copies * nr_cpus),
+    records per copy (each record rounded up to whole cache lines by the
+    machine, layout.stride), and where each CPU is."""
+    return [("ab_shared", _record(obj.shared_size), copies),
+            ("ab_percpu", _record(obj.percpu_size), copies * nr_cpus),
             ("ab_now", NOW, nr_cpus)]
 
 
 def state_bytes(obj, copies, nr_cpus):
-    line = 64
-    size = lambda n: -(-max(1, n) // line) * line   # noqa: E731
-    return copies * (size(obj.shared_size) + nr_cpus * size(obj.percpu_size))
+    """What the state's regions take in the segment."""
+    return copies * (layout.stride(_record(obj.shared_size))
+                     + nr_cpus * layout.stride(_record(obj.percpu_size)))
 
 
 class Where:
@@ -46,7 +51,8 @@ def _mark(ctx, entry):
 
 
 def init_all(ctx, entries, where):
-    """Every entry's init on its copy, on CPU 0 (the others wait at the end)."""
+    """Every entry's init on its copy, on CPU 0 (the others wait at the end):
+    the first that fails, (entry, errno), or None."""
     if ctx.cpu != 0:
         return None
     for i, v in enumerate(entries):
@@ -55,7 +61,7 @@ def init_all(ctx, entries, where):
             rc = _core.ab_init(v.init, ctx.seg, check=where.check, popf=where.popf,
                                **where.state(i))
             if rc:
-                return ("init", i, rc)
+                return (i, rc)
     _mark(ctx, -1)
     return None
 
@@ -68,9 +74,7 @@ def check_all(ctx, entries, where, ops):
     for i, v in enumerate(entries):
         if v.check:
             _mark(ctx, i)
-            st = where.state(i)
-            msg = _core.ab_check(v.check, ctx.seg, st["copy"], st["shared_region"],
-                                 st["percpu_region"], st["algo"], ops[i])
+            msg = _core.ab_check(v.check, ctx.seg, ops=ops[i], **where.state(i))
             if msg is not None:
                 return (i, msg)
     _mark(ctx, -1)
@@ -114,9 +118,7 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
             samples[i].append(kept.per_op)
             dropped[i] += kept.dropped
     _mark(ctx, -1)
-    n = max(counts)
-    empty = sorted(_core.time_bench_round("for_loop", n)[0] / n for _ in range(3))[1]
-    return counts, samples, ops, empty, dropped
+    return counts, samples, ops, loop_overhead(max(counts)), dropped
 
 
 def contended(ctx, entry, index, where, duration, hold, think):
