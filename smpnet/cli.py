@@ -214,8 +214,9 @@ def cmd_compare(args):
     from .report import compare
 
     a, b = compare.load(args.a), compare.load(args.b)
-    rows = compare.compare(a, b)   # a BadInput when nothing matches
-    notes = compare.notes(a, b, rows)
+    differ = compare.not_comparable(a, b)   # judged once, for the rows and the notes
+    rows = compare.compare(a, b, differ)   # a BadInput when nothing matches
+    notes = compare.notes(a, b, rows, differ)
     env = report.envelope("compare", parse_cpus("all"), {"a": a.path, "b": b.path,
                                                          "command": a.command},
                           rows, warnings=notes)

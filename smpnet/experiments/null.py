@@ -14,7 +14,7 @@ from ..machine import tsc
 from ..machine.cpus import format_cpus
 from ..machine.machine import Machine
 from ..measure import stats
-from ..measure.time_bench import SUITE, calibrate_loops, clean_round
+from ..measure.time_bench import SUITE, calibrate_loops, clean_round, round_counts
 from ..report.report import table
 from .common import lockbench
 
@@ -77,19 +77,17 @@ def run(cpus, p, progress=None):
         where = {s: dict(seg=ctx.seg, cpu=0, lock_region=region, lock_index=i)
                  for i, s in enumerate(SIDES)}
         loops = p["loops"] or calibrate_loops(test, **where["A"])
-        samples = {s: [] for s in SIDES}
-        dropped = {s: 0 for s in SIDES}
+        kept = {s: [] for s in SIDES}
         for side in SIDES:   # warm-up, thrown away
             _core.time_bench_round(test, loops, **where[side])
         for r, sides in enumerate(order(rounds)):
             if progress:
                 progress(r, rounds, f"{test} round {r + 1} ({', '.join(sides)})")
             for side in sides:
-                kept = clean_round(
-                    lambda n, side=side: _core.time_bench_round(test, n, **where[side]), loops)
-                samples[side].append(kept.per_op)
-                dropped[side] += kept.dropped
-        return loops, samples, dropped
+                kept[side].append(clean_round(
+                    lambda n, side=side: _core.time_bench_round(test, n, **where[side]), loops))
+        return (loops, {s: [k.per_op for k in kept[s]] for s in SIDES},
+                {s: round_counts(kept[s]) for s in SIDES})
 
     with Machine(cpus=[p["cpu"]], regions=lockbench.locks_region(2)) as m:
         lockbench.init_locks(m, [p["algo"]] * 2)
@@ -99,8 +97,8 @@ def run(cpus, p, progress=None):
     rows = [{"side": s, "test": test, "algo": p["algo"] if lock else None,
              "cycles": statistics.median(samples[s]), "cycles_min": min(samples[s]),
              "cycles_max": max(samples[s]), "ns": statistics.median(samples[s]) * 1e9 / tsc_hz,
-             "loops": loops, "rounds": rounds, "samples": samples[s],
-             "dropped_rounds": dropped[s]} for s in SIDES]
+             "loops": loops, "rounds": rounds, "samples": samples[s], **dropped[s]}
+            for s in SIDES]
     if rounds // 2 < stats.MIN_SAMPLES:
         return Outcome(p, rows, [], [f"no verdict: it needs --rounds {2 * stats.MIN_SAMPLES} "
                                      f"or more ({stats.MIN_SAMPLES} ABBA blocks)"])
@@ -116,10 +114,9 @@ def text(env, extra):
              "per side, ABBA order"]
     lines.append(table([(r["side"], r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"])
                         for r in rows], ["side", "cycles", "min", "max", "ns"]))
-    dropped = sum(r.get("dropped_rounds", 0) for r in rows)
+    dropped = lockbench.dropped_line(rows)
     if dropped:
-        lines.append(f"{dropped} round attempts thrown out and rerun shorter: their thread was "
-                     "switched out during them")
+        lines.append(dropped)
     for v in env["verdicts"]:
         lo, hi = v["interval"]
         lines.append(f"B - A = {v['measured']:+.3f} cycles per op (median over ABBA blocks) "

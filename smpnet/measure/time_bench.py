@@ -117,6 +117,13 @@ def clean_round(one_round, loops):
         n = max(min(MIN_LOOPS, loops), n // 2)
 
 
+def round_counts(kept):
+    """What a list of kept Rounds threw out, as rows carry it:
+    {dropped_rounds: attempts dropped, spoiled_rounds: rounds kept switched out}."""
+    return {"dropped_rounds": sum(r.dropped for r in kept),
+            "spoiled_rounds": sum(r.spoiled for r in kept)}
+
+
 def pass_order(n, r):
     """The order of n tests in round r: forwards on even rounds, backwards on
     odd ones (A B .. B A), so that a linear drift adds alike to each over two."""

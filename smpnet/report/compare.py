@@ -36,15 +36,14 @@ MAX_BOOTSTRAP = 200               # samples per side the bootstrap uses (evenly 
 
 # ------------------------------------------------------------------ comparing
 
-def compare(a, b):
-    """The comparison rows of two checked results (see load), A's order."""
+def compare(a, b, differ=None):
+    """The comparison rows of two checked results (see load), A's order;
+    `differ`: not_comparable(a, b), when the caller has it already."""
     if a.command != b.command:
         raise BadInput(f"cannot compare {a.path} (a result of {a.command}) with {b.path} "
                        f"(a result of {b.command}): compare takes two results of one command")
     rows, matched, null_in = [], 0, set()
-    differ = differences(a, b)
-    for name, why in speed_differences(a, b).items():
-        differ.setdefault(name, []).extend(why)
+    differ = not_comparable(a, b) if differ is None else differ
     for name, a_rows in a.tables.items():
         b_rows = b.tables.get(name, {})
         for match, ra in a_rows.items():
@@ -143,13 +142,21 @@ def _profile(p):
         return "a profile"
 
 
-def notes(a, b, rows):
-    """What the comparison left out, as warnings."""
-    matched = len(rows)
-    out = []
+def not_comparable(a, b):
+    """{table: [why], None: [why]}: every reason, of the conditions
+    (differences) and of the speed (speed_differences), that rows of two
+    results cannot be judged against each other (None: every table)."""
     differ = differences(a, b)
     for name, why in speed_differences(a, b).items():
         differ.setdefault(name, []).extend(why)
+    return differ
+
+
+def notes(a, b, rows, differ=None):
+    """What the comparison left out, as warnings; `differ` as for compare."""
+    matched = len(rows)
+    out = []
+    differ = not_comparable(a, b) if differ is None else differ
     for table, why in sorted(differ.items(), key=lambda x: (x[0] is not None, x[0] or "")):
         n = sum(1 for r in rows if table is None or r["table"] == table)
         where = "every row" if table is None else f"the {table} rows"

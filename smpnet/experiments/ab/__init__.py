@@ -195,7 +195,7 @@ def run(cpus, p, progress=None):
     rows = figures.uncontended_rows(labels, p["builtin"], p["cpu"], counts, samples, empty,
                                     tsc_hz)
     for r, d in zip(rows, dropped):
-        r["dropped_rounds"] = d
+        r.update(d)
     verdicts = figures.verdicts(rows, tsc_hz)
     if p["contended"]:
         con = _contended(cpus, p, entries, labels, obj, where, progress, steps, tsc_hz)

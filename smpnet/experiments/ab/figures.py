@@ -3,6 +3,7 @@ against the baseline with its verdict, the A/A control, and the text."""
 import statistics
 
 from ...measure import stats
+from ..common import lockbench
 from ...report.report import table
 
 FASTER, SLOWER = "faster", "slower"
@@ -153,10 +154,9 @@ def text(env, extra):
         out.append(table([(r["variant"], r["loops"], r["cycles"], r["cycles_min"],
                            r["cycles_max"], r["ns"]) for r in unc],
                          ["variant", "ops/round", "cycles/op", "min", "max", "ns/op"]))
-        dropped = sum(r.get("dropped_rounds", 0) for r in unc)
+        dropped = lockbench.dropped_line(unc)
         if dropped:
-            out.append(f"{dropped} round attempts thrown out and rerun shorter: their thread "
-                       "was switched out during them")
+            out.append(dropped)
         for r in unc:
             for name, o in r.get("over_builtin", {}).items():
                 out.append(f"{r['variant']} / {BUILTIN}{name}: {o['ratio']:.3f} "

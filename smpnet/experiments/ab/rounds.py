@@ -7,7 +7,8 @@ import numpy as np
 from ... import _core
 from ...errors import RunFailed
 from ...machine import layout
-from ...measure.time_bench import MIN_ROUND_S, calibrate, clean_round, loop_overhead, pass_order
+from ...measure.time_bench import (MIN_ROUND_S, calibrate, clean_round, loop_overhead,
+                                   pass_order, round_counts)
 
 # which entry each CPU is running, for the message when one dies (-1: none)
 NOW = np.dtype([("entry", "<i4")])
@@ -87,8 +88,9 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
     region where they take a lock): each calibrated to a round of
     MIN_ROUND_S (or `loops`), warmed up, then `rounds` rounds, each running
     every one once, forwards on even rounds and backwards on odd ones
-    (A B .. B A). Returns (loops of each, per-op cycles per round of each,
-    ops run per entry, the empty loop's cycles per op): entries first, then
+    (A B .. B A), a round switched out rerun shorter (clean_round). Returns
+    (loops of each, per-op cycles per round of each, ops run per entry, the
+    empty loop's cycles per op, round_counts of each): entries first, then
     builtins."""
     ops = [0] * len(entries)
     lock = {}
@@ -110,15 +112,13 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
     for _ in range(warmup):
         for i, n in enumerate(counts):
             one(i, n)
-    samples = [[] for _ in range(every)]
-    dropped = [0] * every
+    kept = [[] for _ in range(every)]
     for r in range(rounds):
         for i in pass_order(every, r):
-            kept = clean_round(lambda n, i=i: one(i, n), counts[i])
-            samples[i].append(kept.per_op)
-            dropped[i] += kept.dropped
+            kept[i].append(clean_round(lambda n, i=i: one(i, n), counts[i]))
     _mark(ctx, -1)
-    return counts, samples, ops, loop_overhead(max(counts)), dropped
+    return (counts, [[k.per_op for k in ks] for ks in kept], ops, loop_overhead(max(counts)),
+            [round_counts(ks) for ks in kept])
 
 
 def contended(ctx, entry, index, where, duration, hold, think):
