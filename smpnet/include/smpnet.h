@@ -61,7 +61,13 @@ struct smpnet_none { char unused; };
 	typedef shared_type smpnet_shared_t;						\
 	typedef percpu_type smpnet_percpu_t;						\
 	size_t smpnet_shared_size(void) { return sizeof(smpnet_shared_t); }		\
-	size_t smpnet_percpu_size(void) { return sizeof(smpnet_percpu_t); }
+	size_t smpnet_percpu_size(void) { return sizeof(smpnet_percpu_t); }		\
+	/* CPU `cpu`'s copy of the per-CPU state of the env's copy */			\
+	static __always_inline smpnet_percpu_t *smpnet_per_cpu(const struct smpnet_env *e, \
+							      int cpu)		\
+	{										\
+		return (smpnet_percpu_t *)(e->percpu + (size_t)cpu * e->percpu_stride);	\
+	}
 
 /* ---------------------------------------------------------------- the registry */
 
@@ -136,7 +142,7 @@ int smpnet_orphan_hook(void)
 
 /* ---------------------------------------------------------------- in a body */
 
-#define per_cpu(cpu)	((smpnet_percpu_t *)(smpnet_env->percpu + (size_t)(cpu) * smpnet_env->percpu_stride))
+#define per_cpu(cpu)	smpnet_per_cpu(smpnet_env, (cpu))
 #define nr_cpus		(smpnet_env->nr_cpus)
 #define smp_processor_id()	(c->cpu)
 
@@ -216,8 +222,7 @@ int smpnet_orphan_hook(void)
 	{										\
 		struct cpu_ctx *c = e->c;	/* in registers: barrier() spares them */ \
 		smpnet_shared_t *sh = (smpnet_shared_t *)e->shared;			\
-		smpnet_percpu_t *mine = (smpnet_percpu_t *)(e->percpu			\
-					 + (size_t)e->cpu * e->percpu_stride);		\
+		smpnet_percpu_t *mine = smpnet_per_cpu(e, e->cpu);			\
 		int stopped = 0;							\
 		uint64_t i, t0 = tsc_start();						\
 		for (i = 0; i < loops; i++) {						\
@@ -233,8 +238,7 @@ int smpnet_orphan_hook(void)
 	{										\
 		struct cpu_ctx *c = e->c;						\
 		smpnet_shared_t *sh = (smpnet_shared_t *)e->shared;			\
-		smpnet_percpu_t *mine = (smpnet_percpu_t *)(e->percpu			\
-					 + (size_t)e->cpu * e->percpu_stride);		\
+		smpnet_percpu_t *mine = smpnet_per_cpu(e, e->cpu);			\
 		uint64_t n = 0, every = e->hold_cycles || e->think_cycles		\
 			|| (c->hdr->flags & SMP_F_OVERSUBSCRIBED) ? 0 : 15;		\
 		int stopped = 0;							\
