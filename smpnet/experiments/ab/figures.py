@@ -3,8 +3,8 @@ against the baseline with its verdict, the A/A control, and the text."""
 import statistics
 
 from ...measure import stats
-from ..common import lockbench
 from ...report.report import table
+from ..common import lockbench
 
 FASTER, SLOWER = "faster", "slower"
 UNIT = "cycles"
@@ -22,9 +22,9 @@ def label(interval):
 
 
 def _summary(samples, tsc_hz):
-    return {"cycles": statistics.median(samples), "cycles_min": min(samples),
-            "cycles_max": max(samples), "ns": statistics.median(samples) * 1e9 / tsc_hz,
-            "samples": samples, "rounds": len(samples)}
+    med = statistics.median(samples)
+    return {"cycles": med, "cycles_min": min(samples), "cycles_max": max(samples),
+            "ns": med * 1e9 / tsc_hz, "samples": samples, "rounds": len(samples)}
 
 
 BUILTIN = "built-in "   # a built-in time_bench test's row: this, then its name
@@ -70,8 +70,9 @@ def contended_rows(labels, cpus, runs, tsc_hz, p, timing_valid):
         for name, values in (("ops_per_s", total), ("fairness", fair)):
             row[name], row[f"{name}_interval"] = stats.median_ci(values)
         row["ops_per_s_samples"] = total
-        row["ops_per_s_per_cpu"] = [statistics.median(x) for x in per_cpu]
-        row["ops_per_s_per_cpu_interval"] = [list(stats.median_ci(x)[1]) for x in per_cpu]
+        each = [stats.median_ci(x) for x in per_cpu]
+        row["ops_per_s_per_cpu"] = [med for med, _ in each]
+        row["ops_per_s_per_cpu_interval"] = [list(ci) for _, ci in each]
         rows.append(row)
     return rows
 
@@ -79,7 +80,7 @@ def contended_rows(labels, cpus, runs, tsc_hz, p, timing_valid):
 def _paired(a, b):
     """a - b per op over ABBA blocks (stats.abba_blocks): (median, interval, pairs) or None."""
     return stats.paired(stats.abba_blocks(a["samples"]), stats.abba_blocks(b["samples"]),
-                        lambda x, y: (x - y) / 2)
+                        lockbench.per_op_diff)
 
 
 def verdicts(rows, tsc_hz):
