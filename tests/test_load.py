@@ -69,6 +69,7 @@ def test_an_idle_machine_has_no_load(monkeypatch):
     assert facts == {
         "cpus": [0, 1], "seconds": 2.0, "busy_share": 0.0, "others_share": 0.0,
         "steal_share": 0.0, "steal_known": True, "threshold": load.HIGH_SHARE,
+        "resolution_share": pytest.approx(2 * load.TICK_S * 3 / 4.0),   # 2 ticks x 3, of 4 s
         "high": False, "why": None,
     }
 
@@ -142,6 +143,20 @@ def test_a_cpu_missing_from_the_counters_is_left_out(monkeypatch):
     facts = Machine(monkeypatch).run([0, 5], 1.0, [idle(1.0, user=0.2)])
     assert facts["cpus"] == [0]
     assert facts["others_share"] == pytest.approx(0.2)
+
+
+def test_what_the_tick_counting_alone_can_give_is_not_load(monkeypatch):
+    """Three ticks of others over a 50 ms run on two CPUs is 30 % of their
+    time and within what counting in ticks can put there (two a CPU and two
+    for the tree: 60 %); the same 30 % over 10 s is load."""
+    tick = load.TICK_S
+    short = Machine(monkeypatch).run([0, 1], 0.05, [idle(0.05, user=3 * tick), idle(0.05)])
+    assert short["others_share"] == pytest.approx(3 * tick / 0.1)
+    assert short["resolution_share"] == pytest.approx(6 * tick / 0.1)
+    assert short["high"] is False and short["why"] is None
+    long = Machine(monkeypatch).run([0, 1], 10.0, [idle(10.0, user=6.0), idle(10.0)])
+    assert long["others_share"] == pytest.approx(0.3) and long["high"] is True
+    assert "other processes used 30 % of CPUs 0-1" in long["why"]
 
 
 def test_at_the_threshold_is_not_high(monkeypatch):

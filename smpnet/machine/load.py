@@ -33,7 +33,11 @@ What "other processes" means, and the approximations:
   load: they take the CPU from the workers just the same.
 - The kernel counts per-CPU time in ticks of 1/USER_HZ (10 ms), so over a
   run of a second a share is good to about 1 % per CPU (and a share is
-  capped at 1, which a tick's overshoot can pass).
+  capped at 1, which a tick's overshoot can pass). Each of the two samples
+  can be a tick off on every CPU and on the tree's time, so a share is
+  called high only when it is above the threshold by more than that
+  (resolution_share): over a run of 50 ms on two CPUs, 60 % of their time
+  could be counting alone, and a short run must not warn of load it cannot see.
 """
 
 import os
@@ -54,6 +58,8 @@ from .sysinfo import CPU_DIR, _read_cpulist
 # is far below it: 0.5 % of two CPUs over two idle seconds on the 2-vCPU
 # guest this was written on, so a quiet run does not warn.
 HIGH_SHARE = 0.05
+# One tick of the kernel's time counters (USER_HZ), seconds.
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 # Fields of psutil's per-CPU times that are not time spent running
 # something on that CPU: idle and iowait are idle, steal is time the
@@ -133,7 +139,10 @@ def finish(sample):
       steal_share  time the hypervisor gave the CPUs to someone else
       steal_known  False where the platform reports no steal (steal_share is then 0)
       threshold    HIGH_SHARE, the share above which load is reported
-      high         steal_share or others_share above the threshold
+      resolution_share  what the tick counting alone can put in others_share:
+                   a tick off at each sample on each CPU and on the tree's time
+      high         steal_share or others_share above the threshold by more
+                   than the resolution (steal's: its CPUs' ticks only)
       why          one line saying what was high, or None
     """
     clock = time.monotonic()
@@ -172,14 +181,15 @@ def finish(sample):
         "steal_share": share(steal) if steal_known else 0.0,
         "steal_known": steal_known,
         "threshold": HIGH_SHARE,
+        "resolution_share": share(2 * TICK_S * (len(cpus) + 1)),
     }
 
     where = _where(cpus)
     reasons = []
-    if facts["others_share"] > HIGH_SHARE:
+    if facts["others_share"] > HIGH_SHARE + facts["resolution_share"]:
         reasons.append("other processes used %s of %s during the run"
                        % (_percent(facts["others_share"]), where))
-    if facts["steal_share"] > HIGH_SHARE:
+    if facts["steal_share"] > HIGH_SHARE + share(2 * TICK_S * len(cpus)):
         reasons.append("the hypervisor stole %s of %s during the run"
                        % (_percent(facts["steal_share"]), where))
     facts["high"] = bool(reasons)
