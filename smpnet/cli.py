@@ -90,15 +90,22 @@ def build_parser():
     p.set_defaults(func=cmd_all)
 
     p = sub.add_parser(
-        "compare", help="compare two results of the same command",
+        "compare", help="compare results of the same command: A B, or A1 A2 A3 -- B1 B2 B3",
         description="For each result row of A and B (matched by what identifies it; an "
                     "`all` result stage by stage): both values, the ratio B/A, and whether "
-                    "the difference exceeds the noise of both runs. Reads results of "
+                    "the difference exceeds the noise: between the runs of each side when a "
+                    "side has several (A1 A2 A3 -- B1 B2 B3, which holds what moves between "
+                    "two runs of one build), else between the rounds of each run. Reads results of "
                     f"{', '.join(compare.commands())}, up to {compare.MAX_BYTES >> 20} "
                     "MiB each; anything else is one line and exit code 2. "
                     "See docs/compare.md.")
-    p.add_argument("a", metavar="A.json")
-    p.add_argument("b", metavar="B.json")
+    p.usage = ("smpnet-bench compare [--json] [--format {text,email}] "
+               "A.json B.json | A1.json [A2.json ...] -- B1.json [B2.json ...]")
+    p.add_argument("a", metavar="RESULT.json", nargs="+",
+                   help="A.json B.json; or A's results, `--`, then B's (each side's runs "
+                        "are judged against their own spread)")
+    p.add_argument("--vs", dest="b", metavar="B.json", nargs="+", default=[],
+                   help="B's results, after A's (the same as `--`)")
     p.add_argument("--json", action="store_true",
                    help="print the comparison as JSON (the common envelope; results are "
                         "the rows)")
@@ -210,17 +217,32 @@ def _broken(invariants):
     return [f"invariant failed: {f}" for f in invariants]
 
 
+def _compare_sides(argv):
+    """compare's `A1 A2 -- B1 B2`: argparse drops a `--`, so the one that
+    splits compare's sides becomes its --vs first."""
+    if "compare" in argv and "--" in argv[argv.index("compare"):]:
+        i = argv.index("--", argv.index("compare"))
+        return argv[:i] + ["--vs"] + argv[i + 1:]
+    return argv
+
+
 def cmd_compare(args):
     from .report import compare
 
-    a, b = compare.load(args.a), compare.load(args.b)
+    a_paths, b_paths = (args.a, args.b) if args.b else (args.a[:1], args.a[1:])
+    if not args.b and len(args.a) != 2:
+        raise BadInput("compare: give two results, A.json B.json, or several a side: "
+                       "A1.json A2.json -- B1.json B2.json")
+    a = compare.pooled([compare.load(x) for x in a_paths])
+    b = compare.pooled([compare.load(x) for x in b_paths])
     differ = compare.not_comparable(a, b)   # judged once, for the rows and the notes
     rows = compare.compare(a, b, differ)   # a BadInput when nothing matches
     notes = compare.notes(a, b, rows, differ)
-    env = report.envelope("compare", parse_cpus("all"), {"a": a.path, "b": b.path,
-                                                         "command": a.command},
+    paths = {"a": a_paths if len(a_paths) > 1 else a.path,
+             "b": b_paths if len(b_paths) > 1 else b.path}
+    env = report.envelope("compare", parse_cpus("all"), dict(paths, command=a.command),
                           rows, warnings=notes)
-    _show(args, env, lambda: compare.text(rows, args.a, args.b, notes))
+    _show(args, env, lambda: compare.text(rows, a.path, b.path, notes))
     return 0
 
 
@@ -288,7 +310,7 @@ def main(argv=None):
     old = {sig: signal.signal(sig, interrupt) for sig in process.INTERRUPTS}
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_compare_sides(sys.argv[1:] if argv is None else list(argv)))
         if args.json and args.format != "text":
             raise BadInput(f"--json and --format {args.format}: choose one")
         return args.func(args)

@@ -20,7 +20,7 @@ ALSO_A_WORD = {
     ("report/results.py", "_type"): "JSON's null, naming a value's type",
     ("report/results.py", "_key_value"): "JSON's null, among the values a key may hold",
     ("report/compare.py", "compare"): "JSON's null, a row with no value",
-    ("report/compare.py", "differences"): "the machine's kernel release, a field of `machine`",
+    ("report/compare.py", "_condition_differences"): "the machine's kernel release, a field of `machine`",
     ("report/results.py", "conditions"): "the machine's kernel release, a field of `machine`",
 }
 NAMES = {e.name for e in EXPERIMENTS}

@@ -636,3 +636,83 @@ def test_a_known_shift_is_still_found(capsys, results, tmp_path):
     beyond = [r for r in out["results"] if r["significant"]]
     assert [r["key"]["test"] for r in beyond] == ["spin_lock_unlock"] * len(beyond)
     assert beyond and all(r["ratio"] == pytest.approx(1.3) for r in beyond)
+
+
+# ------------------------------------------------------------------ the noise between runs
+
+def test_several_results_a_side_are_judged_between_runs(capsys, tmp_path):
+    """A1 A2 A3 -- B1 B2 B3: each row's value per run, the runs' spread the
+    noise; the same three against themselves is no difference, three 10 %
+    dearer is one; `--vs` is the same as `--`; a single B against three A
+    is judged by A's spread."""
+    runs = [10.0, 10.1, 9.9]
+    a = [_locks(tmp_path, f"a{i}.json", [_locks_row([v] * 6)]) for i, v in enumerate(runs)]
+    b = [_locks(tmp_path, f"b{i}.json", [_locks_row([v * 1.1] * 6)]) for i, v in enumerate(runs)]
+
+    def judged(*argv):
+        capsys.readouterr()
+        assert main(["compare", *map(str, argv), "--json"]) == 0
+        [r] = json.loads(capsys.readouterr().out)["results"]
+        assert r["judged_by"] == "runs"
+        return r
+
+    same = judged(*a, "--", *a)
+    assert same["significant"] is False and same["ratio"] == 1.0
+    dearer = judged(*a, "--", *b)
+    assert dearer["significant"] is True and dearer["ratio"] == pytest.approx(1.1)
+    assert dearer["a"] == 10.0 and dearer["b"] == pytest.approx(11.0)   # the runs' medians
+    assert judged(*a, "--vs", *b) == dearer
+    assert judged(*a, "--", b[0])["significant"] is True
+    assert judged(*a, "--", a[1])["significant"] is False
+    capsys.readouterr()
+    assert main(["compare", *map(str, a), "--", *map(str, b), "--json"]) == 0
+    params = json.loads(capsys.readouterr().out)["params"]
+    assert params["a"] == [str(x) for x in a] and params["b"] == [str(x) for x in b]
+
+
+def test_three_results_without_a_separator_are_one_clear_line(capsys, tmp_path):
+    a = [_locks(tmp_path, f"a{i}.json", [_locks_row([1.0, 2.0, 3.0])]) for i in range(3)]
+    _one_line_exit_2(capsys, ["compare", *map(str, a)], "A1.json A2.json -- B1.json")
+
+
+def test_a_warning_in_any_run_of_a_side_reaches_the_warnings(capsys, tmp_path):
+    """Pooled sides are held to the conditions as single results are: a
+    load warning in A2 leaves every row unjudged and names A2."""
+    rows = [_locks_row([10.0, 10.1, 9.9])]
+    a1, b = (_locks(tmp_path, n, rows) for n in ("a1.json", "b.json"))
+    a2 = _write(tmp_path / "a2.json", {"schema": 2, "command": "locks", "results": rows,
+                                       "warnings": ["competing load during the run: x"]})
+    capsys.readouterr()
+    assert main(["compare", str(a1), str(a2), "--", str(b), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["judged_by"] for r in out["results"]] == ["not comparable"]
+    assert any("a2.json warns of load" in w for w in out["warnings"])
+
+
+def test_a_row_not_in_every_run_of_a_side_is_left_out_and_said(capsys, tmp_path):
+    a1 = _locks(tmp_path, "a1.json", [_locks_row([1.0, 2.0, 3.0]), _locks_row([1.0], "u")])
+    a2 = _locks(tmp_path, "a2.json", [_locks_row([1.0, 2.0, 3.0])])
+    capsys.readouterr()
+    assert main(["compare", str(a1), str(a2), "--", str(a1), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["key"]["test"] for r in out["results"]] == ["t"]
+    assert any("1 row of" in w and "a1.json is not in every result of its side" in w
+               for w in out["warnings"])
+
+
+def test_a_side_of_two_commands_is_bad_input(capsys, tmp_path):
+    a = _locks(tmp_path, "a.json", [_locks_row([1.0, 2.0, 3.0])])
+    i = _info_like(tmp_path, "i.json", [{"test": "x", "cycles": 1.0}])
+    _one_line_exit_2(capsys, ["compare", str(a), str(i), "--", str(a)], "one side's results")
+
+
+def test_the_text_says_what_noise_each_judgement_held(capsys, tmp_path):
+    a = _locks(tmp_path, "a.json", [_locks_row([1.0, 1.1, 0.9], "s"), _locks_row([1.0, 1.1], "u")])
+    b = _locks(tmp_path, "b.json", [_locks_row([1.0, 1.1, 0.9], "s"), _locks_row([1.0, 1.1], "u")])
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert (f"Noise judged {compare.JUDGED_BY['bootstrap']} (1 row); "
+            f"{compare.JUDGED_BY['range']} (1 row).") in out
+    assert main(["compare", str(a), str(a), "--", str(b)]) == 0
+    assert f"Noise judged {compare.JUDGED_BY['runs']} (2 rows)." in capsys.readouterr().out

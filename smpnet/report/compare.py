@@ -3,16 +3,17 @@
 Rows are matched by what identifies them in their experiment (its metric's
 keys: a lock test by test, algorithm, variant...; a defer row by strategy;
 an arp row by probe and HZ); an `all` result is compared stage by stage,
-matched by stage name.
+matched by stage name. A side may hold several results of one command
+(`compare A1 A2 A3 -- B1 B2`, pooled): each row then stands for its runs.
 For each matched row: both values, the ratio B/A, and whether the
-difference exceeds the noise of both runs (unless the two ran under
-conditions that make them not comparable, `differences`: another machine,
-another calibration profile, a load or placement warning in either; those
-rows are named and not judged): with at least MIN_SAMPLES
-per-run samples on both sides, when the 95 % bootstrap interval of the
-difference of medians excludes zero (as pyperf's compare_to judges
-significance from both runs' spread); without, when the two runs' [min, max]
-ranges do not overlap; with neither (or one run a side), unknown.
+difference exceeds the noise (unless the two ran under conditions that
+make them not comparable, `not_comparable`: another machine, another
+calibration profile, a load or placement warning, the empty loop itself
+moved; those rows are named and not judged). The noise is the widest the
+rows allow (_significant): between runs, with several a side, which holds
+what moves between two runs of one build; else between the rounds of each
+run, by the 95 % bootstrap interval of the difference of medians (pyperf's
+compare_to), or by the [min, max] ranges; with neither, unknown.
 
 Every file is read and checked whole first (results.py).
 """
@@ -23,7 +24,7 @@ import numpy as np
 from ..errors import BadInput
 from ..jsonfile import MAX_BYTES  # noqa: F401 (the command's API)
 from ..measure import stats
-from .results import commands, load, metric  # noqa: F401 (the command's API)
+from .results import commands, load, members, metric, pooled  # noqa: F401 (the command's API)
 from .results import _key_text, _shown
 
 # samples a side for the bootstrap: two independent runs' samples, not
@@ -79,11 +80,27 @@ def compare(a, b, differ=None):
 
 
 def differences(a, b):
-    """{table: [why], None: [why]}: the conditions under which two results'
+    """{table: [why], None: [why]}: the conditions under which two sides'
     rows are not comparable (None: every table): another machine (CPU model,
     kernel, hypervisor), another calibration profile (that table's), or a
-    load or placement warning in either (every table: what moved the
-    figures of one run is not in the other's noise)."""
+    load or placement warning in any result (every table: what moved the
+    figures of one run is not in the other's noise). A side of several
+    results (pooled) is held to the same: each of its results against
+    every other result of either side."""
+    every = members(a) + members(b)
+    out = {}
+    for i, x in enumerate(every):
+        for y in every[i + 1:]:
+            for k, v in _condition_differences(x, y).items():
+                out.setdefault(k, []).extend(v)
+    for r in every:
+        for what, w in (r.conditions or {}).get("warnings", []):
+            out.setdefault(None, []).append(f"{r.path} warns of {what}: {w}")
+    return {k: list(dict.fromkeys(v)) for k, v in out.items()}   # a file against itself: once
+
+
+def _condition_differences(a, b):
+    """differences() between two results' machines and calibration profiles."""
     ca, cb = (r.conditions or {} for r in (a, b))
     out = {}
     ma, mb = ca.get("machine", {}), cb.get("machine", {})
@@ -98,10 +115,7 @@ def differences(a, b):
             out.setdefault(name, []).append(
                 f"{name}: another calibration profile ({_profile(pa[name])} in {a.path}, "
                 f"{_profile(pb[name])} in {b.path})")
-    for r, c in ((a, ca), (b, cb)):
-        for what, w in c.get("warnings", []):
-            out.setdefault(None, []).append(f"{r.path} warns of {what}: {w}")
-    return {k: list(dict.fromkeys(v)) for k, v in out.items()}   # a file against itself: once
+    return out
 
 
 # The row that measures the machine itself, not the code: the empty loop
@@ -162,6 +176,13 @@ def notes(a, b, rows, differ=None):
         where = "every row" if table is None else f"the {table} rows"
         for w in why:
             out.append(f"{where} not judged ({n}): {w}")
+    for side in (a, b):
+        for r in members(side) if side.members else ():
+            left = sum(1 for name, t in r.tables.items() for k in t
+                       if k not in side.tables.get(name, {}))
+            if left:
+                out.append(f"{left} row{'s' * (left != 1)} of {r.path} "
+                           f"{'are' if left != 1 else 'is'} not in every result of its side")
     for mine, other in ((a, b), (b, a)):
         left = sum(1 for name, t in mine.tables.items() for k in t
                    if k not in other.tables.get(name, {}))
@@ -195,20 +216,36 @@ def _ratio(va, vb):
 
 
 def _significant(ra, rb):
-    """(True/False/None, how it was judged: "bootstrap", "range" or None)."""
+    """(True/False/None, how it was judged: "runs", "bootstrap", "range" or
+    None), the first that the two rows allow:
+    - runs: a side of several results (pooled): Student's t on each run's
+      value, 3 values or more in all (stats.mean_diff_ci), so what moves
+      between runs is in the noise;
+    - bootstrap: MIN_SAMPLES samples a side, the difference of medians;
+    - range: the two [min, max] do not overlap."""
+    if ra.runs is not None or rb.runs is not None:
+        x, y = ra.runs or (ra.value,), rb.runs or (rb.value,)
+        if len(x) + len(y) >= 3:
+            return _judged(stats.mean_diff_ci(y, x)[1], "runs")
     sa, sb = ra.samples, rb.samples
     if sa is not None and sb is not None:
         if min(len(sa), len(sb)) >= MIN_SAMPLES:
             with np.errstate(all="ignore"):
-                _, (lo, hi) = stats.median_diff_ci(_thin(sb), _thin(sa))
-            if not (math.isfinite(lo) and math.isfinite(hi)):
-                return None, None
-            return not lo <= 0 <= hi, "bootstrap"
+                return _judged(stats.median_diff_ci(_thin(sb), _thin(sa))[1], "bootstrap")
         if min(len(sa), len(sb)) < 2:
             return None, None   # one run a side: no spread to judge noise by
     if None in (ra.lo, ra.hi, rb.lo, rb.hi):
         return None, None       # no spread recorded: cannot tell
     return rb.hi < ra.lo or rb.lo > ra.hi, "range"
+
+
+def _judged(interval, how):
+    """(whether the interval lies wholly off zero, how), or (None, None)
+    when it is not finite (values near a float's limit)."""
+    lo, hi = interval
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None, None
+    return not lo <= 0 <= hi, how
 
 
 def _thin(samples):
@@ -222,6 +259,14 @@ def _thin(samples):
 
 # ------------------------------------------------------------------ output
 
+# What each judgement held as noise, in words (docs/compare.md)
+JUDGED_BY = {
+    "runs": "between the runs of each side",
+    "bootstrap": "between the rounds of each run only (what moves between two runs is not "
+                 "in it: give several results a side, A1 A2 A3 -- B1 B2 B3)",
+    "range": "by the [min, max] of each run",
+}
+
 def text(rows, a_path, b_path, warnings=()):
     from .report import table
 
@@ -233,6 +278,13 @@ def text(rows, a_path, b_path, warnings=()):
                       None if r["ratio"] is None else f"{r['ratio']:.3f}", sig))
     out = (f"A = {_shown(a_path)}\nB = {_shown(b_path)}\n"
            + table(cells, ["table", "row", "metric", "A", "B", "B/A", "beyond noise"]))
+    how = {}
+    for r in rows:
+        if r["judged_by"] in JUDGED_BY:
+            how[r["judged_by"]] = how.get(r["judged_by"], 0) + 1
+    if how:
+        out += "\n\nNoise judged " + "; ".join(
+            f"{JUDGED_BY[k]} ({n} row{'s' * (n != 1)})" for k, n in how.items()) + "."
     if warnings:
         out += "\n\nNot compared:\n" + "\n".join(f"  - {w}" for w in warnings)
     return out

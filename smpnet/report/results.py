@@ -6,6 +6,7 @@ what is wrong (docs/compare.md says the same for users).
 """
 import json
 import math
+import statistics
 from collections import namedtuple
 
 from ..errors import BadInput
@@ -33,11 +34,14 @@ def metric(kind):
 
 # One checked row: its kind (an experiment name), its key (a dict, lists as
 # tuples), its position for messages, and the numbers compared (None where
-# the result has none).
-Row = namedtuple("Row", "kind key where value samples lo hi")
+# the result has none): value, samples, lo, hi; `runs`, each run's value
+# where a row stands for several results (pooled).
+Row = namedtuple("Row", "kind key where value samples lo hi runs", defaults=(None,))
 # One checked file: its path, its command, {table name: {match key: Row}},
-# and the conditions it ran under (conditions()).
-Result = namedtuple("Result", "path command tables conditions", defaults=(None,))
+# and the conditions it ran under (conditions()); for several results pooled
+# into one side, `members` are those results.
+Result = namedtuple("Result", "path command tables conditions members",
+                    defaults=(None, None))
 
 
 def load(path):
@@ -149,6 +153,38 @@ def _check_row(shown, table, row, where):
     lo = _field(shown, where, row, m.lo)
     hi = _field(shown, where, row, m.hi)
     return Row(kind, key, where, value, samples, lo, hi)
+
+
+def pooled(results):
+    """Several results of one command as one side of a comparison: a Result
+    whose rows are those every result has, each with its runs' values
+    (`runs`), their median as its value and their [min, max] as its range.
+    One result is returned as it is."""
+    if len(results) == 1:
+        return results[0]
+    first = results[0]
+    for r in results[1:]:
+        if r.command != first.command:
+            raise BadInput(f"cannot pool {first.path} (a result of {first.command}) with "
+                           f"{r.path} (a result of {r.command}): one side's results must "
+                           "be of one command")
+    tables = {}
+    for name, rows in first.tables.items():
+        for match, row in rows.items():
+            same = [r.tables.get(name, {}).get(match) for r in results]
+            if any(x is None for x in same):
+                continue
+            values = None if any(x.value is None for x in same) else tuple(x.value for x in same)
+            tables.setdefault(name, {})[match] = row._replace(
+                value=values and statistics.median(values), samples=None,
+                lo=values and min(values), hi=values and max(values), runs=values)
+    return Result(" + ".join(r.path for r in results), first.command, tables, None,
+                  tuple(results))
+
+
+def members(result):
+    """The results a side holds: itself, or those pooled into it."""
+    return result.members or (result,)
 
 
 def _kind(shown, where, experiment, row):
