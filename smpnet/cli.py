@@ -100,11 +100,12 @@ def build_parser():
                     "MiB each; anything else is one line and exit code 2. "
                     "See docs/compare.md.")
     p.usage = ("smpnet-bench compare [--json] [--format {text,email}] "
-               "A.json B.json | A1.json [A2.json ...] -- B1.json [B2.json ...]")
+               "A.json B.json | A1.json [A2.json ...] -- B1.json [B2.json ...] "
+               "(--vs is the same as --)")
     p.add_argument("a", metavar="RESULT.json", nargs="+",
                    help="A.json B.json; or A's results, `--`, then B's (each side's runs "
                         "are judged against their own spread)")
-    p.add_argument("--vs", dest="b", metavar="B.json", nargs="+", default=[],
+    p.add_argument("--vs", dest="b", metavar="B.json", nargs="+", default=[], action="extend",
                    help="B's results, after A's (the same as `--`)")
     p.add_argument("--json", action="store_true",
                    help="print the comparison as JSON (the common envelope; results are "
@@ -222,7 +223,8 @@ def _compare_sides(argv):
     splits compare's sides becomes its --vs first."""
     if "compare" in argv and "--" in argv[argv.index("compare"):]:
         i = argv.index("--", argv.index("compare"))
-        return argv[:i] + ["--vs"] + argv[i + 1:]
+        if i > argv.index("compare") + 1:   # `compare -- A B`: the usual end of options
+            return argv[:i] + ["--vs"] + argv[i + 1:]
     return argv
 
 
@@ -238,8 +240,8 @@ def cmd_compare(args):
     differ = compare.not_comparable(a, b)   # judged once, for the rows and the notes
     rows = compare.compare(a, b, differ)   # a BadInput when nothing matches
     notes = compare.notes(a, b, rows, differ)
-    paths = {"a": a_paths if len(a_paths) > 1 else a.path,
-             "b": b_paths if len(b_paths) > 1 else b.path}
+    paths = {"a": [r.path for r in compare.members(a)] if len(a_paths) > 1 else a.path,
+             "b": [r.path for r in compare.members(b)] if len(b_paths) > 1 else b.path}
     env = report.envelope("compare", parse_cpus("all"), dict(paths, command=a.command),
                           rows, warnings=notes)
     _show(args, env, lambda: compare.text(rows, a.path, b.path, notes))

@@ -47,6 +47,8 @@ _Z975 = 1.959964
 
 def t975(df):
     """The 0.975 quantile of Student's t with `df` (>= 1) degrees of freedom."""
+    if df < 1:
+        raise ValueError(f"Student's t needs 1 degree of freedom or more, got {df}")
     if df <= len(_T975):
         return _T975[int(df) - 1]
     z = _Z975
@@ -58,12 +60,16 @@ def mean_diff_ci(a, b):
     variance pooled over both sides (a and b are runs of one
     machine: their spread is the machine's, whichever build ran), so one
     side may have a single value when the other has two or more. Returns
-    (delta, (low, high)); a ValueError with fewer than 3 values in all."""
+    (delta, (low, high)); a ValueError with fewer than 3 values in all, or
+    with no spread among them (copies of one run would make any difference,
+    however small, real)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     df = len(a) + len(b) - 2
     if len(a) == 0 or len(b) == 0 or df < 1:
         raise ValueError("the two sides need 3 values or more between them")
     ss = sum(float(((x - x.mean()) ** 2).sum()) for x in (a, b))
+    if ss == 0:
+        raise ValueError("no spread between the values: nothing to judge a difference by")
     half = t975(df) * math.sqrt(ss / df * (1 / len(a) + 1 / len(b)))
     d = float(a.mean() - b.mean())
     return d, (d - half, d + half)

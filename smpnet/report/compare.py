@@ -225,8 +225,13 @@ def _significant(ra, rb):
     - range: the two [min, max] do not overlap."""
     if ra.runs is not None or rb.runs is not None:
         x, y = ra.runs or (ra.value,), rb.runs or (rb.value,)
-        if len(x) + len(y) >= 3:
-            return _judged(stats.mean_diff_ci(y, x)[1], "runs")
+        if len(x) + len(y) < 3:
+            return None, None
+        try:
+            with np.errstate(all="ignore"):
+                return _judged(stats.mean_diff_ci(y, x)[1], "runs")
+        except ValueError:      # the runs do not spread at all: nothing to judge by
+            return None, None
     sa, sb = ra.samples, rb.samples
     if sa is not None and sb is not None:
         if min(len(sa), len(sb)) >= MIN_SAMPLES:
@@ -262,8 +267,8 @@ def _thin(samples):
 # What each judgement held as noise, in words (docs/compare.md)
 JUDGED_BY = {
     "runs": "between the runs of each side",
-    "bootstrap": "between the rounds of each run only (what moves between two runs is not "
-                 "in it: give several results a side, A1 A2 A3 -- B1 B2 B3)",
+    "bootstrap": "between the rounds of each run only, not between runs (for that, give "
+                 "several results a side: A1 A2 A3 -- B1 B2 B3)",
     "range": "by the [min, max] of each run",
 }
 
@@ -283,8 +288,8 @@ def text(rows, a_path, b_path, warnings=()):
         if r["judged_by"] in JUDGED_BY:
             how[r["judged_by"]] = how.get(r["judged_by"], 0) + 1
     if how:
-        out += "\n\nNoise judged " + "; ".join(
-            f"{JUDGED_BY[k]} ({n} row{'s' * (n != 1)})" for k, n in how.items()) + "."
+        out += "\n\n" + "\n".join(
+            f"Noise of {n} row{'s' * (n != 1)} judged {JUDGED_BY[k]}." for k, n in how.items())
     if warnings:
         out += "\n\nNot compared:\n" + "\n".join(f"  - {w}" for w in warnings)
     return out

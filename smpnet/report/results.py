@@ -6,7 +6,7 @@ what is wrong (docs/compare.md says the same for users).
 """
 import json
 import math
-import statistics
+import os
 from collections import namedtuple
 
 from ..errors import BadInput
@@ -162,7 +162,13 @@ def pooled(results):
     One result is returned as it is."""
     if len(results) == 1:
         return results[0]
-    first = results[0]
+    first, seen = results[0], {}
+    for r in results:
+        where = os.path.realpath(r.path) if os.path.exists(r.path) else r.path
+        if where in seen:
+            raise BadInput(f"{r.path}: {os.path.basename(r.path)} twice on one side (as "
+                           f"{seen[where]}): two copies of a run have no spread between them")
+        seen[where] = r.path
     for r in results[1:]:
         if r.command != first.command:
             raise BadInput(f"cannot pool {first.path} (a result of {first.command}) with "
@@ -176,10 +182,18 @@ def pooled(results):
                 continue
             values = None if any(x.value is None for x in same) else tuple(x.value for x in same)
             tables.setdefault(name, {})[match] = row._replace(
-                value=values and statistics.median(values), samples=None,
+                value=values and _median(values), samples=None,
                 lo=values and min(values), hi=values and max(values), runs=values)
     return Result(" + ".join(r.path for r in results), first.command, tables, None,
                   tuple(results))
+
+
+def _median(values):
+    """The median, its two middle values halved before they are added, so
+    that two values near a float's limit give no infinity."""
+    x = sorted(values)
+    k = len(x) // 2
+    return x[k] if len(x) % 2 else x[k - 1] / 2 + x[k] / 2
 
 
 def members(result):
