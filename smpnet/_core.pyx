@@ -45,7 +45,7 @@ from smpnet.kernel.spinlock cimport (spin_lock, spin_unlock, spin_lock_bh,
                                      spin_lock_variant, spin_unlock_variant, spin_lock_init,
                                      SPIN_NR_VARIANTS, spin_variant_names, VARIANT_PLAIN, VARIANT_BH,
                                      VARIANT_IRQ, VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK,
-                                     VARIANT_IRQ_DISABLE_BEFORE_LOCK)
+                                     VARIANT_IRQ_DISABLE_BEFORE_LOCK, _Q_PENDING_LOOPS)
 from smpnet.kernel.reference cimport ref_spin_lock_unlock
 from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lock_loop_t,
                                        tb_lock_loop_of, tb_cpu_loop_of, TB_VARIANT_IRQSAVE_NOPUSHF,

@@ -30,6 +30,8 @@ cdef inline void tsc_spin(smp_header *hdr, uint64_t cycles, uint64_t deadline) n
 # name -> enum value, from the headers' tables (SPIN_ALGO_TABLE, SPIN_VARIANT_TABLE)
 LOCK_ALGOS = c_enum(spin_algo_names, SPIN_NR_ALGOS)
 LOCK_VARIANTS = c_enum(spin_variant_names, SPIN_NR_VARIANTS)
+# qspinlock's polls of a pending -> locked hand-over before it queues (x86's)
+Q_PENDING_LOOPS = _Q_PENDING_LOOPS
 
 
 cdef int lock_init_checked(smp_header *hdr, spinlock_t *l, int algo,

@@ -85,7 +85,27 @@ static inline void ticket_unlock(spinlock_t *l)
 #define _Q_TAIL_MASK		0xffff0000U
 #define _Q_TAIL_OFFSET		16
 #define _Q_TAIL_CPU_OFFSET	18
-#define _Q_PENDING_LOOPS	1
+#define _Q_PENDING_OFFSET	8
+
+/* arch/x86/include/asm/qspinlock.h: x86 waits up to 512 polls for a
+ * pending -> locked hand-over before it queues (the generic value is 1),
+ * and sets the pending bit with one `lock btsl`, whose carry says whether
+ * it was set, then reads the rest of the word: no cmpxchg loop, which is
+ * what __atomic_fetch_or() compiles to when its old value is used. */
+#define _Q_PENDING_LOOPS	(1 << 9)
+
+static inline uint32_t queued_fetch_set_pending_acquire(spinlock_t *l)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned char was;
+
+	asm volatile("lock btsl %2, %0\n\tsetc %1"
+		     : "+m"(l->val), "=q"(was) : "I"(_Q_PENDING_OFFSET) : "memory", "cc");
+	return (was ? _Q_PENDING_VAL : 0) | (READ_ONCE(l->val) & ~_Q_PENDING_MASK);
+#else
+	return __atomic_fetch_or(&l->val, _Q_PENDING_VAL, __ATOMIC_ACQUIRE);
+#endif
+}
 
 static inline uint32_t encode_tail(int cpu, int idx)
 {
@@ -126,7 +146,7 @@ static __attribute__((noinline)) int queued_spin_lock_slowpath(struct cpu_ctx *c
 		goto queue;
 
 	/* trylock || pending */
-	val = __atomic_fetch_or(&l->val, _Q_PENDING_VAL, __ATOMIC_ACQUIRE);
+	val = queued_fetch_set_pending_acquire(l);
 	if (!(val & ~_Q_LOCKED_MASK)) {
 		/* we are pending: wait for the owner to go, then take over */
 		if (val & _Q_LOCKED_MASK)

@@ -11,6 +11,7 @@ cdef extern from "spinlock.h" nogil:
     enum: VARIANT_IRQSAVE_BEFORE_LOCK
     enum: VARIANT_IRQ_DISABLE_BEFORE_LOCK
     enum: SPIN_NR_VARIANTS
+    enum: _Q_PENDING_LOOPS
     const char *const spin_variant_names[]
 
     int spin_lock(cpu_ctx *c, spinlock_t *l)
