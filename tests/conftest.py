@@ -3,9 +3,15 @@ alive when it ends. A segment has no name, so a worker is the only thing
 that could keep one beyond its run (this process's own views of a segment
 go with it; `segment_holders` finds who maps one)."""
 import os
+import platform
+import re
+import shutil
+import subprocess
 
 import psutil
 import pytest
+
+X86 = platform.machine() in ("x86_64", "i386", "i686")
 
 
 def _segment_target(target):
@@ -74,3 +80,15 @@ def no_leaks():
 @pytest.fixture
 def allowed():
     return sorted(os.sched_getaffinity(0))
+
+
+@pytest.fixture(scope="session")
+def core_functions():
+    """{function name: its instructions} of the built extension, by
+    objdump (binutils, which gcc needs): what the C compiler really emitted."""
+    from smpnet import _core
+
+    assert shutil.which("objdump"), "objdump (binutils, with gcc) reads the built extension"
+    asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", _core.__file__],
+                         capture_output=True, text=True, check=True).stdout
+    return dict(re.findall(r"^[0-9a-f]+ <([^>]+)>:\n(.*?)(?:\n\n|\Z)", asm, re.S | re.M))

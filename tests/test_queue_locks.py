@@ -2,15 +2,13 @@
 per-CPU node for each lock held or waited for, found again at the unlock
 whatever the order of the unlocks, and always given back; ticket,
 qspinlock, MCS and CLH serve their waiters first come, first served."""
-import platform
 import re
-import shutil
-import subprocess
 import time
 
 import numpy as np
 import pytest
 
+from conftest import X86
 from smpnet import Machine, _core
 from smpnet.machine import layout
 
@@ -199,18 +197,12 @@ def test_initialising_a_lock_again_frees_the_nodes_left_marked_for_it(allowed, a
         assert nodes_in_use(m) == [0, 0]
 
 
-X86 = platform.machine() in ("x86_64", "i386", "i686")
-
-
 @pytest.mark.skipif(not X86, reason="x86's qspinlock (arch/x86/include/asm/qspinlock.h)")
-def test_qspinlock_is_x86s_pending_by_lock_btsl_after_512_polls():
+def test_qspinlock_is_x86s_pending_by_lock_btsl_after_512_polls(core_functions):
     """x86's _Q_PENDING_LOOPS (1 << 9, where the generic is 1), and its
     pending bit set by one `lock btsl $8` in the slow path as built here,
     not the cmpxchg loop of a fetch_or: read from the extension's code."""
     assert _core.Q_PENDING_LOOPS == 512
-    assert shutil.which("objdump"), "objdump (binutils, with gcc) reads the built extension"
-    asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", _core.__file__],
-                         capture_output=True, text=True, check=True).stdout
-    bodies = re.findall(r"<queued_spin_lock_slowpath[^>]*>:\n(.*?)\n\n", asm, re.S)
+    bodies = [b for f, b in core_functions.items() if f.startswith("queued_spin_lock_slowpath")]
     assert bodies, "queued_spin_lock_slowpath is not in the extension"
     assert all(re.search(r"lock btsl? +\$0x8,", b) for b in bodies)
