@@ -144,6 +144,28 @@ def test_a_locks_algorithm_and_id_live_in_the_side_table_not_in_its_word(allowed
         assert out[0][0] == 5 and int(m.region("locks")[0]["lock"]["val"]) == 5 * 0x10001
 
 
+def test_the_entry_a_cpu_keeps_is_used_for_its_own_lock_only(allowed):
+    """A CPU keeps the side-table entry it found last (spin_lock_info), so
+    one lock taken over and over is not searched for again; taking a second
+    lock must still find the second's: with pthread, the first's mutex
+    taken again by its holder would be refused (an error-checking mutex)
+    and a hint used for the wrong lock would show."""
+    with lock_machine([allowed[0]], n=2) as m:
+        reg = region(m)
+        for i in range(2):
+            _core.lock_init(m.segment.buf, reg, i, _core.LOCK_ALGOS["pthread"], i)
+        c = _core.Cpu(m.segment.buf, 0, lock_region=reg)
+        for _ in range(3):
+            c.spin_lock(0)
+            c.spin_lock(1, timeout=0.5)      # lock 0's mutex would be EDEADLK here
+            c.spin_unlock(0)
+            c.spin_unlock(1)
+        c.spin_lock(1)                        # each unlock released its own mutex
+        c.spin_lock(0, timeout=0.5)
+        c.spin_unlock(1)
+        c.spin_unlock(0)
+
+
 def test_a_full_side_table_is_one_clear_error(allowed):
     per = layout.LOCK_INFO_PER_CPU
     with lock_machine([allowed[0]], n=per + 1) as m:

@@ -22,6 +22,7 @@
 /* What one emulated CPU carries through its run: process-private, on the
  * worker's stack. The per-CPU records it points at are in shared memory. */
 struct net_ctx;
+struct lock_info;
 
 struct cpu_ctx {
 	struct smp_header *hdr;
@@ -38,6 +39,9 @@ struct cpu_ctx {
 	int lock_algo;			/* the algorithm of every lock this CPU takes by the
 					 * kernel's names (spinlock.h's spin_algo()), as a
 					 * kernel is built with one; -1: each lock's own */
+	struct lock_info *last_lock_info;	/* the side-table entry this CPU found
+					 * last (lockdep.h's spin_lock_info()), checked by
+					 * its key before use; NULL: none yet */
 };
 
 static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int cpu,
@@ -55,6 +59,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->ipi_send_cost = 0;
 	c->irq_entry_cycles = 0;
 	c->lock_algo = -1;
+	c->last_lock_info = NULL;
 }
 
 static inline int smp_should_stop(const struct smp_header *hdr)

@@ -233,19 +233,18 @@ static inline void queued_spin_unlock(spinlock_t *l)
 /* ---------------------------------------------------------------- pthread */
 
 /* The uncontended path is one trylock (glibc's lock fast path is the same
- * cmpxchg) on the mutex in the lock's side-table entry, found by a hash
- * lookup first; a contended waiter sleeps in the futex 10 ms at a time, so
+ * cmpxchg) on the mutex in the lock's side-table entry (spin_lock_info(),
+ * searched once and then kept by the CPU); a contended waiter sleeps in the futex 10 ms at a time, so
  * it still notices the stop flag. */
-static inline pthread_mutex_t *lock_mutex(const struct cpu_ctx *c, const spinlock_t *l)
+static inline pthread_mutex_t *lock_mutex(struct cpu_ctx *c, const spinlock_t *l)
 {
 	return &spin_lock_info(c, l)->mutex;
 }
 
-static __attribute__((noinline)) int pthread_lock(struct cpu_ctx *c, spinlock_t *l)
+static __attribute__((noinline)) int pthread_lock_slowpath(struct cpu_ctx *c,
+							     pthread_mutex_t *m, int rc)
 {
-	pthread_mutex_t *m = lock_mutex(c, l);
 	struct timespec ts;
-	int rc = pthread_mutex_trylock(m);
 
 	while (rc == EBUSY || rc == ETIMEDOUT) {
 		if (spin_wait(c))
@@ -266,6 +265,17 @@ static __attribute__((noinline)) int pthread_lock(struct cpu_ctx *c, spinlock_t 
 		atomic_set(&c->hdr->stop, 1);
 	}
 	return -1;			/* EDEADLK (recursion) and the rest */
+}
+
+/* The fast path inline, as the other algorithms': one trylock. */
+static inline int pthread_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	pthread_mutex_t *m = lock_mutex(c, l);
+	int rc = pthread_mutex_trylock(m);
+
+	if (likely(rc == 0))
+		return 0;
+	return pthread_lock_slowpath(c, m, rc);
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -330,7 +340,7 @@ static __always_inline void __arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l,
 /* The algorithm of a lock the caller did not name: the CPU's (c->lock_algo,
  * set by the loops that run one algorithm throughout, as a kernel is built
  * with one) or, when that is -1, the lock's side-table entry's. */
-static inline int spin_algo(const struct cpu_ctx *c, const spinlock_t *l)
+static inline int spin_algo(struct cpu_ctx *c, const spinlock_t *l)
 {
 	if (likely(c->lock_algo >= 0))
 		return c->lock_algo;
