@@ -22,7 +22,7 @@ except ImportError:
 FACT_KEYS = {
     "cpu_model", "arch", "cpu_flags", "allowed_cpus", "selected_cpus",
     "online_cpus", "smt_siblings", "numa_nodes", "hypervisor", "governor",
-    "turbo", "isolcpus", "nohz_full", "kernel", "python", "numpy", "psutil",
+    "turbo", "isolcpus", "nohz_full", "kernel", "kernel_build", "python", "numpy", "psutil",
 }
 
 CPUINFO_X86 = """\
@@ -168,6 +168,8 @@ def test_missing_tree_is_not_an_error(tmp_path):
     assert facts["hypervisor"] is None
     assert facts["governor"] == {}
     assert facts["turbo"] is None
+    assert facts["kernel_build"] == {"source": None, "options": {}, "calls": None,
+                                     "inline": None, "return_thunk": {}}
     assert facts["isolcpus"] == []
     assert facts["nohz_full"] == []
 

@@ -1,6 +1,8 @@
 """The machine fact behind each verdict's size (verdict_facts.py), built
 from synthetic rows: what is asserted is what the verdicts and reports say,
 never a timing."""
+import gzip
+
 import pytest
 
 from smpnet import run_all
@@ -138,3 +140,30 @@ def test_all_says_each_seeds_machine_fact_under_the_table_within_80_columns_by_m
         mail = plaintext.render(run_all.text(env, []), env["machine"])
     assert max(len(line) for line in mail.splitlines()) <= plaintext.EMAIL_WIDTH
     assert "flags save (pushf;" in mail
+
+
+def test_seed_003_names_the_entry_points_this_hosts_kernel_calls(tmp_path, monkeypatch):
+    """From a kernel config: on a PREEMPTION build (no INLINE_SPIN_*), all
+    four of the seed's entry points are calls; with INLINE_SPIN_UNLOCK_IRQ
+    (a build without PREEMPTION), spin_unlock_irq is inline; without any
+    readable config the fact says the build is not known."""
+    from smpnet.machine import kernel_build
+    (tmp_path / "proc").mkdir()
+    for config, calls in (("CONFIG_PREEMPTION=y\nCONFIG_UNINLINE_SPIN_UNLOCK=y\n",
+                           list(verdict_facts.SEED_003_ENTRY_POINTS)),
+                          ("# CONFIG_PREEMPTION is not set\nCONFIG_INLINE_SPIN_UNLOCK_IRQ=y\n",
+                           ["spin_lock_irqsave", "spin_unlock_irqrestore", "spin_lock_irq"])):
+        with gzip.open(tmp_path / "proc" / "config.gz", "wt") as f:
+            f.write(config)
+        build = kernel_build.kernel_build(str(tmp_path))
+        assert build["source"] == "/proc/config.gz"
+        assert ("spin_unlock" in build["calls"]) == ("UNINLINE_SPIN_UNLOCK=y" in config)
+        fact = verdict_facts.pushf_pop(None, "Test CPU", build)
+        assert fact["host_calls"] == calls
+        assert (f"this host's kernel (/proc/config.gz) calls {', '.join(calls)} out of line"
+                in verdict_facts.line(fact))
+    (tmp_path / "proc" / "config.gz").unlink()
+    build = kernel_build.kernel_build(str(tmp_path), release="no-such-release")
+    assert build["source"] is None and build["calls"] is None
+    fact = verdict_facts.pushf_pop(None, "Test CPU", build)
+    assert fact["host_calls"] is None and "build is not known" in verdict_facts.line(fact)

@@ -1,7 +1,10 @@
 """info: the machine's facts, what makes timings unreliable here (like
 pyperf system show), and what a timestamp and an empty loop iteration cost,
 measured now: every later figure carries them."""
+import textwrap
+
 from ..experiment import Experiment, Metric, Outcome
+from ..machine import kernel_build
 from ..machine.cpus import format_cpus
 from ..measure.time_bench import time_bench
 
@@ -47,6 +50,11 @@ def text(env, extra):
         ("isolcpus", cpulist(f["isolcpus"])),
         ("nohz_full", cpulist(f["nohz_full"])),
         ("Kernel", f["kernel"]),
+        ("Kernel's locks", kernel_build.describe(f["kernel_build"]) if "kernel_build" in f
+         else "not recorded"),
+        ("Return thunk", "; ".join(f"{k}: {v}" for k, v in
+                                   f.get("kernel_build", {}).get("return_thunk", {}).items())
+         or "not reported"),
         ("Python", f["python"]),
         ("Cython", f"{f['cython']} (built with)"),
         ("numpy", f["numpy"]),
@@ -54,7 +62,9 @@ def text(env, extra):
         ("smpnet", f["smpnet"]),
     ]
     width = max(len(k) for k, _ in facts)
-    lines = [f"{k.ljust(width)}  {v}" for k, v in facts]
+    # long values (the CPU flags, the kernel's locks) wrap under their column
+    lines = [textwrap.fill(f"{k.ljust(width)}  {v}", 80, subsequent_indent=" " * (width + 2),
+                           break_on_hyphens=False) for k, v in facts]
     lines.append("")
     lines.append("Timer costs, measured now (median of rounds, per iteration):")
     for r in env["results"]:

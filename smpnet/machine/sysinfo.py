@@ -16,6 +16,7 @@ import re
 import numpy
 
 from .cpus import parse_cpulist
+from .kernel_build import kernel_build
 
 try:
     import psutil
@@ -199,6 +200,7 @@ def machine_facts(cpus, root="/"):
         "isolcpus": _read_cpulist(root, CPU_DIR + "/isolated"),
         "nohz_full": _read_cpulist(root, CPU_DIR + "/nohz_full"),
         "kernel": platform.release(),
+        "kernel_build": kernel_build(root),
         "python": platform.python_version(),
         "numpy": numpy.__version__,
         "psutil": psutil.__version__ if psutil is not None else None,

@@ -21,7 +21,7 @@ with its reason:
 `line(fact)` says one in a sentence; report.verdict_lines prints it under
 the verdict's figure and run_all under the verdict table.
 """
-from ..machine import sysinfo
+from ..machine import kernel_build, sysinfo
 from ..seeds import SEED_MACHINE
 from . import calibration
 
@@ -33,13 +33,25 @@ PHASE_MEANS = {
 }
 
 
-def pushf_pop(control, cpu=None):
+# The entry points seed 003 compares (irqsave's pair against irq's)
+SEED_003_ENTRY_POINTS = ("spin_lock_irqsave", "spin_unlock_irqrestore", "spin_lock_irq",
+                         "spin_unlock_irq")
+
+
+def pushf_pop(control, cpu=None, build=None):
     """Seed 003's fact from a verdict's `pushf_control` (None: irqsave's
-    control did not run, and the cost is not known)."""
+    control did not run, and the cost is not known), with which of the
+    seed's entry points this host's kernel calls out of line (`build`:
+    kernel_build.kernel_build(), read here when not given): smpnet times
+    them inline, so a call's cost is in the kernel's figure, not in its."""
     seed = SEED_MACHINE["003"]
+    build = kernel_build.kernel_build() if build is None else build
     fact = {"fact": "pushf_pop", "what": "flags save (pushf; pop)",
             "cpu": cpu or sysinfo.cpu_model(), "cycles": None, "interval": None, "unit": "cycles",
-            "seed_cpu": seed["cpu"], "seed_cycles": seed["cycles"]}
+            "seed_cpu": seed["cpu"], "seed_cycles": seed["cycles"],
+            "host_build_source": build["source"],
+            "host_calls": None if build["calls"] is None else
+            [e for e in SEED_003_ENTRY_POINTS if e in build["calls"]]}
     if control and control.get("pushf_pop_cycles") is not None:
         fact.update(cycles=control["pushf_pop_cycles"],
                     interval=list(control["pushf_pop_interval"]))
@@ -81,6 +93,20 @@ def tick(hz, phase, timer_median_ticks):
             "seed_hz": seed["hz"], "seed_first_ms": seed["first_ms"]}
 
 
+def _host_calls(fact):
+    """Seed 003's fact's last clause: the host kernel's calls, which smpnet inlines."""
+    if "host_calls" not in fact:            # a result written before it was recorded
+        return ""
+    if fact["host_calls"] is None:
+        return "; this host's kernel build is not known (no config readable)"
+    calls = fact["host_calls"]
+    where = f"this host's kernel ({fact['host_build_source']})"
+    if not calls:
+        return f"; {where} inlines all four, as smpnet does"
+    return (f"; {where} calls {', '.join(calls)} out of line, which smpnet times inline: "
+            "a call and its return are in the kernel's cost and not in smpnet's")
+
+
 def _cycles(x):
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
 
@@ -92,10 +118,11 @@ def line(fact):
         seed = f"the seed's {fact['seed_cycles']:g} on the {fact['seed_cpu']}"
         if fact["cycles"] is None:
             return (f"this CPU's {fact['what']} was not measured ({fact['cpu']}: irqsave's "
-                    f"control did not run); {seed}")
+                    f"control did not run); {seed}" + _host_calls(fact))
         lo, hi = fact["interval"]
         return (f"this CPU's {fact['what']} costs {_cycles(fact['cycles'])} "
-                f"[{_cycles(lo)} .. {_cycles(hi)}] cycles ({fact['cpu']}) against {seed}")
+                f"[{_cycles(lo)} .. {_cycles(hi)}] cycles ({fact['cpu']}) against {seed}"
+                + _host_calls(fact))
     if kind == "tcp_rr":
         seed = (f"the seed's tbench transaction on {fact['seed_machine']} ran that year's whole "
                 f"TCP stack, " + ("its cost not given" if fact["seed_cycles"] is None
