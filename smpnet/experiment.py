@@ -77,9 +77,12 @@ def parse_list(text, known, what):
     """'a,b' -> ['a', 'b'] checked against `known`; 'all' -> all of them."""
     if text is None or text.strip() == "all":
         return list(known)
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
+    items = [t.strip() for t in text.split(",")]
+    if not any(items):
         raise BadInput(f"empty {what} list (choose from {', '.join(known)}, or all)")
+    if not all(items):      # 'none,,irq': a name left out, as numeric lists refuse it
+        raise BadInput(f"an empty {what} name in {text!r} (choose from "
+                       f"{', '.join(known)}, or all)")
     for t in items:
         if t not in known:
             raise BadInput(f"unknown {what} {t!r} (choose from {', '.join(known)}, or all)")

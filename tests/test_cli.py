@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from smpnet import BadInput
 from smpnet.cli import main
 
 MACHINE_KEYS = {"cpu_model", "allowed_cpus", "tsc_hz", "tsc_source", "hypervisor", "kernel"}
@@ -123,3 +124,12 @@ def test_a_failed_output_is_reported_when_stdout_s_reader_has_left(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path, env=env)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.strip().startswith("smpnet-bench: cannot write --output /dev/full: ")
+
+
+@pytest.mark.parametrize("text", ["none,,irq", "irq,", ",irq", "irq, ,none"])
+def test_a_name_list_with_an_empty_item_is_refused(text):
+    """As the numeric lists refuse '1,,2': a name left out is a typo, not a choice."""
+    from smpnet.experiment import parse_list
+    with pytest.raises(BadInput, match="an empty strategy name"):
+        parse_list(text, ("none", "irq", "irqsave"), "strategy")
+    assert parse_list(" none , irq ", ("none", "irq"), "strategy") == ["none", "irq"]

@@ -460,6 +460,7 @@ def test_long_holds_end_at_the_deadline(allowed, oversubscribe):
 
 @pytest.mark.parametrize("argv", [
     ["--algo", "rwlock"], ["--algo", ""], ["--variant", "irqsafe"], ["--algo", "tas,tas"],
+    ["--algo", "tas,,ttas"], ["--variant", "plain,"],
     ["--loops", "0"], ["--loops", "x"], ["--rounds", "0"], ["--duration", "-1"],
     ["--hold-cycles", "-1"], ["--restore", "iret"], ["--ncpus", "2"],
     ["--contended", "--ncpus", "99"], ["--contended", "--ncpus", "99999", "--oversubscribe"],

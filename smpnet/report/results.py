@@ -152,7 +152,13 @@ def _check_row(shown, table, row, where):
             raise BadInput(f"{shown}: {where}: {m.samples} is not a list of finite numbers")
     lo = _field(shown, where, row, m.lo)
     hi = _field(shown, where, row, m.hi)
+    if lo is not None and hi is not None and lo > hi:
+        raise BadInput(f"{shown}: {where}: {_name(m.lo)} {lo!r} is above {_name(m.hi)} {hi!r}")
     return Row(kind, key, where, value, samples, lo, hi)
+
+
+def _name(field):
+    return field if isinstance(field, str) else ".".join(field)
 
 
 def pooled(results):
@@ -259,7 +265,7 @@ def _field(shown, where, row, field, required=False):
     the field is missing (if required) or holds anything but a number."""
     if field is None:
         return None
-    name = field if isinstance(field, str) else ".".join(field)
+    name = _name(field)
     if isinstance(field, tuple):   # (object field, its member), as arp's first_ms.median
         outer = row.get(field[0])
         if field[0] not in row and required:
