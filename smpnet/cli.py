@@ -312,7 +312,12 @@ def main(argv=None):
     old = {sig: signal.signal(sig, interrupt) for sig in process.INTERRUPTS}
     try:
         parser = build_parser()
-        args = parser.parse_args(_compare_sides(sys.argv[1:] if argv is None else list(argv)))
+        args, extra = parser.parse_known_args(
+            _compare_sides(sys.argv[1:] if argv is None else list(argv)))
+        if extra:   # argparse finds them at the top: point at the subcommand's help
+            where = f"{parser.prog} {args.command}" if getattr(args, "command", None) \
+                else parser.prog
+            raise BadInput(f"unrecognized arguments: {' '.join(extra)} (see {where} --help)")
         if args.json and args.format != "text":
             raise BadInput(f"--json and --format {args.format}: choose one")
         return args.func(args)

@@ -133,3 +133,10 @@ def test_a_name_list_with_an_empty_item_is_refused(text):
     with pytest.raises(BadInput, match="an empty strategy name"):
         parse_list(text, ("none", "irq", "irqsave"), "strategy")
     assert parse_list(" none , irq ", ("none", "irq"), "strategy") == ["none", "irq"]
+
+
+def test_an_unknown_argument_points_at_its_subcommands_help(capsys):
+    assert main(["all", "--duration", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["smpnet-bench: unrecognized arguments: --duration 1 "
+                   "(see smpnet-bench all --help)"]

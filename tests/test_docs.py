@@ -59,3 +59,15 @@ def test_every_stage_of_all_has_its_row_in_all_md():
     rows = re.findall(r"^\| `(\w+)` \|", text, re.M)
     assert [r for r in rows if r in {e.name for e in EXPERIMENTS}] == \
         [e.name for e in run_all.stages()]
+
+
+def test_the_api_pages_first_example_runs_as_written(capsys):
+    """docs/api.md's example, run as a reader would paste it: it ends by
+    printing its verdict, so too few rounds for one fails here."""
+    text = (ROOT / "docs" / "api.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    exec(compile(code, "docs/api.md", "exec"), {})
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    measured, interval = last.split(" ", 1)
+    lo, hi = (float(x) for x in interval.strip("[]").split(","))
+    assert lo <= float(measured) <= hi
