@@ -114,7 +114,8 @@ def test_plot_without_matplotlib_says_how_to_install(capsys, monkeypatch, tmp_pa
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     assert main(["all", "--quick", "--plot", str(tmp_path / "p")]) == 2
     err = capsys.readouterr().err
-    assert "pip install 'smpnet[plot]'" in err and len(err.strip().splitlines()) == 1
+    assert "pip install matplotlib" in err and "'.[plot]' in a clone" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 # ------------------------------------------------------------------ compare

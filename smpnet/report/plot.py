@@ -9,7 +9,11 @@ import tempfile
 
 from ..errors import BadInput
 
-INSTALL = "pip install 'smpnet[plot]'"
+# Whether smpnet came from a clone ('.[plot]') or an index ('smpnet[plot]')
+# its metadata does not reliably say (an editable install from a clone has
+# no direct_url), so the hint names matplotlib itself and both extras.
+INSTALL = ("pip install matplotlib (the plot extra: pip install '.[plot]' in a clone of smpnet, "
+           "or pip install 'smpnet[plot]')")
 
 
 def require():
