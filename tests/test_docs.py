@@ -71,3 +71,25 @@ def test_the_api_pages_first_example_runs_as_written(capsys):
     measured, interval = last.split(" ", 1)
     lo, hi = (float(x) for x in interval.strip("[]").split(","))
     assert lo <= float(measured) <= hi
+
+
+def test_compares_table_of_rows_is_each_experiments_metric():
+    """docs/compare.md's table: per experiment, its key fields, its value and
+    its samples, as its Metric (what compare really matches and judges)."""
+    text = (ROOT / "docs" / "compare.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`"):
+            rows[re.match(r"`(\w+)`", cells[0]).group(1)] = cells
+    assert set(rows) == {e.name for e in EXPERIMENTS}
+    for e in EXPERIMENTS:
+        _, keys, value, noise = rows[e.name]
+        m = e.metric
+        assert re.findall(r"`(\w+)`", keys) == list(m.keys), e.name
+        shown = m.value if isinstance(m.value, str) else ".".join(m.value)
+        assert value == f"`{shown}`", e.name
+        if m.samples:
+            assert noise.startswith(f"`{m.samples}`"), e.name
+        else:
+            assert noise.startswith("no samples"), e.name
