@@ -478,6 +478,29 @@ def test_a_file_removed_during_the_run(tmp_path, saved_dir):
     assert not (tmp_path / "a").exists() and (tmp_path / "b").read_text() == "x"
 
 
+def test_a_full_disk_leaves_an_in_place_file_whole(tmp_path, saved_dir, monkeypatch):
+    """A hard-linked --output on a disk with no room: the space is reserved
+    before a byte is overwritten, so the reservation fails and the old file
+    (and its link) stays whole, the result saved elsewhere. (Written first
+    and reserved after, the old bytes would be gone.)"""
+    import errno
+    from smpnet.report import output_writers
+
+    old = json.dumps({"old": "x" * 6000})
+    (tmp_path / "a").write_text(old)
+    os.link(tmp_path / "a", tmp_path / "b")
+    t = output.prepare(str(tmp_path / "a"))
+    assert t.kind == output.IN_PLACE
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(output_writers.os, "posix_fallocate", full)
+    with pytest.raises(OutputFailed, match="No space left on device") as e:
+        output.write(ENV, t)
+    assert json.loads(open(e.value.saved).read()) == ENV
+    assert (tmp_path / "a").read_text() == (tmp_path / "b").read_text() == old
+
+
 def test_a_directory_removed_during_the_run(tmp_path, saved_dir):
     (tmp_path / "d").mkdir()
     t = output.prepare(str(tmp_path / "d" / "r.json"))

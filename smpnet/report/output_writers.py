@@ -61,11 +61,30 @@ def _write_in_place(t, data, timeout):
     # no O_CREAT: a file removed during the run is an error (its links would
     # not see a new one), and no O_TRUNC: truncated after the write instead
     fd = os.open(t.real, os.O_WRONLY | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
+    try:
+        _reserve(fd, len(data))
+    except BaseException:
+        os.close(fd)
+        raise
 
     def finish(fd):
         os.ftruncate(fd, len(data))
         os.fsync(fd)
     _write_opened(fd, data, None, stat.S_ISREG, "a regular file", finish)
+
+
+def _reserve(fd, size):
+    """The blocks for `size` bytes, before a byte of the old file is
+    overwritten: on a full disk the write fails here, the old file whole
+    (and write() saves the result elsewhere). A filesystem that cannot
+    reserve (EOPNOTSUPP, EINVAL) is written as before."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode) or size == 0:
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
 
 
 def _write_fd(t, data, timeout):
