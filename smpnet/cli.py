@@ -146,7 +146,7 @@ def cmd_experiment(args):
                           facts=facts)
     _emit(args, env, lambda: e.text(env, out.extra)
           + ("" if e.own_warnings else report.warnings_text(warnings)))
-    problems = _broken(e.invariant_failures(out.rows))
+    problems = _broken(e.invariant_failures(out.rows)) + out.failures
     if picture is not None and out.rows:   # after the result is saved: a picture is extra
         from .report import plot
         try:

@@ -37,6 +37,7 @@ class Outcome:
     verdicts: list = field(default_factory=list)
     warnings: list = field(default_factory=list)   # e.g. why there is no verdict
     extra: dict = field(default_factory=dict)      # for the text, and kept in an `all` stage
+    failures: list = field(default_factory=list)   # what failed once the figures were in: exit 1
 
 
 def _nothing(*args):

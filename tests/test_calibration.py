@@ -1,6 +1,7 @@
 """Calibration profiles: they round-trip, bad ones are refused in one line,
 and loading one changes what the models charge. Behaviour, not timing."""
 import json
+import tempfile
 
 import pytest
 
@@ -157,3 +158,34 @@ def test_a_profile_that_never_ends_is_refused_not_read_for_ever(capsys):
     assert main(["loopback", "--calibration", "/dev/zero", "--repeat", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("smpnet-bench: --calibration /dev/zero: ")
+
+
+def test_a_save_path_gone_during_the_run_loses_neither_the_run_nor_the_profile(
+        tmp_path, capsys, allowed, monkeypatch):
+    """--save's directory removed while kernel runs: the rows are printed,
+    the profile goes to a new file that the one line names (rc 1), and the
+    text does not say it was written where asked."""
+    from smpnet.experiments import kernel
+
+    d = tmp_path / "d"
+    d.mkdir()
+    real_save = kernel.save_profile
+
+    def save_after_rmdir(path, text):
+        d.rmdir()
+        return real_save(path, text)
+    monkeypatch.setattr(kernel, "save_profile", save_after_rmdir)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["kernel", "--transactions", "50", "--rounds", "1", "--trials", "1",
+                 "--cpus", str(allowed[0]), "--save", str(d / "p.json")]) == 1
+    out = capsys.readouterr().out
+    assert "same-cpu" in out and "calibration profile written to" not in out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("calibration profile not written")]
+    saved = line.split("it was saved to ")[1]
+    assert calibration.load(saved)["tcp_rr"]["same-cpu"]["cycles"] > 0
+
+
+def test_save_and_output_on_one_file_are_refused(tmp_path, capsys):
+    p = str(tmp_path / "p.json")
+    assert main(["kernel", "--save", p, "--output", p]) == 2
+    assert "the result would overwrite the profile" in capsys.readouterr().err

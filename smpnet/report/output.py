@@ -110,6 +110,11 @@ def save(env):
     return _save((dumps(env) + "\n").encode(), _command(env))
 
 
+def save_text_elsewhere(text, command):
+    """Save TEXT (not an envelope) where save() would; its path, or None."""
+    return _save(text.encode(), command)
+
+
 def _command(env):
     """The command's name, safe in a file name."""
     return re.sub(r"[^\w.-]", "_", str(env.get("command", "result")))

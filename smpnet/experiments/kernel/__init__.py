@@ -18,7 +18,7 @@ import os
 import socket
 
 from ... import _core
-from ...errors import BadInput, RunFailed
+from ...errors import BadInput, OutputFailed, RunFailed
 from ...experiment import Experiment, Metric, Outcome, bounded
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
@@ -71,6 +71,10 @@ def params(args, cpus):
             output.prepare(args.save).close()
         except BadInput as e:
             raise BadInput(str(e).replace("--output", "--save", 1)) from None
+        out = getattr(args, "output", None)
+        if out is not None and os.path.realpath(out) == os.path.realpath(args.save):
+            raise BadInput(f"--save and --output are the same file ({args.save}): the result "
+                           "would overwrite the profile")
     return _params(cpus, args.transactions, args.rounds, args.trials, args.count, args.save)
 
 
@@ -182,8 +186,28 @@ def run(cpus, p, progress=None):
                         f"{stats.MIN_SAMPLES} or more")
     out = Outcome(p, rows + veth_part(cpus, p, progress, warnings), [], warnings)
     if p.get("save"):
-        output.write(calibration.dumps(profile(cpus, p, out)), output.prepare(p["save"]))
+        failed = save_profile(p["save"], calibration.dumps(profile(cpus, p, out)))
+        if failed:
+            out.params = dict(p, save_failed=failed)
+            out.warnings.append(failed)
+            out.failures.append(failed)
     return out
+
+
+def save_profile(path, text):
+    """Write the profile to --save PATH, checked again now (its directory may
+    have gone during the run); where it cannot go there, to a new file in
+    the temporary directory. None, or the line that says where it went."""
+    try:
+        output.write(text, output.prepare(path))
+        return None
+    except BadInput as e:           # PATH can no longer take it: it goes elsewhere
+        saved = output.save_text_elsewhere(text, "kernel-profile")
+        why = str(e).replace("--output", "--save", 1)
+    except OutputFailed as e:       # the write failed: output saved it already
+        saved, why = e.saved, str(e).replace("--output", "--save", 1).split("; the result")[0]
+    return (f"calibration profile not written: {why}; "
+            + (f"it was saved to {saved}" if saved else "it could not be saved anywhere"))
 
 
 def veth_part(cpus, p, progress, warnings):
@@ -222,7 +246,9 @@ def text(env, extra):
     if p.get("neigh_model"):
         lines.append("ARP neighbour defaults: this host's, A's veth0's, the model's (core/arp.pyx)")
         lines.append(ping_veth.neigh_text(p))
-    if p.get("save"):
+    if p.get("save_failed"):
+        lines.append(p["save_failed"])
+    elif p.get("save"):
         lines.append(f"calibration profile written to {p['save']} (give it to loopback, arp "
                      f"or all with --calibration {p['save']})")
     return "\n".join(lines)
