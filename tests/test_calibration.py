@@ -189,3 +189,23 @@ def test_save_and_output_on_one_file_are_refused(tmp_path, capsys):
     p = str(tmp_path / "p.json")
     assert main(["kernel", "--save", p, "--output", p]) == 2
     assert "the result would overwrite the profile" in capsys.readouterr().err
+
+
+def test_a_calibrated_packet_count_is_estimated_at_the_charged_rate(tmp_path):
+    """--packets with a profile: each packet is charged up to a transaction's
+    12,000 cycles, so 10^9 packets cannot be estimated at the raw model's
+    10 M packets/s (100 s a side, allowed) but at most tsc_hz / 12,000 a
+    second: over the one-hour rule, so refused without --long."""
+    from smpnet import bounds
+    from smpnet.experiments import loopback
+    from smpnet.machine import tsc
+
+    _, path = profile(tmp_path)
+    cal = calibration.load(path)
+    assert loopback.packet_rate(None) == loopback.TYPICAL_PPS
+    assert loopback.packet_rate(cal) == pytest.approx(min(loopback.TYPICAL_PPS,
+                                                          tsc.tsc_hz() / 12000.0))
+    p = {"mode": ["netif_rx"], "ack_storm": False, "ncpus": 1, "repeat": 1,
+         "packets": 10 ** 9, "duration_s": None, "scaling": False}
+    assert loopback.seconds(dict(p, calibration=None), [0]) < bounds.LONG_RUN_S
+    assert loopback.seconds(dict(p, calibration=cal), [0]) > bounds.LONG_RUN_S

@@ -480,3 +480,20 @@ def test_defer_text_when_a_strategy_never_flushes(capsys):
 def test_defer_needs_two_cpus(capsys, allowed):
     assert main(["defer", "--cpus", str(allowed[0])]) == 2
     assert "at least 2 CPUs" in capsys.readouterr().err
+
+
+def test_dear_ipis_are_in_the_estimate():
+    """20,000,000 skbs with IPIs of 10^7 cycles each way: at most defer_max / 2
+    skbs an IPI, so hours, not the seconds of the typical rate; without
+    IPI costs given the typical rate stands."""
+    from smpnet import bounds
+    from smpnet.experiments import defer as d
+    from smpnet.machine import tsc
+
+    p = {"strategy": ["irq"], "repeat": 1, "skbs": 20_000_000, "duration_s": None, "ncpus": 2,
+         "defer_max": d.DEFER_MAX}
+    assert d.seconds(p, [0, 1]) < 60
+    dear = dict(p, ipi_cycles=[10 ** 7], ipi_entry_cycles=10 ** 7)
+    assert d.skb_rate(dear["ipi_cycles"], 10 ** 7, d.DEFER_MAX) == pytest.approx(
+        tsc.tsc_hz() * (d.DEFER_MAX // 2) / 2e7)
+    assert d.seconds(dear, [0, 1]) > bounds.LONG_RUN_S

@@ -11,7 +11,7 @@ from ... import _core
 from ...bounds import MAX_DEFER_MAX, MAX_REPEAT, MAX_SKBS
 from ...errors import BadInput, RunFailed
 from ...experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
-from ...machine import layout, machine
+from ...machine import layout, machine, tsc
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
 from ...measure import stats
@@ -68,12 +68,23 @@ def defer_sides(strategies):
             for x in ([s, AA] if s == "irq" and "irqsave" in strategies else [s])]
 
 
+def skb_rate(ipi_cycles, ipi_entry_cycles, defer_max):
+    """skbs a second for an estimate: TYPICAL_SKBS_PER_S, or with IPI costs
+    given no more than defer_max / 2 skbs (the kernel's kick comes when a
+    CPU's list reaches half of defer_max) per IPI sent and taken, at this
+    TSC: both costs added, the dearest point of a sweep, so it errs high."""
+    given = [c for c in ipi_cycles if isinstance(c, (int, float))]
+    per_ipi = (max(given) if given else 0) + (ipi_entry_cycles or 0)
+    if not per_ipi:
+        return TYPICAL_SKBS_PER_S
+    return min(TYPICAL_SKBS_PER_S, tsc.tsc_hz() * max(1, defer_max // 2) / per_ipi)
+
+
 def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, real_cpus=2,
-                     n_points=1):
+                     n_points=1, rate=TYPICAL_SKBS_PER_S):
     """The whole experiment: every run at every IPI cost, then the
     uncontended per-op suite."""
-    work = machine.work_seconds(skbs, duration or (None if skbs else DURATION),
-                                TYPICAL_SKBS_PER_S)
+    work = machine.work_seconds(skbs, duration or (None if skbs else DURATION), rate)
     return (n_points * n_strategies * repeat * machine.run_seconds(work, ncpus, real_cpus,
                                                                    bool(skbs))
             + lockbench.suite_seconds(len(OP_PLAN), rounds=OP_ROUNDS))
@@ -271,8 +282,10 @@ def params(args, cpus):
 
 
 def seconds(p, cpus):
+    ipi = p.get("ipi_cycles", [MEASURED])
     return estimate_seconds(len(defer_sides(p["strategy"])), p["repeat"], p["skbs"], p["duration_s"],
-                            p["ncpus"], len(cpus), len(p.get("ipi_cycles", [MEASURED])))
+                            p["ncpus"], len(cpus), len(ipi),
+                            skb_rate(ipi, p.get("ipi_entry_cycles"), p["defer_max"]))
 
 
 def _run(cpus, p, progress=None):

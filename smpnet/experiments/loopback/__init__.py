@@ -20,6 +20,7 @@ from ...experiment import Experiment, Metric, Outcome, add_amount, bounded, pars
 from ...machine import layout, machine
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
+from ...machine import tsc
 from ...measure import calibration
 from ...report.report import table
 from ..common import net
@@ -66,9 +67,18 @@ def validate(ncpus, packets, duration, size, repeat, protocol, ack_storm, calibr
         raise BadInput(f"--repeat {repeat}: give 1 to {MAX_REPEAT}")
 
 
+def packet_rate(cal):
+    """Packets a second for an estimate: TYPICAL_PPS, or with a calibration
+    no more than one packet per charged transaction (the profile's cycles
+    per transaction at this TSC): a transaction is several packets, so this
+    errs high, as an estimate behind the one-hour rule must."""
+    cycles = calibration.tcp_rr_cycles(cal)
+    return min(TYPICAL_PPS, tsc.tsc_hz() / cycles) if cycles else TYPICAL_PPS
+
+
 def estimate_seconds(ncpus, n_modes, repeat, packets=None, duration=None, scaling=False,
-                     real_cpus=2):
-    work = machine.work_seconds(packets, duration or (None if packets else DURATION), TYPICAL_PPS)
+                     real_cpus=2, rate=TYPICAL_PPS):
+    work = machine.work_seconds(packets, duration or (None if packets else DURATION), rate)
     counts = range(1, ncpus + 1) if scaling else [ncpus]
     return sum(n_modes * repeat * machine.run_seconds(work, k, real_cpus, bool(packets))
                for k in counts)
@@ -286,7 +296,8 @@ def seconds(p, cpus):
     # (the A/A control counted at every CPU count: it runs at one; an estimate errs high)
     extra = len(extra_sides(p["mode"], p["ack_storm"], bool(p.get("calibration"))))
     return estimate_seconds(p["ncpus"], len(p["mode"]) + extra + bool(p.get("calibration")),
-                            p["repeat"], p["packets"], p["duration_s"], p["scaling"], len(cpus))
+                            p["repeat"], p["packets"], p["duration_s"], p["scaling"], len(cpus),
+                            packet_rate(p.get("calibration")))
 
 
 def _run(cpus, p, progress=None):
