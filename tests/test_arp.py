@@ -257,3 +257,15 @@ def test_a_result_from_before_phase_compares_as_uniform(tmp_path):
     (table,) = results.load(str(p)).tables.values()
     (r,) = table.values()
     assert r.key == {"probe": "timer", "hz": 100, "phase": "uniform"}
+
+
+def test_a_calibrated_wire_time_is_in_the_estimate():
+    """A profile whose veth ping took seconds (a slow nested guest): its
+    frames' wire time is in each trial's estimate, so 20,000 trials are
+    hours, over the one-hour rule, where without it they are minutes."""
+    from smpnet import bounds
+    cal = {"veth_ping": {"first_us": 2.5e6, "later_us": 1e6}}
+    p = {"phase": ["uniform"], "probe": ["timer"], "peer_down": False, "hz": 100,
+         "trials": 20_000, "count": 3}
+    assert arp.seconds(dict(p, calibration=None), [0, 1]) < bounds.LONG_RUN_S
+    assert arp.seconds(dict(p, calibration=cal), [0, 1]) > bounds.LONG_RUN_S

@@ -43,11 +43,15 @@ def default_trials(trials, peer_down):
     return trials if trials is not None else (PEER_DOWN_TRIALS if peer_down else TRIALS)
 
 
-def probe_seconds(hz, trials, count, peer_down=False):
+def probe_seconds(hz, trials, count, peer_down=False, wire_us=(0, 0)):
     """One probe mode's trials: each waits up to three ticks (to the next
     tick boundary, the random start within a tick, the timer), then its
-    pings; with the peer down, 3 probes 1 s apart."""
-    per_trial = 3.0 / hz + count * 1e-4 + (3.2 if peer_down else 0.0)
+    pings; with the peer down, 3 probes 1 s apart; with a calibration, the
+    frames' wire time besides (`wire_us`, calibration.arp_wire_us: a request
+    and a reply of ARP, and of each ping)."""
+    arp_us, echo_us = wire_us
+    per_trial = (3.0 / hz + count * 1e-4 + (3.2 if peer_down else 0.0)
+                 + (2 * arp_us + 2 * count * echo_us) * 1e-6)
     return trials * per_trial
 
 
@@ -128,7 +132,7 @@ def _run_phase(cpus, probes, hz, trials, count, peer_down, ncpus, oversubscribe,
             m.region("arp_ctl")[0:1]["peer_down"] = int(peer_down)
             m.run(_host, idx, hz, PROBE_OF.get(probe, probe), chunks[c], count,
                   (seed + c * 0x9E3779B97F4A7C15) % 2 ** 64, phase == "tick", wire_us,
-                  expected=2 * probe_seconds(hz, chunks[c], count, peer_down),
+                  expected=2 * probe_seconds(hz, chunks[c], count, peer_down, wire_us),
                   progress=_progress)
             runs[probe].append(_row(m, probe, hz, chunks[c], count))
             if c == 0:
@@ -288,7 +292,8 @@ def params(args, cpus):
 
 def seconds(p, cpus):
     return len(p["phase"]) * len(arp_sides(p["probe"], p["peer_down"])) * probe_seconds(
-        p["hz"], p["trials"], p["count"], p["peer_down"])
+        p["hz"], p["trials"], p["count"], p["peer_down"],
+        calibration.arp_wire_us(p.get("calibration")) or (0, 0))
 
 
 def _run(cpus, p, progress=None):
