@@ -115,6 +115,17 @@ def build_parser():
     return parser
 
 
+def _output_target(args):
+    """--output's target; with --json, one that is our own stdout is refused:
+    the JSON would be written to it twice, two documents in one stream."""
+    target = output.prepare(args.output)
+    if target is not None and args.json and target.kind == output.FD and target.named_fd == 1:
+        target.close()
+        raise BadInput(f"--json and --output {output.show_path(args.output)} both write the JSON "
+                       "to stdout: give one of them")
+    return target
+
+
 def cmd_experiment(args):
     """Any experiment of the registry: validate, estimate, run, save, show."""
     from . import bounds
@@ -128,7 +139,7 @@ def cmd_experiment(args):
         e = get(instead)
     cpus = parse_cpus(args.cpus)
     params = e.params(args, cpus)
-    args.output_target = output.prepare(args.output)
+    args.output_target = _output_target(args)
     picture = getattr(args, "plot", None)
     if picture is not None:
         from .report import plot
@@ -162,7 +173,7 @@ def cmd_all(args):
 
     cpus = parse_cpus(args.cpus)
     profile = calibration.from_args(args)
-    args.output_target = output.prepare(args.output)
+    args.output_target = _output_target(args)
     if args.plot is not None:
         plot.require()
         plot.check_dir(args.plot)

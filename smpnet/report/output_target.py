@@ -29,8 +29,9 @@ class Target:
     (the same open file: same offset, same O_APPEND), held until write().
     """
 
-    def __init__(self, path, kind, real=None, fd=None, why=""):
+    def __init__(self, path, kind, real=None, fd=None, why="", named_fd=None):
         self.path, self.kind, self.real, self.fd, self.why = path, kind, real, fd, why
+        self.named_fd = named_fd   # for FD: the descriptor PATH named (1: our stdout)
 
     def close(self):
         if self.fd is not None:
@@ -183,7 +184,7 @@ def _prepare_fd(path, fd):
     if stat.S_ISBLK(st.st_mode) or stat.S_ISDIR(st.st_mode):
         raise BadInput(f"--output {show_path(path)}: file descriptor {fd} is "
                        f"{'a block device' if stat.S_ISBLK(st.st_mode) else 'a directory'}")
-    return Target(path, FD, fd=os.dup(fd), why=f"descriptor {fd}")
+    return Target(path, FD, fd=os.dup(fd), why=f"descriptor {fd}", named_fd=fd)
 
 
 def _resolve(path):
