@@ -547,7 +547,7 @@ def test_json_with_an_output_that_is_stdout_is_refused(tmp_path):
     with open(tmp_path / "out.json", "w") as f:
         r = subprocess.run([sys.executable, "-m", "smpnet", "info", "--json", "--output",
                             str(tmp_path / "out.json")], stdout=f, stderr=subprocess.PIPE,
-                           text=True, timeout=120)
+                           text=True, timeout=120, cwd=tmp_path)   # the installed smpnet
     assert r.returncode == 2 and "both write the JSON to stdout" in r.stderr
     r = cli("--output", "/dev/stdout", cwd=tmp_path)     # without --json: the JSON, once
     assert r.returncode == 0 and r.stdout.count('"schema"') == 1
