@@ -232,9 +232,10 @@ def _broken(invariants):
 def _compare_sides(argv):
     """compare's `A1 A2 -- B1 B2`: argparse drops a `--`, so the one that
     splits compare's sides becomes its --vs first."""
-    if "compare" in argv and "--" in argv[argv.index("compare"):]:
-        i = argv.index("--", argv.index("compare"))
-        if i > argv.index("compare") + 1:   # `compare -- A B`: the usual end of options
+    at = argv.index("compare") if "compare" in argv else None
+    if at is not None and "--" in argv[at:]:
+        i = argv.index("--", at)
+        if i > at + 1:   # `compare -- A B`: the usual end of options
             return argv[:i] + ["--vs"] + argv[i + 1:]
     return argv
 

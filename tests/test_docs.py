@@ -9,6 +9,7 @@ import pytest
 from smpnet.experiments import EXPERIMENTS, arp, defer, loopback
 from smpnet.experiments.common import lockbench
 from smpnet.measure import time_bench
+from smpnet.report import results
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = ROOT / "docs" / "experiments"
@@ -87,8 +88,7 @@ def test_compares_table_of_rows_is_each_experiments_metric():
         _, keys, value, noise = rows[e.name]
         m = e.metric
         assert re.findall(r"`(\w+)`", keys) == list(m.keys), e.name
-        shown = m.value if isinstance(m.value, str) else ".".join(m.value)
-        assert value == f"`{shown}`", e.name
+        assert value == f"`{results.field_name(m.value)}`", e.name
         if m.samples:
             assert noise.startswith(f"`{m.samples}`"), e.name
         else:

@@ -234,8 +234,8 @@ static inline void queued_spin_unlock(spinlock_t *l)
 
 /* The uncontended path is one trylock (glibc's lock fast path is the same
  * cmpxchg) on the mutex in the lock's side-table entry (spin_lock_info(),
- * searched once and then kept by the CPU); a contended waiter sleeps in the futex 10 ms at a time, so
- * it still notices the stop flag. */
+ * searched once and then kept by the CPU); a contended waiter sleeps in
+ * the futex 10 ms at a time, so it still notices the stop flag. */
 static inline pthread_mutex_t *lock_mutex(struct cpu_ctx *c, const spinlock_t *l)
 {
 	return &spin_lock_info(c, l)->mutex;

@@ -18,13 +18,14 @@ compare_to), or by the [min, max] ranges; with neither, unknown.
 Every file is read and checked whole first (results.py).
 """
 import math
+from collections import Counter
 
 import numpy as np
 
 from ..errors import BadInput
 from ..jsonfile import MAX_BYTES  # noqa: F401 (the command's API)
 from ..measure import stats
-from .results import commands, load, members, metric, pooled  # noqa: F401 (the command's API)
+from .results import commands, field_name, load, members, metric, pooled  # noqa: F401 (the API)
 from .results import _key_text, _shown
 
 # samples a side for the bootstrap: two independent runs' samples, not
@@ -62,7 +63,7 @@ def compare(a, b, differ=None):
                 significant, how = _significant(ra, rb)
             rows.append({
                 "table": name, "key": ra.key,
-                "metric": m.value if isinstance(m.value, str) else ".".join(m.value),
+                "metric": field_name(m.value),
                 "a": ra.value, "b": rb.value, "ratio": _ratio(ra.value, rb.value),
                 "significant": significant, "judged_by": how,
             })
@@ -272,6 +273,7 @@ JUDGED_BY = {
     "range": "by the [min, max] of each run",
 }
 
+
 def text(rows, a_path, b_path, warnings=()):
     from .report import table
 
@@ -283,10 +285,7 @@ def text(rows, a_path, b_path, warnings=()):
                       None if r["ratio"] is None else f"{r['ratio']:.3f}", sig))
     out = (f"A = {_shown(a_path)}\nB = {_shown(b_path)}\n"
            + table(cells, ["table", "row", "metric", "A", "B", "B/A", "beyond noise"]))
-    how = {}
-    for r in rows:
-        if r["judged_by"] in JUDGED_BY:
-            how[r["judged_by"]] = how.get(r["judged_by"], 0) + 1
+    how = Counter(r["judged_by"] for r in rows if r["judged_by"] in JUDGED_BY)
     if how:
         out += "\n\n" + "\n".join(
             f"Noise of {n} row{'s' * (n != 1)} judged {JUDGED_BY[k]}." for k, n in how.items())

@@ -105,14 +105,13 @@ def _timeout():
     return value if value > 0 else TIMEOUT
 
 
-def save(env):
-    """Save a result that could not go where it was asked; its path, or None."""
-    return _save((dumps(env) + "\n").encode(), _command(env))
-
-
-def save_text_elsewhere(text, command):
-    """Save TEXT (not an envelope) where save() would; its path, or None."""
-    return _save(text.encode(), command)
+def save(env_or_text, command=None):
+    """Save a result (an envelope, or text, as write() takes) that could not
+    go where it was asked; its path, or None. `command` names the file
+    (default: the envelope's command, or "result")."""
+    if isinstance(env_or_text, str):
+        return _save(env_or_text.encode(), command or "result")
+    return _save((dumps(env_or_text) + "\n").encode(), command or _command(env_or_text))
 
 
 def _command(env):

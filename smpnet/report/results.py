@@ -153,11 +153,12 @@ def _check_row(shown, table, row, where):
     lo = _field(shown, where, row, m.lo)
     hi = _field(shown, where, row, m.hi)
     if lo is not None and hi is not None and lo > hi:
-        raise BadInput(f"{shown}: {where}: {_name(m.lo)} {lo!r} is above {_name(m.hi)} {hi!r}")
+        raise BadInput(f"{shown}: {where}: {field_name(m.lo)} {lo!r} is above {field_name(m.hi)} {hi!r}")
     return Row(kind, key, where, value, samples, lo, hi)
 
 
-def _name(field):
+def field_name(field):
+    """A compared field's name: a field, or a (field, key) path as 'field.key'."""
     return field if isinstance(field, str) else ".".join(field)
 
 
@@ -265,7 +266,7 @@ def _field(shown, where, row, field, required=False):
     the field is missing (if required) or holds anything but a number."""
     if field is None:
         return None
-    name = _name(field)
+    name = field_name(field)
     if isinstance(field, tuple):   # (object field, its member), as arp's first_ms.median
         outer = row.get(field[0])
         if field[0] not in row and required:

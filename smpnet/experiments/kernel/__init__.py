@@ -202,7 +202,7 @@ def save_profile(path, text):
         output.write(text, output.prepare(path))
         return None
     except BadInput as e:           # PATH can no longer take it: it goes elsewhere
-        saved = output.save_text_elsewhere(text, "kernel-profile")
+        saved = output.save(text, "kernel-profile")
         why = str(e).replace("--output", "--save", 1)
     except OutputFailed as e:       # the write failed: output saved it already
         saved, why = e.saved, str(e).replace("--output", "--save", 1).split("; the result")[0]

@@ -17,10 +17,9 @@ from ... import _core
 from ...bounds import MAX_PACKETS, MAX_REPEAT
 from ...errors import BadInput, RunFailed
 from ...experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
-from ...machine import layout, machine
+from ...machine import layout, machine, tsc
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
-from ...machine import tsc
 from ...measure import calibration
 from ...report.report import table
 from ..common import net
