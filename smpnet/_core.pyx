@@ -39,13 +39,13 @@ from smpnet.kernel.irqflags cimport (IRQ_TEST, IPI_NET_RX, HI_SOFTIRQ, NET_RX_SO
 from smpnet.kernel.lockdep cimport lockdep_end, lock_info_of
 from smpnet.kernel.spinlock_types cimport (spinlock_t, lock_info, lock_slot, SPIN_NR_ALGOS,
                                            spin_algo_names, LOCK_INFO_PER_CPU)
-from smpnet.kernel.spinlock cimport (spin_lock, spin_unlock, spin_lock_bh,
-                                     spin_unlock_bh, spin_lock_irq, spin_unlock_irq,
-                                     spin_lock_irqsave, spin_unlock_irqrestore,
-                                     spin_lock_variant, spin_unlock_variant, spin_lock_init,
-                                     SPIN_NR_VARIANTS, spin_variant_names, VARIANT_PLAIN, VARIANT_BH,
-                                     VARIANT_IRQ, VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK,
-                                     VARIANT_IRQ_DISABLE_BEFORE_LOCK, _Q_PENDING_LOOPS)
+from smpnet.kernel.spinlock cimport spin_lock_init, _Q_PENDING_LOOPS
+from smpnet.kernel.spinlock_api_smp cimport (
+    spin_lock, spin_unlock, spin_lock_bh, spin_unlock_bh, spin_lock_irq, spin_unlock_irq,
+    spin_lock_irqsave, spin_unlock_irqrestore, spin_lock_variant, spin_unlock_variant,
+    SPIN_NR_VARIANTS, spin_variant_names, VARIANT_PLAIN, VARIANT_BH, VARIANT_IRQ,
+    VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK, VARIANT_IRQ_DISABLE_BEFORE_LOCK,
+    KBUILD_NR, kernel_build_names, SPIN_NR_ENTRIES, spin_entry_names, kbuild_calls_of)
 from smpnet.kernel.reference cimport ref_spin_lock_unlock
 from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lock_loop_t,
                                        tb_lock_loop_of, tb_cpu_loop_of, TB_VARIANT_IRQSAVE_NOPUSHF,

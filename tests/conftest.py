@@ -92,3 +92,21 @@ def core_functions():
     asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", _core.__file__],
                          capture_output=True, text=True, check=True).stdout
     return dict(re.findall(r"^[0-9a-f]+ <([^>]+)>:\n(.*?)(?:\n\n|\Z)", asm, re.S | re.M))
+
+
+def code_of(functions, name):
+    """A function's instructions; for one the compiler folded into an
+    identical one (gcc's -fipa-icf: a jmp to its start, then padding), that one's."""
+    body = functions[name]
+    folded = re.match(r"\s*[0-9a-f]+:\s+jmp +[0-9a-f]+ <([^>+]+)>", body)
+    return functions[folded.group(1)] if folded else body
+
+
+def reaches(functions, name, pattern):
+    """Whether function `name`'s code, or that of an out-of-line lock entry
+    point it calls directly (a _raw_spin_* copy: spinlock_api_smp.h), has an
+    instruction matching `pattern`: a kernel build's calls run it there."""
+    body = code_of(functions, name)
+    return bool(re.search(pattern, body)) or any(
+        re.search(pattern, code_of(functions, f))
+        for f in set(re.findall(r"\bcall +[0-9a-f]+ <(_raw_spin_[^>+]+)>", body)))

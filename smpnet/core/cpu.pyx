@@ -37,7 +37,9 @@ cdef class Cpu:
     cdef public double timeout
 
     def __init__(self, seg, int cpu, bint check=False, bint popf=False, int lock_region=-1,
-                 double timeout=5.0):
+                 double timeout=5.0, int kbuild=0):
+        """`kbuild`: the kernel build its lock entry points follow (KERNEL_BUILDS)."""
+        check_enum(kbuild, KBUILD_NR, "kernel build")
         if not 0 < timeout <= 3600:
             raise ValueError(f"timeout must be in (0, 3600] s, got {timeout}")
         self.timeout = timeout
@@ -46,6 +48,7 @@ cdef class Cpu:
         hdr = segment_header(self.view)
         check_cpu(hdr, cpu)
         cpu_ctx_init(&self.c, hdr, cpu, check, popf)
+        self.c.kbuild = kbuild
         self.lock_region = lock_region
 
     cdef spinlock_t *_lock(self, int index) except NULL:

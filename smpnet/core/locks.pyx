@@ -30,6 +30,18 @@ cdef inline void tsc_spin(smp_header *hdr, uint64_t cycles, uint64_t deadline) n
 # name -> enum value, from the headers' tables (SPIN_ALGO_TABLE, SPIN_VARIANT_TABLE)
 LOCK_ALGOS = c_enum(spin_algo_names, SPIN_NR_ALGOS)
 LOCK_VARIANTS = c_enum(spin_variant_names, SPIN_NR_VARIANTS)
+# the kernel builds (--kernel-build) and the lock entry points, from spinlock_api_smp.h
+KERNEL_BUILDS = c_enum(kernel_build_names, KBUILD_NR)
+SPIN_ENTRIES = tuple(c_enum(spin_entry_names, SPIN_NR_ENTRIES))
+
+
+def kernel_build_calls(int build):
+    """The entry points kernel build `build` makes out-of-line calls, in
+    SPIN_ENTRIES order (the rest are inline code)."""
+    check_enum(build, KBUILD_NR, "kernel build")
+    return [name for i, name in enumerate(SPIN_ENTRIES) if kbuild_calls_of(build, i) == 1]
+
+
 # qspinlock's polls of a pending -> locked hand-over before it queues (x86's)
 Q_PENDING_LOOPS = _Q_PENDING_LOOPS
 
@@ -72,12 +84,14 @@ def lock_init(unsigned char[::1] seg, int region, int index, int algo, uint32_t 
 
 def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int variant,
                 uint64_t max_acquisitions, double duration_s, uint64_t hold_cycles,
-                bint check=False, bint popf=False, int irq_lock=-1, uint64_t think_cycles=0):
+                bint check=False, bint popf=False, int irq_lock=-1, uint64_t think_cycles=0,
+                int kbuild=0):
     """Take and release one lock over and over, incrementing its counter
     inside the critical section (held `hold_cycles` TSC cycles), then
     spinning `think_cycles` TSC cycles outside it before the next acquire
     (the work a real caller does between two critical sections), until
     max_acquisitions (0: no limit) or duration_s (0: no limit) or stop.
+    The entry points have the shape of kernel build `kbuild` (KERNEL_BUILDS).
     IRQs that arrive meanwhile run the test handler, which takes lock
     `irq_lock` of the same region if that is not -1.
 
@@ -102,9 +116,11 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
     if max_acquisitions == 0 and duration_s <= 0:
         raise ValueError("give max_acquisitions or duration_s")
     check_enum(variant, SPIN_NR_VARIANTS, "lock variant")
+    check_enum(kbuild, KBUILD_NR, "kernel build")
     if not 0 <= duration_s <= 1e6:
         raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     cpu_ctx_init(&c, hdr, cpu, check, popf)
+    c.kbuild = kbuild   # the entry points' shape (spinlock_api_smp.h)
     # one algorithm throughout, looked up once: the loop's wrappers read it
     # from the context, not from the side table
     c.lock_algo = lock_algo_of(hdr, &s.lock)

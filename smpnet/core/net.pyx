@@ -84,10 +84,13 @@ def net_init(unsigned char[::1] seg, regions, int lock_algo):
 cdef fake_nic.defer_ctl *defer_setup(cpu_ctx *c, net_ctx *n, smp_header *hdr, int cpu, regions,
                                      int strategy, uint32_t defer_max, int ring_region,
                                      int n_rx, int n_consumers, int ctl_region,
-                                     bint check, bint popf) except NULL:
-    """What both sides of a defer run need: the CPU, its network model with
-    the fake NIC's rings, and the run's control words."""
+                                     bint check, bint popf, int kbuild) except NULL:
+    """What both sides of a defer run need: the CPU (its lock entry points
+    shaped as kernel build `kbuild` makes them), its network model with the
+    fake NIC's rings, and the run's control words."""
+    check_enum(kbuild, KBUILD_NR, "kernel build")
     cpu_ctx_init(c, hdr, cpu, check, popf)
+    c.kbuild = kbuild
     net_ctx_setup(n, c, regions, strategy, defer_max)
     # the run's one lock algorithm (net_init's), as the kernel's build has one
     c.lock_algo = lock_algo_of(hdr, &n.pool.lock)
@@ -100,7 +103,7 @@ cdef fake_nic.defer_ctl *defer_setup(cpu_ctx *c, net_ctx *n, smp_header *hdr, in
 def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
                  uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
                  uint64_t skbs, double duration_s, bint check=False, bint popf=False,
-                 uint64_t irq_entry_cycles=0):
+                 uint64_t irq_entry_cycles=0, int kbuild=0):
     """An RX CPU of the defer experiment: NAPI polls receive skbs (allocate
     them here) into the consumers' rings until `skbs` were received or
     duration_s passed; net_rx_action flushes what consumers defer back; ends
@@ -118,7 +121,7 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
     if not 0 <= duration_s <= 1e6:
         raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     ctl = defer_setup(&c, &n, hdr, cpu, regions, strategy, defer_max, ring_region,
-                      n_rx, n_consumers, ctl_region, check, popf)
+                      n_rx, n_consumers, ctl_region, check, popf, kbuild)
     c.irq_entry_cycles = irq_entry_cycles   # the defer kick's entry on this CPU
     n.to_send = skbs if skbs else <uint64_t>-1
     with nogil:
@@ -150,7 +153,7 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
 def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int strategy,
                        uint32_t defer_max, int n_rx, int n_consumers, int ctl_region,
                        uint32_t batch, bint check=False, bint popf=False,
-                       uint64_t ipi_send_cycles=0):
+                       uint64_t ipi_send_cycles=0, int kbuild=0):
     """A consumer CPU (the socket owner): take skbs off its rings, `batch` at
     a time from each, read them, and free them with skb_attempt_defer_free()
     (1 call in 8 timed, less an IPI's send); ends when every RX CPU is done and its rings are
@@ -172,7 +175,7 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
     if batch < 1:
         raise ValueError("batch must be at least 1")
     ctl = defer_setup(&c, &n, hdr, cpu, regions, strategy, defer_max, ring_region,
-                      n_rx, n_consumers, ctl_region, check, popf)
+                      n_rx, n_consumers, ctl_region, check, popf, kbuild)
     c.ipi_send_cost = ipi_send_cycles     # the defer kick's send, on this CPU
     with nogil:
         t0 = tsc_start()

@@ -126,9 +126,10 @@ cdef int tb_test(str name, tb_loop_t loop, tb_needs needs, int variant, bint sui
         # algorithm, checker and restore mode; an IRQ test's (`op`) per
         # checker and restore mode
         for algo in range(SPIN_NR_ALGOS if needs == TB_NEEDS_LOCK else 1):
-            for mode in range(4):
+            for mode in range(4 * KBUILD_NR if needs == TB_NEEDS_LOCK else 4):
                 if (tb_cpu_loop_of(op, mode >> 1, mode & 1) if needs != TB_NEEDS_LOCK else
-                        tb_lock_loop_of(variant, algo, mode >> 1, mode & 1)) == NULL:
+                        tb_lock_loop_of(variant, algo, (mode >> 1) & 1, mode & 1,
+                                        mode >> 2)) == NULL:
                     raise RuntimeError(f"time_bench.h has no {name!r} loop for mode {mode}")
     TB_LOOPS[len(tb_rows)] = loop
     tb_rows.append((name, needs, variant, suite, op))
@@ -169,11 +170,12 @@ TIME_BENCH_SUITE = tuple((name, {v: k for k, v in LOCK_VARIANTS.items()}.get(var
 
 
 def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_region=-1,
-                     int lock_index=0, bint check=False, bint popf=False):
+                     int lock_index=0, bint check=False, bint popf=False, int kbuild=0):
     """Run one round of a time_bench test: (cycles, wall_ns) for `loops` ops.
 
     Tests of the IRQ model need `seg` and `cpu` (whose irq_cpustat they
-    use); lock tests also a lock_slot region and index.
+    use); lock tests also a lock_slot region and index, and run with the
+    entry points of kernel build `kbuild` (KERNEL_BUILDS).
     """
     cdef int idx
     try:
@@ -195,6 +197,8 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
         hdr = segment_header(view)
         check_cpu(hdr, cpu)
         cpu_ctx_init(&t.c, hdr, cpu, check, popf)
+        check_enum(kbuild, KBUILD_NR, "kernel build")
+        t.c.kbuild = kbuild
         if needs == TB_NEEDS_LOCK:
             t.lock = &checked_slot(hdr, lock_region, lock_index).lock
             t.li = checked_lock_info(hdr, t.lock)
@@ -206,7 +210,7 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
     if fn == NULL and needs == TB_NEEDS_LOCK:
         # a lock test: its loop for this lock's algorithm and this CPU's
         # checker and restore mode, chosen here, once
-        lock_fn = tb_lock_loop_of(tb_rows[idx][2], <int>t.li.algo, check, popf)
+        lock_fn = tb_lock_loop_of(tb_rows[idx][2], <int>t.li.algo, check, popf, kbuild)
         if lock_fn == NULL:
             raise ValueError(f"no {test!r} loop for lock algorithm {t.li.algo}")
     elif fn == NULL:

@@ -6,6 +6,7 @@ stay here so that the command line people know keeps working).
 """
 from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
+from ..machine import kernel_build
 from ..machine.cpus import format_cpus
 from ..measure import stats
 from ..report import report
@@ -17,7 +18,7 @@ ROUNDS = 20   # 10 blocks of two rounds: a 95 % interval from the 2nd to the 9th
 
 
 def add_options(p):
-    lockbench.add_lock_options(p)
+    lockbench.add_lock_options(p, several_builds=True)
     p.add_argument("--loops", type=bounded("--loops"), metavar="N",
                    help="ops per round (default: calibrated to 10 ms per round)")
     p.add_argument("--rounds", type=bounded("--rounds"), metavar="R",
@@ -35,26 +36,51 @@ def params(args, cpus):
     contended_only += ["--oversubscribe"] if args.oversubscribe else []
     if contended_only:
         raise BadInput(f"{' and '.join(contended_only)}: for --contended runs only")
+    builds, record = lockbench.kernel_builds(args.kernel_build, several=True)
     return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants,
             "restore": args.restore, "check": args.check, "contended": False,
+            "kernel_build": builds, "kernel_build_record": record,
             "loops": args.loops, "rounds": args.rounds or ROUNDS, "cpu": cpus[0]}
 
 
+def _builds(p):
+    return p.get("kernel_build") or ["inline"]
+
+
 def seconds(p, cpus):
-    return lockbench.suite_seconds(len(lockbench.suite_plan(p["algo"], p["variant"])),
-                                   p["loops"], p["rounds"])
+    n = len(lockbench.suite_plan(p["algo"], p["variant"]))
+    n_locks = len(lockbench.suite_plan(p["algo"], p["variant"], locks_only=True))
+    return lockbench.suite_seconds(n + n_locks * (len(_builds(p)) - 1), p["loops"], p["rounds"])
 
 
 def run(cpus, p, progress=None):
-    rows, reports = lockbench.run_suite(
-        p["cpu"], p["algo"], p["variant"], loops=p["loops"], rounds=p["rounds"],
-        restore=p["restore"], check=p["check"], progress=progress)
-    # seed 003 on qspinlock, the kernel's lock, when it ran
-    algo = "qspinlock" if "qspinlock" in p["algo"] else p["algo"][0]
-    v = lockbench.seed_003_verdict(rows, algo)
+    """The suite once per kernel build (the tests on no lock with the first
+    only: the build shapes nothing else), each with its own seed 003
+    verdict."""
+    rows, verdicts, reports = [], [], {}
+    for i, build in enumerate(_builds(p)):
+        if progress and len(_builds(p)) > 1:
+            progress(0, 1, f"kernel build {build} ({i + 1} of {len(_builds(p))})")
+        some, found = lockbench.run_suite(
+            p["cpu"], p["algo"], p["variant"], loops=p["loops"], rounds=p["rounds"],
+            restore=p["restore"], check=p["check"], progress=progress, locks_only=i > 0,
+            build=build)
+        rows += some
+        for k, n in found.items():
+            reports[k] = reports.get(k, 0) + n
+        # seed 003 on qspinlock, the kernel's lock, when it ran
+        algo = "qspinlock" if "qspinlock" in p["algo"] else p["algo"][0]
+        v = lockbench.seed_003_verdict(some, algo, build)
+        verdicts += [v] if v else []
     if p["check"]:
         p = dict(p, checker_reports=reports)
-    return Outcome(p, rows, [v] if v else [])
+    return Outcome(p, rows, verdicts)
+
+
+# `all` reports seed 003 under the host's build and under x86-nopreempt,
+# whose irqsave is a call and irq's unlock inline: so a reader sees which
+# part of irqsave - irq is the flags save and which the call.
+ALL_BUILDS = ("host", "x86-nopreempt")
 
 
 def plan(cpus, quick):
@@ -62,9 +88,10 @@ def plan(cpus, quick):
         algos, variants, rounds = ["qspinlock", "ticket", "tas"], ["plain", "irq", "irqsave"], 12
     else:
         algos, variants, rounds = list(ALGOS), list(VARIANTS), ROUNDS
+    builds, record = lockbench.kernel_builds(",".join(ALL_BUILDS), several=True)
     return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants, "restore": "sti",
-            "check": False, "contended": False, "loops": None, "rounds": rounds,
-            "cpu": cpus[0]}
+            "check": False, "contended": False, "kernel_build": builds,
+            "kernel_build_record": record, "loops": None, "rounds": rounds, "cpu": cpus[0]}
 
 
 def time_bench_row_line(r):
@@ -74,19 +101,22 @@ def time_bench_row_line(r):
             f"(step:0) - (measurement period time:{period:.9f} sec "
             f"time_interval:{round(period * 1e9)}) - "
             f"(invoke count:{r['loops']} tsc_interval:{round(r['cycles'] * r['loops'])})")
-    return line + (f" [{r['algo']}]" if r.get("algo") else "")
+    tags = [t for t in (r.get("algo"), r.get("kernel_build") if r.get("algo") else None) if t]
+    return line + (f" [{', '.join(tags)}]" if tags else "")
 
 
 def text(env, extra):
     p, rows, verdicts = env["params"], env["results"], env["verdicts"]
     lines = [f"# time_bench suite on CPU {p['cpu']}: {p['rounds']} rounds after a warm-up, "
              f"restore={p['restore']}" + (", checker on" if p["check"] else "")]
+    record = p.get("kernel_build_record")
+    lines += [f"# kernel build: {kernel_build.describe_model(b, record)}" for b in _builds(p)]
     lines += [time_bench_row_line(r) for r in rows]
     lines.append("")
-    cells = [(r["test"], r["algo"] or "-", r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"])
-             for r in rows]
+    cells = [(r["test"], r["algo"] or "-", r.get("kernel_build", "inline") if r["algo"] else "-",
+              r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"]) for r in rows]
     lines.append("Summary, per op (median of rounds, with min and max):")
-    lines.append(table(cells, ["test", "algo", "cycles", "min", "max", "ns"]))
+    lines.append(table(cells, ["test", "algo", "build", "cycles", "min", "max", "ns"]))
     overhead = next((r["cycles"] for r in rows if r["test"] == "for_loop"), None)
     if overhead is not None:
         lines.append(f"Loop overhead: for_loop = {overhead:.2f} cycles per iteration, "
@@ -97,7 +127,8 @@ def text(env, extra):
     lines += harness_text(rows, p["check"], p["restore"])
     lines.append("")
     for v in verdicts:
-        text = report.verdict_lines(v, where=f"{v['algo']}, restore={p['restore']}")
+        text = report.verdict_lines(v, where=f"{v['algo']}, restore={p['restore']}, kernel "
+                                             f"build {v.get('kernel_build', 'inline')}")
         lines += text[:2] + lockbench.control_lines(v, p["restore"], p["check"]) + text[2:]
     if not verdicts:
         lines.append(f"seed 003: no verdict (it needs the irq and irqsave variants and "
@@ -118,22 +149,24 @@ def harness_text(rows, check, restore):
         lines += ["", "Harness overhead, spin_lock_unlock: smpnet / hand-written C "
                   f"({lockbench.BASELINE}), median over blocks of two rounds [95 % interval]"
                   + (" (checker on: smpnet's figures include the checker)" if check else "")]
-        lines.append(table([(r["algo"], r["cycles"], r["bare_cycles"],
+        lines.append(table([(r["algo"], r.get("kernel_build", "inline"), r["cycles"],
+                             r["bare_cycles"],
                              lockbench.figure(r["harness_overhead"], r["harness_overhead_interval"], 3))
                             for r in base],
-                           ["algo", "smpnet cycles", "bare cycles", "smpnet / bare [95 % interval]"]))
+                           ["algo", "build", "smpnet cycles", "bare cycles",
+                            "smpnet / bare [95 % interval]"]))
     ctl = [r for r in rows if "pushf_pop_cycles" in r or "control_minus_irq_cycles" in r]
     if ctl:
         lines += ["", f"irqsave's control ({lockbench.CONTROL}: irqsave without its pushf; pop), "
                   "cycles, median over blocks of two rounds [95 % interval]"]
-        lines.append(table([(r["algo"], r["cycles"],
+        lines.append(table([(r["algo"], r.get("kernel_build", "inline"), r["cycles"],
                              lockbench.figure(r["pushf_pop_cycles"], r["pushf_pop_interval"])
                              if "pushf_pop_cycles" in r else None,
                              lockbench.figure(r["control_minus_irq_cycles"],
                                               r["control_minus_irq_interval"])
                              if "control_minus_irq_cycles" in r else None)
                             for r in ctl],
-                           ["algo", "control cycles", "irqsave - control (pushf; pop)",
+                           ["algo", "build", "control cycles", "irqsave - control (pushf; pop)",
                             f"control - irq ({lockbench.control_minus_irq(restore, check)})"]))
     return lines
 
@@ -162,8 +195,8 @@ EXPERIMENT = Experiment(
                 "With --contended, every selected CPU hammers one shared lock instead "
                 "(the contended experiment).",
     add_options=add_options, params=params, seconds=seconds, run=run, text=text,
-    metric=Metric(("test", "algo", "variant", "restore", "contended"), "cycles", "samples",
-                  "cycles_min", "cycles_max"),
+    metric=Metric(("test", "algo", "variant", "restore", "kernel_build", "contended"), "cycles",
+                  "samples", "cycles_min", "cycles_max", defaults={"kernel_build": "inline"}),
     kinds=("contended", {True: "contended", False: "locks"}), plan=plan, seeds=("003",), plot=plot,
     delegate=lambda args: "contended" if args.contended else None,
 )

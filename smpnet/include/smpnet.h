@@ -28,8 +28,9 @@
 #ifndef SMPNET_H
 #define SMPNET_H
 
-#if !defined(SMPNET_BUILD_ALGO) || !defined(SMPNET_BUILD_CHECKER) || !defined(SMPNET_BUILD_POPF)
-#error "smpnet.h: build this file with `smpnet-bench ab FILE.c` (it sets SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER, SMPNET_BUILD_POPF)"
+#if !defined(SMPNET_BUILD_ALGO) || !defined(SMPNET_BUILD_CHECKER) || !defined(SMPNET_BUILD_POPF) \
+	|| !defined(SMPNET_BUILD_KERNEL)
+#error "smpnet.h: build this file with `smpnet-bench ab FILE.c` (it sets SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER, SMPNET_BUILD_POPF, SMPNET_BUILD_KERNEL)"
 #endif
 
 #pragma GCC diagnostic push
@@ -44,7 +45,7 @@
 #include "tsc.h"
 #include "preempt.h"
 #include "irqflags.h"
-#include "spinlock.h"
+#include "spinlock_api_smp.h"
 #include "ab.h"
 #pragma GCC diagnostic pop
 
@@ -150,19 +151,22 @@ int smpnet_orphan_hook(void)
  * variant's op ends there, and its loop with it (as time_bench.h's loops do). */
 #define SMPNET_STOP_IF(x)	do { if (unlikely(x)) { *smpnet_stopped = 1; return; } } while (0)
 
-/* The kernel's names, each with the algorithm, checker and restore mode
- * this object was built for (constants: one path compiled, as a kernel is
- * built with one lock implementation). */
-#define spin_lock(l)		SMPNET_STOP_IF(__spin_lock(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER))
-#define spin_unlock(l)		__spin_unlock(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER)
-#define spin_lock_bh(l)		SMPNET_STOP_IF(__spin_lock_bh(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER))
-#define spin_unlock_bh(l)	__spin_unlock_bh(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER)
-#define spin_lock_irq(l)	SMPNET_STOP_IF(__spin_lock_irq(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER))
-#define spin_unlock_irq(l)	__spin_unlock_irq(c, (l), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER)
+/* The kernel's names, each with the algorithm, checker, restore mode and
+ * kernel build this object was built for (constants: one path compiled,
+ * as a kernel is built with one lock implementation; an entry point the
+ * build calls is a direct call of its out-of-line copy, spinlock_api_smp.h). */
+#define SMPNET_LOCK_ARGS	SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER
+#define spin_lock(l)		SMPNET_STOP_IF(_raw_spin_lock(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
+#define spin_unlock(l)		_raw_spin_unlock(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL)
+#define spin_lock_bh(l)		SMPNET_STOP_IF(_raw_spin_lock_bh(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
+#define spin_unlock_bh(l)	_raw_spin_unlock_bh(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL)
+#define spin_lock_irq(l)	SMPNET_STOP_IF(_raw_spin_lock_irq(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
+#define spin_unlock_irq(l)	_raw_spin_unlock_irq(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL)
 #define spin_lock_irqsave(l, flags)							\
-	SMPNET_STOP_IF(__spin_lock_irqsave(c, (l), &(flags), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER))
+	SMPNET_STOP_IF(_raw_spin_lock_irqsave(c, (l), &(flags), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
 #define spin_unlock_irqrestore(l, flags)						\
-	__spin_unlock_irqrestore(c, (l), (flags), SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER, SMPNET_BUILD_POPF)
+	_raw_spin_unlock_irqrestore(c, (l), (flags), SMPNET_LOCK_ARGS, SMPNET_BUILD_POPF,	\
+				    SMPNET_BUILD_KERNEL)
 
 #define local_irq_disable()	local_irq_disable(c)
 #define local_irq_enable()	local_irq_enable(c)

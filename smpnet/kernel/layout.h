@@ -505,6 +505,8 @@ static const struct smp_const smp_consts[] = {
 	/* the sizes of the enums Python offers as choices (their *_TABLEs) */
 	SMP_CONST(SPIN_NR_ALGOS),
 	SMP_CONST(SPIN_NR_VARIANTS),
+	SMP_CONST(KBUILD_NR),
+	SMP_CONST(SPIN_NR_ENTRIES),
 	SMP_CONST(DEFER_NR_STRATEGIES),
 	SMP_CONST(LO_NR_MODES),
 	SMP_CONST(NR_STACK_FRAMES),

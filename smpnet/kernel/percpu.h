@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 15	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 16	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -143,14 +143,17 @@ struct pcpu_lstats {
  *   SOFTIRQ_INVERSION    lock used in softirq and with BHs on
  *   UNBALANCED_RESTORE   local_irq_restore() without save, or a save never restored
  *   RECURSION            a CPU took a lock it already holds
- *   BH_ENABLE_IRQS_OFF   local_bh_enable() with IRQs off */
+ *   BH_ENABLE_IRQS_OFF   local_bh_enable() with IRQs off
+ *   SPIN_BUG             DEBUG_SPINLOCK's checks (x86-debug build): a
+ *                        recursion, or an unlock by a CPU not the owner */
 #define LOCKDEP_BUG_TABLE(X)						\
 	X(LOCKDEP_LOCK_IRQ_IRQS_OFF,	"lock_irq_with_irqs_off")	\
 	X(LOCKDEP_HARDIRQ_INVERSION,	"hardirq_inversion")		\
 	X(LOCKDEP_SOFTIRQ_INVERSION,	"softirq_inversion")		\
 	X(LOCKDEP_UNBALANCED_RESTORE,	"unbalanced_irq_restore")	\
 	X(LOCKDEP_RECURSION,		"recursion")			\
-	X(LOCKDEP_BH_ENABLE_IRQS_OFF,	"bh_enable_with_irqs_off")
+	X(LOCKDEP_BH_ENABLE_IRQS_OFF,	"bh_enable_with_irqs_off")	\
+	X(LOCKDEP_SPIN_BUG,		"spin_bug")
 
 SMP_ENUM(lockdep_bug, LOCKDEP_BUG_TABLE, LOCKDEP_NR_BUGS);
 

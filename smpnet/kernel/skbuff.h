@@ -29,7 +29,7 @@
 #ifndef SMPNET_SKBUFF_H
 #define SMPNET_SKBUFF_H
 
-#include "spinlock.h"
+#include "spinlock_api_smp.h"
 
 #define SKB_FREE		0
 #define SKB_LIVE		1

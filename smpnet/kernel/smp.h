@@ -39,6 +39,8 @@ struct cpu_ctx {
 	int lock_algo;			/* the algorithm of every lock this CPU takes by the
 					 * kernel's names (spinlock.h's spin_algo()), as a
 					 * kernel is built with one; -1: each lock's own */
+	int kbuild;			/* the kernel build the lock entry points follow
+					 * (spinlock_api_smp.h's enum kernel_build) */
 	struct lock_info *last_lock_info;	/* the side-table entry this CPU found
 					 * last (lockdep.h's spin_lock_info()), checked by
 					 * its key before use; NULL: none yet */
@@ -59,6 +61,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->ipi_send_cost = 0;
 	c->irq_entry_cycles = 0;
 	c->lock_algo = -1;
+	c->kbuild = 0;			/* KBUILD_INLINE */
 	c->last_lock_info = NULL;
 }
 

@@ -15,6 +15,7 @@ cdef extern from "smp.h" nogil:
         uint64_t ipi_send_cost
         uint64_t irq_entry_cycles
         int lock_algo
+        int kbuild
 
     void cpu_ctx_init(cpu_ctx *c, smp_header *hdr, int cpu, int check, int popf)
     int smp_should_stop(const smp_header *hdr)

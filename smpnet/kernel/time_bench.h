@@ -5,7 +5,7 @@
 #define SMPNET_TIME_BENCH_H
 
 #include "compiler.h"
-#include "spinlock.h"
+#include "spinlock_api_smp.h"
 #include "tsc.h"
 
 /* An empty function the compiler may not inline: function_call_cost. */
@@ -21,65 +21,67 @@ static void (*volatile tb_function_ptr)(void) = tb_empty_function;
 
 /* The control for irqsave against irq (issue #12): a pseudo-variant that
  * runs every instruction of spin_lock_irqsave()/spin_unlock_irqrestore()
- * but the save's `pushf; pop`, whose value comes from an empty asm the
- * compiler cannot see through (and that clobbers memory, as the pushf's
- * does). So irqsave - control is the pushf; pop alone, and control - irq
- * is smpnet's own bookkeeping of the save (the soft mask read and merged). */
+ * but the save's `pushf; pop` (spinlock_api_smp.h's save_fl_nopushf()),
+ * shaped as the build shapes irqsave. So irqsave - control is the pushf;
+ * pop alone, and control - irq is smpnet's own bookkeeping of the save
+ * (the soft mask read and merged) plus, where the build makes irqsave a
+ * call and irq's unlock inline (x86-nopreempt), that call. */
 enum { TB_VARIANT_IRQSAVE_NOPUSHF = SPIN_NR_VARIANTS, TB_NR_VARIANTS };
-
-static __always_inline unsigned long tb_save_fl_nopushf(void)
-{
-	unsigned long flags;
-
-	__asm__ __volatile__("" : "=r"(flags) : "0"(X86_EFLAGS_IF | 0x2UL) : "memory");
-	return flags;
-}
 
 /* One lock test's timed loop: lock and unlock `loops` times in one variant,
  * between two TSC reads; stops early (the cycles so far) when an acquire
  * returns -1, a stopped run. Written once; instantiated below for every
- * (variant, algorithm, checker, popf) with constants, so that each
- * instance compiles to that one path: no switch on the algorithm or the
- * variant, no test of the checker or the restore mode inside the loop. */
+ * (variant, algorithm, checker, popf, kernel build) with constants, so
+ * that each instance compiles to that one path: no switch on the
+ * algorithm or the variant, no test of the checker, the restore mode or
+ * the build inside the loop; an entry point the build calls is a direct
+ * call of its out-of-line copy. */
 static __always_inline uint64_t tb_lock_loop(struct cpu_ctx *c, spinlock_t *l, uint64_t loops,
 					     const int variant, const int algo,
-					     const int check, const int popf)
+					     const int check, const int popf, const int build)
 {
 	uint64_t i, t0 = tsc_start();
 	unsigned long flags;
 
 	for (i = 0; i < loops; i++) {
 		if (variant == TB_VARIANT_IRQSAVE_NOPUSHF) {
-			if (__spin_lock_irqsave_fl(c, l, &flags, tb_save_fl_nopushf(), algo, check))
+			if (_raw_spin_lock_irqsave_nopushf(c, l, &flags, algo, check, build))
 				break;
-			__spin_unlock_irqrestore(c, l, flags, algo, check, popf);
+			_raw_spin_unlock_irqrestore(c, l, flags, algo, check, popf, build);
 			continue;
 		}
-		if (__spin_lock_variant(c, l, variant, &flags, algo, check))
+		if (__spin_lock_variant(c, l, variant, &flags, algo, check, build))
 			break;
-		__spin_unlock_variant(c, l, variant, flags, algo, check, popf);
+		__spin_unlock_variant(c, l, variant, flags, algo, check, popf, build);
 	}
 	return tsc_stop() - t0;
 }
 
 typedef uint64_t (*tb_lock_loop_t)(struct cpu_ctx *c, spinlock_t *l, uint64_t loops);
 
-#define TB_LOCK_LOOP(variant, algo, check, popf)					\
-	static uint64_t tb_lock_loop_##variant##_##algo##_##check##_##popf(		\
+#define TB_LOCK_LOOP(variant, algo, build, check, popf)					\
+	static uint64_t tb_lock_loop_##variant##_##algo##_##build##_##check##_##popf(	\
 		struct cpu_ctx *c, spinlock_t *l, uint64_t loops)			\
 	{										\
-		return tb_lock_loop(c, l, loops, variant, algo, check, popf);		\
+		return tb_lock_loop(c, l, loops, variant, algo, check, popf, build);	\
 	}
-#define TB_LOCK_LOOP_ENTRY(variant, algo, check, popf)					\
-	[variant][algo][check][popf] = tb_lock_loop_##variant##_##algo##_##check##_##popf,
+#define TB_LOCK_LOOP_ENTRY(variant, algo, build, check, popf)				\
+	[variant][algo][build][check][popf] =						\
+		tb_lock_loop_##variant##_##algo##_##build##_##check##_##popf,
 
-/* checker off/on, restore by test of IF (sti) / by popf; the variants, one
- * line each (SPIN_VARIANT_TABLE's, then the control; the assert below and
+/* checker off/on, restore by test of IF (sti) / by popf; the kernel
+ * builds, from KERNEL_BUILD_TABLE; the variants, one line each
+ * (SPIN_VARIANT_TABLE's, then the control; the assert below and
  * tb_lock_loop_of's NULL keep the two in step); the algorithms from
  * SPIN_ALGO_TABLE. */
 #define TB_MODES(X, ...)								\
 	X(__VA_ARGS__, 0, 0) X(__VA_ARGS__, 0, 1) X(__VA_ARGS__, 1, 0) X(__VA_ARGS__, 1, 1)
-#define TB_LOCK_MODES(X, variant, algo)	TB_MODES(X, variant, algo)
+#define TB_LOCK_MODES(X, variant, algo)							\
+	TB_MODES(X, variant, algo, KBUILD_INLINE)					\
+	TB_MODES(X, variant, algo, KBUILD_X86_NOPREEMPT)				\
+	TB_MODES(X, variant, algo, KBUILD_X86_PREEMPT)					\
+	TB_MODES(X, variant, algo, KBUILD_X86_DEBUG)
+_Static_assert(KBUILD_NR == 4, "a new kernel build needs its line in TB_LOCK_MODES");
 #define TB_LOCK_VARIANTS(X, algo)							\
 	TB_LOCK_MODES(X, VARIANT_PLAIN, algo)						\
 	TB_LOCK_MODES(X, VARIANT_BH, algo)						\
@@ -95,17 +97,19 @@ _Static_assert(SPIN_NR_VARIANTS == 6, "a new lock variant needs its line in TB_L
 
 SPIN_ALGO_TABLE(TB_LOCK_LOOPS_OF)
 
-static const tb_lock_loop_t tb_lock_loops[TB_NR_VARIANTS][SPIN_NR_ALGOS][2][2] = {
+static const tb_lock_loop_t tb_lock_loops[TB_NR_VARIANTS][SPIN_NR_ALGOS][KBUILD_NR][2][2] = {
 	SPIN_ALGO_TABLE(TB_LOCK_ENTRIES_OF)
 };
 
 /* The loop for one combination, chosen once before a round; NULL when
  * there is none (out of range, or a variant TB_LOCK_VARIANTS lacks). */
-static inline tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, int popf)
+static inline tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, int popf,
+					     int build)
 {
-	if (variant < 0 || variant >= TB_NR_VARIANTS || algo < 0 || algo >= SPIN_NR_ALGOS)
+	if (variant < 0 || variant >= TB_NR_VARIANTS || algo < 0 || algo >= SPIN_NR_ALGOS ||
+	    build < 0 || build >= KBUILD_NR)
 		return NULL;
-	return tb_lock_loops[variant][algo][check != 0][popf != 0];
+	return tb_lock_loops[variant][algo][build][check != 0][popf != 0];
 }
 
 /* ---------------------------------------------------------------- the IRQ tests' loops */

@@ -6,7 +6,7 @@ cdef extern from "time_bench.h" nogil:
     void tb_empty_function()
     void (*tb_function_ptr)()
     ctypedef uint64_t (*tb_lock_loop_t)(cpu_ctx *c, spinlock_t *l, uint64_t loops) noexcept nogil
-    tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, int popf)
+    tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, int popf, int build)
     enum: TB_VARIANT_IRQSAVE_NOPUSHF
     enum: TB_OP_LOCAL_BH_DISABLE_ENABLE
     enum: TB_OP_LOCAL_IRQ_SAVE_RESTORE

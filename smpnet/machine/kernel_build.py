@@ -12,14 +12,26 @@ calls is read off it, not derived. Where the kernel returns through a
 return thunk (MITIGATION_RETHUNK, and the CPU's mitigation of
 retbleed/SRSO in sysfs), every such call also pays that return.
 
-smpnet's lock model inlines every entry point whatever the host's build
-(docs/experiments/locks.md, "The host kernel's build"); this module says
-what the host's build is, so that a reader can tell what smpnet's figures
-leave out.
+smpnet's lock model follows a named build (--kernel-build, the core's
+spinlock_api_smp.h): each entry point is inline code or a call of an
+out-of-line copy, as that build makes it. This module says what the
+host's build is, and which named build models it (`host`, the default);
+docs/experiments/locks.md, "Kernel builds", has the table.
 """
 import gzip
 import os
 import platform
+
+from .. import _core
+from ..errors import BadInput
+
+# The named builds smpnet models, in the core's order, and `host`: the one
+# the host's config matches.
+BUILDS = tuple(sorted(_core.KERNEL_BUILDS, key=_core.KERNEL_BUILDS.get))
+HOST = "host"
+# Where no config is readable: the build of today's distribution kernels
+# (PREEMPT_DYNAMIC, so PREEMPTION: every entry point a call).
+FALLBACK = "x86-preempt"
 
 # Where a running kernel's config can be read, in order; {release}: uname -r.
 SOURCES = ("/proc/config.gz", "/boot/config-{release}")
@@ -106,7 +118,7 @@ def describe(facts):
     """The build in a line, for info and seed 003's machine fact."""
     if facts["source"] is None:
         return ("not known: no kernel config readable (" + ", ".join(SOURCES) + "); "
-                "smpnet inlines every lock entry point")
+                f"--kernel-build host models {FALLBACK}")
     o = facts["options"]
     model = ("PREEMPTION" + (" (PREEMPT_DYNAMIC)" if o.get("PREEMPT_DYNAMIC") else "")
              if o.get("PREEMPTION") else "no PREEMPTION")
@@ -117,4 +129,63 @@ def describe(facts):
         line += "; PARAVIRT_SPINLOCKS"
     if o.get("MITIGATION_RETHUNK"):
         line += "; MITIGATION_RETHUNK"
-    return line + "; smpnet inlines every entry point"
+    return line + f"; --kernel-build host models {host_model(facts)[0]}"
+
+
+def calls_of(name):
+    """The entry points build `name` makes out-of-line calls."""
+    return _core.kernel_build_calls(_core.KERNEL_BUILDS[name])
+
+
+def host_model(facts):
+    """(the named build that models the host's, how it was chosen): the
+    build whose calls are the host's (x86-debug where DEBUG_SPINLOCK is
+    set), the nearest by entry points where none is, FALLBACK where no
+    config is readable."""
+    if facts["source"] is None:
+        return FALLBACK, (f"no kernel config readable ({', '.join(SOURCES)}): {FALLBACK}, "
+                          "the build of today's distribution kernels (PREEMPT_DYNAMIC)")
+    if facts["options"].get("DEBUG_SPINLOCK"):
+        return "x86-debug", f"DEBUG_SPINLOCK is set ({facts['source']})"
+    host = set(facts["calls"])
+    named = [b for b in BUILDS if b != "x86-debug"]
+    exact = [b for b in named if set(calls_of(b)) == host]
+    if exact:
+        return exact[0], f"its calls are the host's ({facts['source']})"
+    near = min(named, key=lambda b: len(set(calls_of(b)) ^ host))
+    return near, (f"the nearest: no named build calls exactly the host's entry points "
+                  f"({', '.join(facts['calls']) or 'none'}, from {facts['source']})")
+
+
+def resolve(names, facts=None):
+    """The builds a run models, for `names` (names of BUILDS or HOST):
+    ([build, ...] without repeats, {"asked": names, "host": build or None,
+    "host_why": how the host's was chosen or None, "host_source": the config
+    read or None}). facts: kernel_build(), read here when needed."""
+    out, host, why, source = [], None, None, None
+    for name in names:
+        if name == HOST:
+            facts = kernel_build() if facts is None else facts
+            host, why = host_model(facts)
+            source = facts["source"]
+            name = host
+        elif name not in BUILDS:
+            raise BadInput(f"unknown kernel build {name!r}: choose from "
+                           f"{', '.join(BUILDS + (HOST,))}")
+        if name not in out:
+            out.append(name)
+    return out, {"asked": list(names), "host": host, "host_why": why, "host_source": source}
+
+
+def describe_model(name, record=None):
+    """The build a result modelled, in a line: its name, how `host` chose it,
+    and which entry points it calls."""
+    calls = calls_of(name)
+    what = ("every entry point inline" if not calls else
+            "every entry point a call" if len(calls) == len(_core.SPIN_ENTRIES) else
+            f"calls: {', '.join(calls)}; inline: "
+            + ", ".join(e for e in _core.SPIN_ENTRIES if e not in calls))
+    host = ""
+    if record and record.get("host") == name:
+        host = f" (the host's build: {record['host_why']})"
+    return f"{name}{host}; {what}"

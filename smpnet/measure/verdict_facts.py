@@ -38,12 +38,13 @@ SEED_003_ENTRY_POINTS = ("spin_lock_irqsave", "spin_unlock_irqrestore", "spin_lo
                          "spin_unlock_irq")
 
 
-def pushf_pop(control, cpu=None, build=None):
+def pushf_pop(control, cpu=None, build=None, model="inline"):
     """Seed 003's fact from a verdict's `pushf_control` (None: irqsave's
     control did not run, and the cost is not known), with which of the
     seed's entry points this host's kernel calls out of line (`build`:
-    kernel_build.kernel_build(), read here when not given): smpnet times
-    them inline, so a call's cost is in the kernel's figure, not in its."""
+    kernel_build.kernel_build(), read here when not given) and which the
+    kernel build the figures modelled (`model`) calls: a call's cost is in
+    a figure only where the modelled build makes one."""
     seed = SEED_MACHINE["003"]
     build = kernel_build.kernel_build() if build is None else build
     fact = {"fact": "pushf_pop", "what": "flags save (pushf; pop)",
@@ -51,7 +52,9 @@ def pushf_pop(control, cpu=None, build=None):
             "seed_cpu": seed["cpu"], "seed_cycles": seed["cycles"],
             "host_build_source": build["source"],
             "host_calls": None if build["calls"] is None else
-            [e for e in SEED_003_ENTRY_POINTS if e in build["calls"]]}
+            [e for e in SEED_003_ENTRY_POINTS if e in build["calls"]],
+            "kernel_build": model,
+            "model_calls": [e for e in SEED_003_ENTRY_POINTS if e in kernel_build.calls_of(model)]}
     if control and control.get("pushf_pop_cycles") is not None:
         fact.update(cycles=control["pushf_pop_cycles"],
                     interval=list(control["pushf_pop_interval"]))
@@ -94,17 +97,21 @@ def tick(hz, phase, timer_median_ticks):
 
 
 def _host_calls(fact):
-    """Seed 003's fact's last clause: the host kernel's calls, which smpnet inlines."""
+    """Seed 003's fact's last clauses: the host kernel's calls, and the
+    modelled build's."""
     if "host_calls" not in fact:            # a result written before it was recorded
         return ""
+    model = fact.get("kernel_build", "inline")      # before builds, every result's
+    model_calls = fact.get("model_calls", [])
+    modelled = (f"; modelled as {model}: " + (f"{', '.join(model_calls)} out of line"
+                                              if model_calls else "all four inline"))
     if fact["host_calls"] is None:
-        return "; this host's kernel build is not known (no config readable)"
+        return "; this host's kernel build is not known (no config readable)" + modelled
     calls = fact["host_calls"]
     where = f"this host's kernel ({fact['host_build_source']})"
     if not calls:
-        return f"; {where} inlines all four, as smpnet does"
-    return (f"; {where} calls {', '.join(calls)} out of line, which smpnet times inline: "
-            "a call and its return are in the kernel's cost and not in smpnet's")
+        return f"; {where} inlines all four" + modelled
+    return f"; {where} calls {', '.join(calls)} out of line" + modelled
 
 
 def _cycles(x):

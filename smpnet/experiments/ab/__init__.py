@@ -45,6 +45,7 @@ def add_options(p):
                    help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
     p.add_argument("--check", action="store_true",
                    help="build with the lock/IRQ checker (timings then include it)")
+    lockbench.add_kernel_build_option(p)
     p.add_argument("--loops", type=bounded("--loops"), metavar="N",
                    help="uncontended: ops per round (default: calibrated to 10 ms a round)")
     p.add_argument("--rounds", type=bounded("--rounds"), metavar="R",
@@ -92,8 +93,9 @@ def params(args, cpus):
     source = getattr(args, "source", None)
     if source is None:
         source = build.read_source(args.file)
+    builds, record = lockbench.kernel_builds(args.kernel_build)
     obj = build.build(source, args.file, _core.LOCK_ALGOS[args.algo], args.check,
-                      args.restore == "popf")
+                      args.restore == "popf", kbuild=_core.KERNEL_BUILDS[builds[0]])
     names = [v.name for v in obj.variants]
     chosen = names if args.variants is None else parse_list(args.variants, names, "variant")
     if len(chosen) < 2:
@@ -103,7 +105,7 @@ def params(args, cpus):
     p = {"file": args.file, "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
          "source": source, "variants": chosen, "cpus": format_cpus(cpus), "cpu": cpus[0],
          "algo": args.algo, "restore": args.restore, "check": args.check,
-         "loops": args.loops, "rounds": args.rounds or ROUNDS, "builtin": builtins,
+         "kernel_build": builds[0], "kernel_build_record": record, "loops": args.loops, "rounds": args.rounds or ROUNDS, "builtin": builtins,
          "contended": contended,
          "ncpus": ncpus, "oversubscribe": getattr(args, "oversubscribe", False),
          "object": obj.path, "compiled": obj.compiled, "build_s": obj.build_s,
@@ -177,7 +179,8 @@ def _check(m, entries, labels, where, ops, mode):
 
 def run(cpus, p, progress=None):
     algo, popf = _core.LOCK_ALGOS[p["algo"]], p["restore"] == "popf"
-    obj = build.build(p["source"], p["file"], algo, p["check"], popf)
+    kbuild = _core.KERNEL_BUILDS[p.get("kernel_build", "inline")]
+    obj = build.build(p["source"], p["file"], algo, p["check"], popf, kbuild=kbuild)
     entries, labels = _entries(obj, p)
     tsc_hz = tsc.tsc_hz()
     steps = 1 + (len(entries) * p["repeat"] if p["contended"] else 0)
@@ -186,7 +189,7 @@ def run(cpus, p, progress=None):
     regions = rounds.regions(obj, len(entries), 1) + lockbench.locks_region(1)
     with Machine(cpus=[p["cpu"]], regions=regions) as m:
         lockbench.init_locks(m, [p["algo"]])   # the built-in tests' lock
-        where = rounds.Where(m, algo, p["check"], popf)
+        where = rounds.Where(m, algo, p["check"], popf, kbuild)
         _init(m, entries, labels, where)
         counts, samples, ops, empty, dropped = _run(
             m, labels, rounds.uncontended, entries, where, p["loops"], p["rounds"],
@@ -213,7 +216,7 @@ def _contended(cpus, p, entries, labels, obj, where0, progress, steps, tsc_hz):
     n = 1
     with Machine(cpus=cpus, ncpus=p["ncpus"], oversubscribe=p["oversubscribe"],
                  regions=rounds.regions(obj, len(entries), p["ncpus"])) as m:
-        where = rounds.Where(m, where0.algo, where0.check, where0.popf)
+        where = rounds.Where(m, where0.algo, where0.check, where0.popf, where0.kbuild)
         _init(m, entries, labels, where)
         for r in range(p["repeat"]):
             for i in pass_order(len(entries), r):

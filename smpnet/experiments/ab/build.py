@@ -25,7 +25,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ... import _core, build_flags
 from ...errors import BadInput
@@ -132,9 +132,9 @@ def scan(source, name):
     return found
 
 
-def options_macros(algo, check, popf):
+def options_macros(algo, check, popf, kbuild=0):
     return [("SMPNET_BUILD_ALGO", str(algo)), ("SMPNET_BUILD_CHECKER", str(int(check))),
-            ("SMPNET_BUILD_POPF", str(int(popf)))]
+            ("SMPNET_BUILD_POPF", str(int(popf))), ("SMPNET_BUILD_KERNEL", str(int(kbuild)))]
 
 
 def _headers():
@@ -168,17 +168,17 @@ _LOADED = {}   # key -> UserObject: one load per process
 
 
 def build(source, name, algo, check=False, popf=False, timeout=COMPILE_TIMEOUT_S,
-          stderr=None):
+          stderr=None, kbuild=0):
     """The user's object for these build options: from the cache, or
     compiled into it. A compile error writes the compiler's diagnostics to
     `stderr` (sys.stderr) and raises BadInput."""
     scan(source, name)
     t0 = time.monotonic()
     debug = _core.CORE_DEBUG
-    macros = options_macros(algo, check, popf)
+    macros = options_macros(algo, check, popf, kbuild)
     key = build_key(source, macros, debug)
-    if key in _LOADED:
-        return _LOADED[key]
+    if key in _LOADED:   # loaded by an earlier call: not built by this one
+        return replace(_LOADED[key], compiled=False, build_s=time.monotonic() - t0)
     modname = f"_smpnet_ab_{key[:24]}"
     cache = cache_dir()
     path = cache / (modname + sysconfig.get_config_var("EXT_SUFFIX"))

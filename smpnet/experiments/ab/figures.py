@@ -2,6 +2,7 @@
 against the baseline with its verdict, the A/A control, and the text."""
 import statistics
 
+from ...machine import kernel_build
 from ...measure import stats
 from ...report.report import table
 from ..common import lockbench
@@ -146,7 +147,9 @@ def text(env, extra):
     built = (f"built in {p['build_s']:.2f} s" if p["compiled"]
              else f"found in the cache in {p['build_s']:.3f} s (not compiled)")
     out = [f"# ab: {p['file']}, variants {', '.join(p['variants'])} (the first is the "
-           f"baseline), {p['algo']}, {built}"]
+           f"baseline), {p['algo']}, {built}",
+           "# kernel build: " + kernel_build.describe_model(p.get("kernel_build", "inline"),
+                                                            p.get("kernel_build_record"))]
     unc = [r for r in rows if r["mode"] == "uncontended"]
     if unc:
         out.append(f"\nuncontended, CPU {unc[0]['cpus'][0]}: {p['rounds']} rounds per variant "

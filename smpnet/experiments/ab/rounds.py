@@ -37,10 +37,10 @@ def state_bytes(obj, copies, nr_cpus):
 class Where:
     """A copy of the state on one machine: the arguments of every core call."""
 
-    def __init__(self, machine, algo, check, popf):
+    def __init__(self, machine, algo, check, popf, kbuild=0):
         names = machine.segment.region_names
         self.shared, self.percpu = names.index("ab_shared"), names.index("ab_percpu")
-        self.algo, self.check, self.popf = algo, check, popf
+        self.algo, self.check, self.popf, self.kbuild = algo, check, popf, kbuild
 
     def state(self, copy):
         return dict(copy=copy, shared_region=self.shared, percpu_region=self.percpu,
@@ -100,7 +100,8 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
     def one(i, n):
         if i >= len(entries):   # a built-in test
             return _core.time_bench_round(builtins[i - len(entries)], n, seg=ctx.seg, cpu=0,
-                                          check=where.check, popf=where.popf, **lock)
+                                          check=where.check, popf=where.popf,
+                                          kbuild=where.kbuild, **lock)
         _mark(ctx, i)
         cycles, wall_ns = _core.ab_round(entries[i].loop, n, ctx.seg, 0, check=where.check,
                                          popf=where.popf, **where.state(i))

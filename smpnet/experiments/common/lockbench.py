@@ -5,8 +5,9 @@ The library under the lock experiments (`locks`, `contended`) and `defer`,
 which measures seed 003's per-op cost the way the seed did.
 """
 from ... import _core
+from ...errors import BadInput
 from ...experiment import bounded
-from ...machine import layout
+from ...machine import kernel_build, layout
 from ...machine.machine import Machine
 from ...measure import stats, verdict_facts
 from ...measure.time_bench import MAX_ATTEMPTS, MIN_ROUND_S, SUITE, interleaved
@@ -23,8 +24,36 @@ TYPICAL_OP_S = 10e-9
 SLOWEST_OP_S = 200e-9
 
 
-def add_lock_options(p, algo_default="qspinlock"):
-    """--algo, --variant, --restore, --check: what every lock experiment takes."""
+def add_kernel_build_option(p, several=False):
+    """--kernel-build: the shape of the lock entry points (one build, or
+    with `several` a list of them)."""
+    what = "kernel builds" if several else "the kernel build"
+    p.add_argument("--kernel-build", default=kernel_build.HOST, metavar="LIST" if several else "NAME",
+                   help=f"{what} the lock entry points follow, inline code or calls: "
+                        f"{', '.join(kernel_build.BUILDS)} or {kernel_build.HOST} (default: "
+                        f"{kernel_build.HOST}, the host's own, read from its config)")
+
+
+def kernel_builds(arg, several=False):
+    """--kernel-build's builds and the record of how they were chosen
+    (kernel_build.resolve); one only unless `several`."""
+    names = [n.strip() for n in arg.split(",")]
+    if any(not n for n in names):
+        raise BadInput(f"--kernel-build {arg!r}: an empty name")
+    if len(names) > 1 and not several:
+        raise BadInput(f"--kernel-build {arg!r}: one build here (locks takes a list)")
+    return kernel_build.resolve(names)
+
+
+def host_build():
+    """A plan's kernel build: the host's, and how it was chosen."""
+    builds, record = kernel_builds(kernel_build.HOST)
+    return {"kernel_build": builds[0], "kernel_build_record": record}
+
+
+def add_lock_options(p, algo_default="qspinlock", several_builds=False):
+    """--algo, --variant, --restore, --check, --kernel-build: what every
+    lock experiment takes."""
     p.add_argument("--algo", default=algo_default, metavar="LIST",
                    help=f"lock algorithms: {','.join(ALGOS)} or all (default: {algo_default})")
     p.add_argument("--variant", default="all", metavar="LIST",
@@ -33,6 +62,7 @@ def add_lock_options(p, algo_default="qspinlock"):
                    help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
     p.add_argument("--check", action="store_true",
                    help="run the lock/IRQ checker and report what it finds")
+    add_kernel_build_option(p, several_builds)
 
 
 # A contended run's defaults. REPEAT rounds: with 10 paired rounds the
@@ -170,9 +200,10 @@ def new_reports(before, after):
 
 
 def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=False,
-              progress=None, locks_only=False):
+              progress=None, locks_only=False, build="inline"):
     """The uncontended suite on real CPU `cpu`, with its instruments, all
-    interleaved round by round (time_bench.interleaved). Returns (rows in
+    interleaved round by round (time_bench.interleaved), the lock entry
+    points shaped as kernel build `build` makes them. Returns (rows in
     suite_plan's order, checker reports); derived() adds the figures that
     pair rounds."""
     plan = measuring_order(suite_plan(algos, variants, locks_only))
@@ -183,7 +214,8 @@ def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=
         for test, algo in plan:
             where = dict(seg=ctx.seg, cpu=0, check=check, popf=restore == "popf")
             if algo is not None:
-                where.update(lock_region=region, lock_index=algos.index(algo))
+                where.update(lock_region=region, lock_index=algos.index(algo),
+                             kbuild=_core.KERNEL_BUILDS[build])
             entries.append((MEASURES.get(test, test), where))
         results = interleaved(entries, loops=loops, rounds=rounds, progress=progress)
         return [(test, algo, r) for (test, algo), r in zip(plan, results)]
@@ -197,7 +229,7 @@ def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=
     for test, algo, r in sorted(results, key=lambda x: order.index(x[:2])):
         rows.append({
             "test": test, "algo": algo, "variant": dict(SUITE).get(test), "restore": restore,
-            "cpus": [cpu], "contended": False,
+            "kernel_build": build, "cpus": [cpu], "contended": False,
             "cycles": r.cycles, "cycles_min": r.cycles_min, "cycles_max": r.cycles_max,
             "ns": r.ns, "loops": r.loops, "rounds": r.rounds, "samples": r.samples,
             "overhead_cycles": r.overhead_cycles, "wall_s": r.wall_s,
@@ -254,15 +286,16 @@ def derived(rows):
                     r[f"{key}_cycles"], r[f"{key}_interval"], _ = d
 
 
-def seed_003_verdict(rows, algo):
+def seed_003_verdict(rows, algo, build="inline"):
     """irqsave - irq on `algo`, paired round by round, with what irqsave's
     control splits it into, the A/A control's own verdict and the machine
-    fact (verdict_facts.pushf_pop)."""
+    fact (verdict_facts.pushf_pop), the rows' entry points shaped as kernel
+    build `build` makes them."""
     d = paired(rows, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", algo, per_op_diff)
     if d is None:
         return None
     v = stats.judge(SEED_003, d[0], d[1], pairs=d[2])
-    v["algo"] = algo
+    v["algo"], v["kernel_build"] = algo, build
     ctl = _row(rows, CONTROL, algo)
     if ctl and "control_minus_irq_cycles" in ctl:
         v["pushf_control"] = {k: ctl[k] for k in (
@@ -272,7 +305,7 @@ def seed_003_verdict(rows, algo):
     if aa:
         v["control"] = stats.control("irq against irq", aa[0], aa[1])
     # what sets the size here: this CPU's pushf; pop against the seed's 14
-    v["machine_fact"] = verdict_facts.pushf_pop(v.get("pushf_control"))
+    v["machine_fact"] = verdict_facts.pushf_pop(v.get("pushf_control"), model=build)
     return v
 
 

@@ -11,7 +11,7 @@ import statistics
 from ... import _core
 from ...errors import BadInput
 from ...experiment import Experiment, Metric, Outcome, parse_list
-from ...machine import machine, tsc
+from ...machine import kernel_build, machine, tsc
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
 from ...measure import stats
@@ -48,9 +48,11 @@ def params(args, cpus):
         scale = sorted(scale)
     seed = args.rng_seed if args.rng_seed is not None else \
         int.from_bytes(os.urandom(8), "little")
+    builds, record = lockbench.kernel_builds(args.kernel_build)
     return {"cpus": format_cpus(cpus), "algo": parse_list(args.algo, ALGOS, "lock algorithm"),
             "variant": parse_list(args.variant, VARIANTS, "lock variant"),
             "restore": args.restore, "check": args.check, "contended": True,
+            "kernel_build": builds[0], "kernel_build_record": record,
             "duration_s": duration, "hold_cycles": hold, "think_cycles": think,
             "repeat": lockbench.REPEAT if args.repeat is None else args.repeat,
             "rng_seed": seed, "scale": scale,
@@ -106,7 +108,7 @@ def run(cpus, p, progress=None):
                                check=p["check"], ncpus=k or p["ncpus"],
                                oversubscribe=k > len(cpus) if k else p["oversubscribe"],
                                progress=step, sweep=sweep, repeat=p["repeat"],
-                               rng_seed=p["rng_seed"])
+                               rng_seed=p["rng_seed"], build=p.get("kernel_build", "inline"))
         rows += r
         reports = {x: reports.get(x, 0) + new.get(x, 0) for x in {**reports, **new}}
     lockrank.rank(rows)
@@ -120,6 +122,7 @@ def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "algo": list(ALGOS) if not quick else
             ["qspinlock", "ticket", "tas"], "variant": ["plain"] if quick else ["plain", "irq"],
             "restore": "sti", "check": False, "contended": True,
+            **lockbench.host_build(),
             "duration_s": 0.05 if quick else 0.1, "hold_cycles": [0], "think_cycles": [0],
             "repeat": 3 if quick else 6, "rng_seed": 0, "ncpus": len(cpus),
             "oversubscribe": False, "scale": list(range(1, len(cpus) + 1))}
@@ -127,13 +130,14 @@ def plan(cpus, quick):
 
 def run_contended(cpus, algos, variants, duration=0.5, hold_cycles=0, restore="sti",
                   check=False, ncpus=None, oversubscribe=False, progress=None,
-                  think_cycles=0, sweep=None, repeat=1, rng_seed=0):
+                  think_cycles=0, sweep=None, repeat=1, rng_seed=0, build="inline"):
     """Every CPU hammers one lock, for each algorithm and variant, `repeat`
     rounds at each (hold, think) point of `sweep` (default: the one given),
     each round in its own shuffled order (lockrank.round_orders). One row
     per point, algorithm and variant, each figure a median over the rounds
-    with its interval and samples. The checker's reports are given per row,
-    and in total."""
+    with its interval and samples; the lock entry points shaped as kernel
+    build `build` makes them. The checker's reports are given per row, and
+    in total."""
     rows = []
     combos = [(a, v) for a in algos for v in variants]
     sweep = sweep or [(hold_cycles, think_cycles)]
@@ -155,20 +159,21 @@ def run_contended(cpus, algos, variants, duration=0.5, hold_cycles=0, restore="s
                     n += 1
                     runs[(algo, variant)].append(
                         _one(m, region, algos.index(algo), algo, variant, duration, hold,
-                             think, check, restore))
+                             think, check, restore, build))
             rows += [_row(m, algo, variant, restore, runs[(algo, variant)], tsc_hz, duration,
                           hold, think, check) for algo, variant in combos]
         reports = lockbench.checker_reports(m)
     return rows, reports
 
 
-def _one(m, region, index, algo, variant, duration, hold, think, check, restore):
+def _one(m, region, index, algo, variant, duration, hold, think, check, restore, build):
     """One run of one algorithm and variant: its per-CPU results, the counter
     under the lock, and the checker's new reports."""
     _core.lock_init(m.segment.buf, region, index, _core.LOCK_ALGOS[algo], index)
     before = lockbench.checker_reports(m)
     per_cpu = m.run(_hammer, region, index, _core.LOCK_VARIANTS[variant], duration,
-                    hold, think, check, restore == "popf", expected=duration,
+                    hold, think, check, restore == "popf", _core.KERNEL_BUILDS[build],
+                    expected=duration,
                     progress=lambda m: int(m.region("locks")["counter"].sum()))
     return {"per_cpu": per_cpu, "counter": int(m.region("locks")[index]["counter"]),
             "reports": lockbench.new_reports(before, lockbench.checker_reports(m))
@@ -183,9 +188,10 @@ def invariant_failures(rows):
             for r in rows if r.get("contended") and not r["mutual_exclusion"]]
 
 
-def _hammer(ctx, region, index, variant, duration, hold_cycles, think_cycles, check, popf):
+def _hammer(ctx, region, index, variant, duration, hold_cycles, think_cycles, check, popf,
+            kbuild):
     return _core.lock_hammer(ctx.seg, ctx.cpu, region, index, variant, 0, duration,
-                             hold_cycles, check, popf, -1, think_cycles)
+                             hold_cycles, check, popf, -1, think_cycles, kbuild)
 
 
 def _figures(per_cpu, tsc_hz):
@@ -254,7 +260,9 @@ def text(env, extra):
     lines = [f"{p.get('repeat', 1)} rounds of {p['duration_s']} s per algorithm and variant "
              f"at each point, each round in its own shuffled order (RNG seed "
              f"{p.get('rng_seed')}); every figure is the median over the rounds "
-             f"[95 % interval]."]
+             f"[95 % interval].",
+             "Kernel build: " + kernel_build.describe_model(p.get("kernel_build", "inline"),
+                                                            p.get("kernel_build_record"))]
     for (k, hold, think), group in points.items():
         lines += ["", f"# {k} CPUs hammer one lock, hold {hold} cycles, think {think} cycles"]
         cells = [(r["algo"], r["variant"], _fig(r, "acq_per_s", 1e6, 2), _fig(r, "cycles"),

@@ -92,11 +92,13 @@ def estimate_seconds(n_strategies, repeat, skbs=None, duration=None, ncpus=2, re
 
 def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_max=DEFER_MAX,
         batch=BATCH, repeat=REPEAT, check=False, ncpus=None, oversubscribe=False,
-        lock_algo="qspinlock", progress=None, ipi_cycles=(MEASURED,), ipi_entry_cycles=None):
+        lock_algo="qspinlock", progress=None, ipi_cycles=(MEASURED,), ipi_entry_cycles=None,
+        build="inline"):
     """Run every strategy `repeat` times at each IPI cost of `ipi_cycles`
     ("measured": what ipi_cycles() measured here, the send to the sender and
     the entry to the target; a number: that many cycles to each);
-    ipi_entry_cycles, if given, is the target's throughout. Returns (rows,
+    ipi_entry_cycles, if given, is the target's throughout; the lock entry
+    points are shaped as kernel build `build` makes them. Returns (rows,
     verdicts, why there is no verdict or None); the rows are the strategies
     at the first cost, then at the next, ...; the verdicts come from the
     measured cost's runs (or the first's)."""
@@ -161,7 +163,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
             out = m.run(_cpu_body, idx, ring, ctl,
                         _core.DEFER_STRATEGIES[STRATEGY_OF.get(strategy, strategy)], defer_max,
                         rx, n_cons, skbs or 0, duration or 0.0, batch, check,
-                        charges[pt]["send"], charges[pt]["entry"],
+                        charges[pt]["send"], charges[pt]["entry"], _core.KERNEL_BUILDS[build],
                         expected=machine.work_seconds(skbs, duration, TYPICAL_SKBS_PER_S),
                         progress=_progress)
             runs[pt, strategy].append(defer_rows.measure(m, out, rx, overhead, spins0, bugs0))
@@ -186,7 +188,7 @@ def run(cpus, strategies=STRATEGIES, rx=None, skbs=None, duration=None, defer_ma
         return rows, [], f"seed 003's verdicts need --repeat {stats.MIN_SAMPLES} or more"
     if not timing_valid:
         return rows, [], "an oversubscribed machine gives no timing verdict"
-    return rows, _verdicts(runs, cpus[0], lock_algo, progress), None
+    return rows, _verdicts(runs, cpus[0], lock_algo, progress, build), None
 
 
 def _progress(m):
@@ -202,25 +204,28 @@ def invariant_failures(rows):
 
 
 def _cpu_body(ctx, idx, ring, ctl, strategy, defer_max, rx, n_cons, skbs, duration, batch,
-              check, ipi_send, ipi_entry):
+              check, ipi_send, ipi_entry, kbuild):
     if ctx.cpu < rx:
         # RX CPU i receives its share of the skbs (0: until the duration ends)
         quota = skbs // rx + (1 if ctx.cpu < skbs % rx else 0)
         return _core.defer_rx_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx, n_cons,
-                                  ctl, quota, duration, check, irq_entry_cycles=round(ipi_entry))
+                                  ctl, quota, duration, check, irq_entry_cycles=round(ipi_entry),
+                                  kbuild=kbuild)
     return _core.defer_consumer_run(ctx.seg, ctx.cpu, idx, ring, strategy, defer_max, rx,
-                                    n_cons, ctl, batch, check, ipi_send_cycles=round(ipi_send))[0]
+                                    n_cons, ctl, batch, check, ipi_send_cycles=round(ipi_send),
+                                    kbuild=kbuild)[0]
 
 
-def _verdicts(runs, cpu, lock_algo, progress):
+def _verdicts(runs, cpu, lock_algo, progress, build="inline"):
     """Seed 003's two claims: the per-op saving as the seed measured it
     (uncontended, the lock suite's irqsave and irq), with the flush's own
     locked section beside it (docs/experiments/defer.md), and the rate."""
     out = []
     if progress:
         progress(0, 1, "the per-op cost of irq and irqsave, uncontended")
-    suite, _ = lockbench.run_suite(cpu, [lock_algo], OP_VARIANTS, rounds=OP_ROUNDS, locks_only=True)
-    op = lockbench.seed_003_verdict(suite, lock_algo)
+    suite, _ = lockbench.run_suite(cpu, [lock_algo], OP_VARIANTS, rounds=OP_ROUNDS, locks_only=True,
+                                   build=build)
+    op = lockbench.seed_003_verdict(suite, lock_algo, build)
     def values(side, key="skbs_per_s"):
         return [r[key] for r in runs.get(side, [])]
 
@@ -258,6 +263,7 @@ def add_options(p):
                    help="algorithm of defer_lock and the pool lock (default: qspinlock)")
     p.add_argument("--check", action="store_true",
                    help="run the lock/IRQ checker over every lock and flush")
+    lockbench.add_kernel_build_option(p)
     p.add_argument("--ipi-cycles", type=bounded("--ipi-cycles"), metavar="LIST",
                    help="also run every strategy with each IPI charged this many TSC cycles "
                         "on each side (the sender's send, the target's entry), a sweep such as "
@@ -272,7 +278,9 @@ def params(args, cpus):
     if args.lock not in lockbench.ALGOS:
         raise BadInput(f"--lock takes one lock algorithm: {', '.join(lockbench.ALGOS)}")
     n = args.ncpus or len(cpus)
+    builds, record = lockbench.kernel_builds(args.kernel_build)
     return {"cpus": format_cpus(cpus), "ncpus": n, "rx_cpus": args.rx_cpus,
+            "kernel_build": builds[0], "kernel_build_record": record,
             "strategy": strategies, "skbs": args.skbs,
             "duration_s": None if args.skbs else (args.duration or DURATION),
             "defer_max": args.defer_max, "batch": args.batch, "repeat": args.repeat,
@@ -294,7 +302,7 @@ def _run(cpus, p, progress=None):
         defer_max=p["defer_max"], batch=p["batch"], repeat=p["repeat"], check=p["check"],
         ncpus=p["ncpus"], oversubscribe=p["oversubscribe"], lock_algo=p["lock"],
         progress=progress, ipi_cycles=p.get("ipi_cycles", [MEASURED]),
-        ipi_entry_cycles=p.get("ipi_entry_cycles"))
+        ipi_entry_cycles=p.get("ipi_entry_cycles"), build=p.get("kernel_build", "inline"))
     return Outcome(dict(p, rx_cpus=rows[0]["rx_cpus"]), rows, verdicts,
                    ([f"no verdict: {why_not}"] if why_not else [])
                    + defer_rows.placement_warnings(rows))
@@ -305,7 +313,7 @@ def plan(cpus, quick):
             "strategy": list(STRATEGIES), "skbs": None, "duration_s": 0.1 if quick else 0.3,
             "defer_max": DEFER_MAX, "batch": BATCH, "repeat": 6 if quick else 8,
             "lock": "qspinlock", "check": False, "oversubscribe": False,
-            "ipi_cycles": [MEASURED], "ipi_entry_cycles": None}
+            "ipi_cycles": [MEASURED], "ipi_entry_cycles": None, **lockbench.host_build()}
 
 
 EXPERIMENT = Experiment(

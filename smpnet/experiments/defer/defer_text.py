@@ -2,6 +2,7 @@
 table per strategy (and IPI cost, with --ipi-cycles), the flush sizes and
 where the cycles go at the verdicts' point, seed 003's verdicts, the
 checker and conservation; a bar chart, or with --ipi-cycles the sweep."""
+from ...machine import kernel_build
 from ...machine.cpus import format_cpus
 from ...report import report
 from ...report.report import table
@@ -18,7 +19,9 @@ def text(env, extra):
     lines = [f"# defer: {r0['rx_cpus']} RX CPU(s), {len(r0['cpus']) - r0['rx_cpus']} "
              f"consumer(s) on real CPUs {format_cpus(sorted(set(r0['cpus'])))}, "
              f"defer_max {p['defer_max']}, batch {p['batch']}, "
-             f"{p['repeat']} runs of {amount} per strategy, lock {p['lock']}"]
+             f"{p['repeat']} runs of {amount} per strategy, lock {p['lock']}",
+             "# kernel build: " + kernel_build.describe_model(p.get("kernel_build", "inline"),
+                                                              p.get("kernel_build_record"))]
     lines += ipi_lines(r0)
     span = line_rtt_range(rows)
     if span:

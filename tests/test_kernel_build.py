@@ -1,0 +1,153 @@
+"""--kernel-build: each lock entry point inline code or an out-of-line
+call, as the named build makes it, read from the built object; the host's
+build chosen from its config; DEBUG_SPINLOCK's checks in x86-debug."""
+import gzip
+import re
+
+import pytest
+
+from conftest import X86, code_of
+from smpnet import Machine, _core
+from smpnet.errors import BadInput
+from smpnet.machine import kernel_build, layout
+
+# the entry points each variant's timed loop reaches, lock then unlock
+ENTRIES = {"PLAIN": ("spin_lock", "spin_unlock"), "BH": ("spin_lock_bh", "spin_unlock_bh"),
+           "IRQ": ("spin_lock_irq", "spin_unlock_irq"),
+           "IRQSAVE": ("spin_lock_irqsave", "spin_unlock_irqrestore"),
+           "IRQSAVE_BEFORE_LOCK": ("spin_lock", "spin_unlock"),
+           "IRQ_DISABLE_BEFORE_LOCK": ("spin_lock", "spin_unlock")}
+# an entry point's out-of-line copy, as its symbol starts
+SYMBOL = {"spin_lock": "_raw_spin_lock_SPIN", "spin_unlock": "_raw_spin_unlock_SPIN",
+          "spin_lock_bh": "_raw_spin_lock_bh_", "spin_unlock_bh": "_raw_spin_unlock_bh_",
+          "spin_lock_irq": "_raw_spin_lock_irq_SPIN", "spin_unlock_irq": "_raw_spin_unlock_irq_",
+          "spin_lock_irqsave": "_raw_spin_lock_irqsave_SPIN",
+          "spin_unlock_irqrestore": "_raw_spin_unlock_irqrestore_sti_"}
+
+
+def direct_calls(body):
+    """The functions `body` calls directly, or tail-calls (a jmp to a start)."""
+    return set(re.findall(r"\b(?:call|jmp) +[0-9a-f]+ <([^>+]+)>", body))
+
+
+def test_the_core_and_kconfig_agree_on_what_each_build_calls():
+    """The core's table (spinlock_api_smp.h) against the entry points
+    kernel_build.py reads off a config as each build's Kconfig makes it."""
+    assert kernel_build.calls_of("inline") == []
+    every = list(_core.SPIN_ENTRIES)
+    assert kernel_build.calls_of("x86-preempt") == every == kernel_build.calls_of("x86-debug")
+    assert kernel_build.calls_of("x86-nopreempt") == [
+        e for e in every if e not in ("spin_unlock", "spin_unlock_irq")]
+
+
+CONFIGS = {   # what such a kernel's config says (the options' results)
+    "x86-preempt": "CONFIG_PREEMPTION=y\nCONFIG_PREEMPT_DYNAMIC=y\nCONFIG_UNINLINE_SPIN_UNLOCK=y\n",
+    "x86-nopreempt": "CONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_INLINE_SPIN_UNLOCK_IRQ=y\n",
+    "x86-debug": "CONFIG_PREEMPTION=y\nCONFIG_DEBUG_SPINLOCK=y\nCONFIG_UNINLINE_SPIN_UNLOCK=y\n",
+}
+
+
+@pytest.mark.parametrize("build", sorted(CONFIGS))
+def test_host_is_the_build_whose_calls_the_hosts_config_makes(tmp_path, build):
+    (tmp_path / "proc").mkdir()
+    with gzip.open(tmp_path / "proc" / "config.gz", "wt") as f:
+        f.write(CONFIGS[build])
+    facts = kernel_build.kernel_build(str(tmp_path))
+    builds, record = kernel_build.resolve(["host", "inline", build], facts)
+    assert builds == [build, "inline"]          # host first, no repeat
+    assert record["host"] == build and record["host_source"] == "/proc/config.gz"
+    assert build in kernel_build.describe_model(build, record)
+    assert "the host's build" in kernel_build.describe_model(build, record)
+    assert "the host's build" not in kernel_build.describe_model("inline", record)
+
+
+def test_host_without_a_config_is_the_documented_fallback(tmp_path):
+    facts = kernel_build.kernel_build(str(tmp_path), release="no-such-release")
+    builds, record = kernel_build.resolve(["host"], facts)
+    assert builds == [kernel_build.FALLBACK] and "no kernel config readable" in record["host_why"]
+
+
+def test_an_unknown_build_is_bad_input():
+    with pytest.raises(BadInput, match="unknown kernel build 'x86-rt'"):
+        kernel_build.resolve(["x86-rt"])
+
+
+@pytest.mark.skipif(not X86, reason="reads x86 code")
+def test_each_loop_calls_exactly_the_entry_points_its_build_makes_calls(core_functions):
+    """For every variant and build (qspinlock, checker off, sti): the timed
+    loop calls the out-of-line copy of each entry point the build calls,
+    directly, and inlines the others; x86-debug's copies call
+    do_raw_spin_lock/unlock out of line, the other builds' inline them."""
+    checked = 0
+    for build in kernel_build.BUILDS:
+        calls = set(kernel_build.calls_of(build))
+        tag = "KBUILD_" + build.upper().replace("-", "_")
+        for variant, (lock, unlock) in ENTRIES.items():
+            body = code_of(core_functions,
+                           f"tb_lock_loop_VARIANT_{variant}_SPIN_QSPINLOCK_{tag}_0_0")
+            called = direct_calls(body)
+            assert not re.search(r"\bcall +\*", body), "a call through a pointer"
+            for entry in (lock, unlock):
+                made = {f for f in called if f.startswith(SYMBOL[entry])}
+                assert bool(made) == (entry in calls), (build, variant, entry, called)
+                for f in made:
+                    assert f.endswith("QSPINLOCK_0_" + str(int(build == "x86-debug")))
+                    raw = direct_calls(code_of(core_functions, f))
+                    assert any(r.startswith("do_raw_spin_") for r in raw) == (build == "x86-debug")
+                checked += 1
+    assert checked == len(kernel_build.BUILDS) * len(ENTRIES) * 2
+
+
+def _debug_cpu(m, **kw):
+    reg = locks_region(m)
+    _core.lock_init(m.segment.buf, reg, 0, _core.LOCK_ALGOS["tas"], 0)
+    return _core.Cpu(m.segment.buf, 0, lock_region=reg, timeout=0.2,
+                     kbuild=_core.KERNEL_BUILDS["x86-debug"], **kw)
+
+
+def _bugs(m):
+    return dict(zip(layout.LOCKDEP_BUGS, m.region("irq")["bugs"].sum(axis=0).tolist()))
+
+
+def test_x86_debug_reports_a_recursion_and_a_foreign_unlock(allowed):
+    """DEBUG_SPINLOCK's spin_bug: the second lock of a lock this CPU holds
+    (the run is stopped, not left to spin), and an unlock by a CPU that is
+    not the owner; the checker off, so the report is the build's own."""
+    with Machine(cpus=allowed[:1], ncpus=2, oversubscribe=True,
+                 regions=[("locks", layout.LOCK_SLOT, 1)]) as m:
+        c0 = _debug_cpu(m)
+        c1 = _core.Cpu(m.segment.buf, 1, lock_region=locks_region(m), timeout=0.2,
+                       kbuild=_core.KERNEL_BUILDS["x86-debug"])
+        c0.spin_lock(0)
+        assert _bugs(m)["spin_bug"] == 0
+        c1.spin_unlock(0)                   # not the owner
+        assert _bugs(m)["spin_bug"] == 1
+        c0.spin_lock(0)                     # the lock is free again: no report
+        with pytest.raises(RuntimeError, match="aborted"):
+            c0.spin_lock(0)                 # recursion
+        assert _bugs(m)["spin_bug"] == 2 and int(m.header["stop"]) == 1
+
+
+def locks_region(m):
+    return m.segment.region_names.index("locks")
+
+
+def test_the_other_builds_make_no_debug_checks(allowed):
+    with Machine(cpus=allowed[:1], ncpus=2, oversubscribe=True,
+                 regions=[("locks", layout.LOCK_SLOT, 1)]) as m:
+        reg = locks_region(m)
+        _core.lock_init(m.segment.buf, reg, 0, _core.LOCK_ALGOS["tas"], 0)
+        for build in ("inline", "x86-nopreempt", "x86-preempt"):
+            c0, c1 = (_core.Cpu(m.segment.buf, cpu, lock_region=reg,
+                                kbuild=_core.KERNEL_BUILDS[build]) for cpu in (0, 1))
+            c0.spin_lock(0)
+            c1.spin_unlock(0)
+        assert _bugs(m)["spin_bug"] == 0
+
+
+def test_a_build_out_of_range_is_refused(allowed):
+    with Machine(cpus=allowed[:1], regions=[("locks", layout.LOCK_SLOT, 1)]) as m:
+        with pytest.raises(ValueError, match="no kernel build 4"):
+            _core.Cpu(m.segment.buf, 0, kbuild=len(kernel_build.BUILDS))
+        with pytest.raises(ValueError, match="no kernel build -1"):
+            _core.kernel_build_calls(-1)
