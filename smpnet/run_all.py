@@ -175,6 +175,19 @@ def verdict_text(verdicts):
                                 "here (95 % interval)", "x the seed's", "verdict", "A/A control"])
 
 
+def _where(v):
+    """Where a verdict comes from: its stage, and the kernel build it modelled."""
+    return v["stage"] + (f", kernel build {v['kernel_build']}" if v.get("kernel_build") else "")
+
+
+def _figure(v):
+    if v.get("measured") is None:
+        return "not measured"
+    lo, hi = v.get("interval") or (None, None)
+    span = f" [{lo:.3g} .. {hi:.3g}]" if lo is not None else ""
+    return f"{v['measured']:.3g}{span} {v.get('unit', '')}".strip()
+
+
 def text(env, pictures):
     """The table a person reads at the end of `all`."""
     quick = env["params"]["quick"]
@@ -192,7 +205,8 @@ def text(env, pictures):
                 lines.append(f"  seed {v['seed']} ({v['stage']}): "
                              f"{load.describe(v['load'], 'the stage')}")
         for d in v.get("details", []):
-            lines.append(f"  seed {d['seed']} ({d['stage']}): {d['claim']} -> {d['verdict']}"
+            lines.append(f"  seed {d['seed']} ({_where(d)}): {d['claim']}: {_figure(d)}"
+                         f" -> {d['verdict']}"
                          + ("" if not d.get("control") or d["control"]["reliable"]
                             else " (WARNING: its A/A control found a false difference: "
                                  "not reliable)"))

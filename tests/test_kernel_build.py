@@ -2,6 +2,7 @@
 call, as the named build makes it, read from the built object; the host's
 build chosen from its config; DEBUG_SPINLOCK's checks in x86-debug."""
 import gzip
+import json
 import re
 
 import pytest
@@ -151,3 +152,46 @@ def test_a_build_out_of_range_is_refused(allowed):
             _core.Cpu(m.segment.buf, 0, kbuild=len(kernel_build.BUILDS))
         with pytest.raises(ValueError, match="no kernel build -1"):
             _core.kernel_build_calls(-1)
+
+
+def test_locks_runs_the_suite_once_per_build_with_a_verdict_each(tmp_path, capsys):
+    from smpnet.cli import main
+    out = tmp_path / "r.json"
+    assert main(["locks", "--cpus", "0", "--algo", "tas", "--variant", "irq,irqsave",
+                 "--kernel-build", "inline,x86-nopreempt", "--loops", "2000", "--rounds", "12",
+                 "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "# kernel build: x86-nopreempt; calls: spin_lock, " in text
+    env = json.loads(out.read_text())
+    assert env["params"]["kernel_build"] == ["inline", "x86-nopreempt"]
+    lock_rows = [r for r in env["results"] if r["algo"]]
+    assert {r["kernel_build"] for r in lock_rows} == {"inline", "x86-nopreempt"}
+    # the tests on no lock run once, with the first build
+    assert {r["kernel_build"] for r in env["results"] if not r["algo"]} == {"inline"}
+    assert [v["kernel_build"] for v in env["verdicts"]] == ["inline", "x86-nopreempt"]
+    assert [v["machine_fact"]["model_calls"] for v in env["verdicts"]] == [
+        [], ["spin_lock_irqsave", "spin_unlock_irqrestore", "spin_lock_irq"]]
+
+
+@pytest.mark.parametrize("arg, message", [
+    ("x86-rt", "unknown kernel build 'x86-rt'"), ("inline,", "an empty name")])
+def test_a_bad_kernel_build_is_one_line_and_exit_2(capsys, arg, message):
+    from smpnet.cli import main
+    assert main(["locks", "--kernel-build", arg]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_contended_and_defer_take_one_build(capsys):
+    from smpnet.cli import main
+    for cmd in (["contended"], ["defer"]):
+        assert main(cmd + ["--kernel-build", "inline,x86-preempt"]) == 2
+        assert "one build here" in capsys.readouterr().err
+
+
+def test_all_reports_seed_003_under_the_hosts_build_and_x86_nopreempt():
+    from smpnet.experiments import locks
+    p = locks.plan([0], quick=True)
+    assert p["kernel_build"] == [p["kernel_build_record"]["host"]]
+    assert p["seed_003_builds"] == ([] if p["kernel_build"] == ["x86-nopreempt"]
+                                    else ["x86-nopreempt"])

@@ -47,30 +47,43 @@ def _builds(p):
     return p.get("kernel_build") or ["inline"]
 
 
+# The algorithm seed 003's verdict is given on (the kernel's lock, when it
+# ran), and the variants it needs.
+SEED_003_VARIANTS = ["irq", "irqsave"]
+
+
+def _seed_algo(p):
+    return "qspinlock" if "qspinlock" in p["algo"] else p["algo"][0]
+
+
 def seconds(p, cpus):
     n = len(lockbench.suite_plan(p["algo"], p["variant"]))
     n_locks = len(lockbench.suite_plan(p["algo"], p["variant"], locks_only=True))
-    return lockbench.suite_seconds(n + n_locks * (len(_builds(p)) - 1), p["loops"], p["rounds"])
+    n_seed = len(lockbench.suite_plan([_seed_algo(p)], SEED_003_VARIANTS, locks_only=True))
+    return lockbench.suite_seconds(n + n_locks * (len(_builds(p)) - 1)
+                                   + n_seed * len(p.get("seed_003_builds", [])),
+                                   p["loops"], p["rounds"])
 
 
 def run(cpus, p, progress=None):
     """The suite once per kernel build (the tests on no lock with the first
     only: the build shapes nothing else), each with its own seed 003
-    verdict."""
+    verdict; then, for each of `seed_003_builds` (`all`'s), seed 003's
+    rows alone."""
+    runs = [(b, p["algo"], p["variant"]) for b in _builds(p)]
+    runs += [(b, [_seed_algo(p)], SEED_003_VARIANTS) for b in p.get("seed_003_builds", [])]
     rows, verdicts, reports = [], [], {}
-    for i, build in enumerate(_builds(p)):
-        if progress and len(_builds(p)) > 1:
-            progress(0, 1, f"kernel build {build} ({i + 1} of {len(_builds(p))})")
+    for i, (build, algos, variants) in enumerate(runs):
+        if progress and len(runs) > 1:
+            progress(0, 1, f"kernel build {build} ({i + 1} of {len(runs)})")
         some, found = lockbench.run_suite(
-            p["cpu"], p["algo"], p["variant"], loops=p["loops"], rounds=p["rounds"],
+            p["cpu"], algos, variants, loops=p["loops"], rounds=p["rounds"],
             restore=p["restore"], check=p["check"], progress=progress, locks_only=i > 0,
             build=build)
         rows += some
         for k, n in found.items():
             reports[k] = reports.get(k, 0) + n
-        # seed 003 on qspinlock, the kernel's lock, when it ran
-        algo = "qspinlock" if "qspinlock" in p["algo"] else p["algo"][0]
-        v = lockbench.seed_003_verdict(some, algo, build)
+        v = lockbench.seed_003_verdict(some, _seed_algo(p), build)
         verdicts += [v] if v else []
     if p["check"]:
         p = dict(p, checker_reports=reports)
@@ -80,7 +93,7 @@ def run(cpus, p, progress=None):
 # `all` reports seed 003 under the host's build and under x86-nopreempt,
 # whose irqsave is a call and irq's unlock inline: so a reader sees which
 # part of irqsave - irq is the flags save and which the call.
-ALL_BUILDS = ("host", "x86-nopreempt")
+ALL_SEED_003_BUILD = "x86-nopreempt"
 
 
 def plan(cpus, quick):
@@ -88,10 +101,12 @@ def plan(cpus, quick):
         algos, variants, rounds = ["qspinlock", "ticket", "tas"], ["plain", "irq", "irqsave"], 12
     else:
         algos, variants, rounds = list(ALGOS), list(VARIANTS), ROUNDS
-    builds, record = lockbench.kernel_builds(",".join(ALL_BUILDS), several=True)
+    host = lockbench.host_build()
     return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants, "restore": "sti",
-            "check": False, "contended": False, "kernel_build": builds,
-            "kernel_build_record": record, "loops": None, "rounds": rounds, "cpu": cpus[0]}
+            "check": False, "contended": False, "kernel_build": [host["kernel_build"]],
+            "kernel_build_record": host["kernel_build_record"],
+            "seed_003_builds": [b for b in (ALL_SEED_003_BUILD,) if b != host["kernel_build"]],
+            "loops": None, "rounds": rounds, "cpu": cpus[0]}
 
 
 def time_bench_row_line(r):
@@ -110,7 +125,8 @@ def text(env, extra):
     lines = [f"# time_bench suite on CPU {p['cpu']}: {p['rounds']} rounds after a warm-up, "
              f"restore={p['restore']}" + (", checker on" if p["check"] else "")]
     record = p.get("kernel_build_record")
-    lines += [f"# kernel build: {kernel_build.describe_model(b, record)}" for b in _builds(p)]
+    lines += [f"# kernel build: {kernel_build.describe_model(b, record)}"
+              for b in _builds(p) + p.get("seed_003_builds", [])]
     lines += [time_bench_row_line(r) for r in rows]
     lines.append("")
     cells = [(r["test"], r["algo"] or "-", r.get("kernel_build", "inline") if r["algo"] else "-",
