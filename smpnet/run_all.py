@@ -176,8 +176,9 @@ def verdict_text(verdicts):
 
 
 def _where(v):
-    """Where a verdict comes from: its stage, and the kernel build it modelled."""
-    return v["stage"] + (f", kernel build {v['kernel_build']}" if v.get("kernel_build") else "")
+    """Where a verdict comes from: its stage, and the label its experiment
+    gave it among the seed's verdicts (what it modelled)."""
+    return v["stage"] + (f", {v['label']}" if v.get("label") else "")
 
 
 def _figure(v):

@@ -195,3 +195,16 @@ def test_all_reports_seed_003_under_the_hosts_build_and_x86_nopreempt():
     assert p["kernel_build"] == [p["kernel_build_record"]["host"]]
     assert p["seed_003_builds"] == ([] if p["kernel_build"] == ["x86-nopreempt"]
                                     else ["x86-nopreempt"])
+
+
+def test_all_lists_each_of_a_seeds_verdicts_with_its_label_and_figure():
+    from smpnet import run_all
+    v = {"seed": "003", "claim": "irq is cheaper", "measured": 1.94, "interval": [1.3, 3.01],
+         "unit": "cycles", "verdict": "smaller than the seed's"}
+    done = {"locks": {"verdicts": [dict(v, label="kernel build x86-preempt"),
+                                   dict(v, label="kernel build x86-nopreempt")]}}
+    env = {"params": {"quick": True, "cpus": "0"}, "results": [], "warnings": [],
+           "verdicts": run_all.verdict_table(done)}
+    text = run_all.text(env, [])
+    assert ("seed 003 (locks, kernel build x86-nopreempt): irq is cheaper: 1.94 [1.3 .. 3.01] "
+            "cycles -> smaller than the seed's") in text

@@ -78,7 +78,7 @@ def test_waiters_give_up_when_the_holder_dies(allowed, algo):
         assert list(m.region("returned")["flag"]) == [0, 1, 1]
 
 
-@pytest.mark.parametrize("algo", ["qspinlock", "ticket", "pthread", "mcs", "clh"])
+@pytest.mark.parametrize("algo", ["qspinlock", "pvqspinlock", "ticket", "pthread", "mcs", "clh"])
 @pytest.mark.parametrize("variant", ["plain", "irqsave", "bh"])
 def test_irqs_during_contention(allowed, algo, variant):
     """CPU 0 keeps sending IPIs while CPUs 1 and 2 hammer lock 0; the IRQ

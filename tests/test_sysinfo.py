@@ -22,7 +22,8 @@ except ImportError:
 FACT_KEYS = {
     "cpu_model", "arch", "cpu_flags", "allowed_cpus", "selected_cpus",
     "online_cpus", "smt_siblings", "numa_nodes", "hypervisor", "governor",
-    "turbo", "isolcpus", "nohz_full", "kernel", "kernel_build", "python", "numpy", "psutil",
+    "turbo", "isolcpus", "nohz_full", "kernel", "kernel_build", "kernel_lock", "python", "numpy",
+    "psutil",
 }
 
 CPUINFO_X86 = """\

@@ -52,6 +52,8 @@ def text(env, extra):
         ("Kernel", f["kernel"]),
         ("Kernel's locks", kernel_build.describe(f["kernel_build"]) if "kernel_build" in f
          else "not recorded"),
+        ("Kernel's lock", (f"{f['kernel_lock']['algo']} ({f['kernel_lock']['why']}); "
+                           "--algo host runs it") if f.get("kernel_lock") else "not known"),
         ("Return thunk", "; ".join(f"{k}: {v}" for k, v in
                                    f.get("kernel_build", {}).get("return_thunk", {}).items())
          or "not reported"),

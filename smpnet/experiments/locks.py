@@ -29,7 +29,7 @@ def add_options(p):
 
 
 def params(args, cpus):
-    algos = parse_list(args.algo, ALGOS, "lock algorithm")
+    algos, host = lockbench.parse_algos(args.algo)
     variants = parse_list(args.variant, VARIANTS, "lock variant")
     contended_only = [o for o in ("--ncpus",) + lockbench.CONTENDED_ONLY
                       if getattr(args, o[2:].replace("-", "_")) is not None]
@@ -39,7 +39,8 @@ def params(args, cpus):
     builds, record = lockbench.kernel_builds(args.kernel_build, several=True)
     return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants,
             "restore": args.restore, "check": args.check, "contended": False,
-            "kernel_build": builds, "kernel_build_record": record,
+            "kernel_build": builds, "kernel_build_record": record, "seed_003_builds": [],
+            "algo_host": host,
             "loops": args.loops, "rounds": args.rounds or ROUNDS, "cpu": cpus[0]}
 
 
@@ -104,7 +105,7 @@ def plan(cpus, quick):
     host = lockbench.host_build()
     return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants, "restore": "sti",
             "check": False, "contended": False, "kernel_build": [host["kernel_build"]],
-            "kernel_build_record": host["kernel_build_record"],
+            "kernel_build_record": host["kernel_build_record"], "algo_host": None,
             "seed_003_builds": [b for b in (ALL_SEED_003_BUILD,) if b != host["kernel_build"]],
             "loops": None, "rounds": rounds, "cpu": cpus[0]}
 
@@ -125,6 +126,7 @@ def text(env, extra):
     lines = [f"# time_bench suite on CPU {p['cpu']}: {p['rounds']} rounds after a warm-up, "
              f"restore={p['restore']}" + (", checker on" if p["check"] else "")]
     record = p.get("kernel_build_record")
+    lines += lockbench.algo_host_lines(p)
     lines += [f"# kernel build: {kernel_build.describe_model(b, record)}"
               for b in _builds(p) + p.get("seed_003_builds", [])]
     lines += [time_bench_row_line(r) for r in rows]

@@ -138,6 +138,7 @@ static const struct smp_field irq_cpustat_fields[] = {
 	SMP_FIELD(irq_cpustat, first_bug_lock),
 	SMP_FIELD(irq_cpustat, flags_saves),
 	SMP_FIELD(irq_cpustat, ipi_send_cycles),
+	SMP_FIELD(irq_cpustat, pv_halts),
 	{ 0 }
 };
 
@@ -151,6 +152,7 @@ static const struct smp_field qnode_fields[] = {
 	SMP_FIELD(qnode, next),
 	SMP_FIELD(qnode, locked),
 	SMP_FIELD(qnode, count),
+	SMP_FIELD(qnode, pv_state),
 	{ 0 }
 };
 

@@ -180,6 +180,7 @@ struct irq_cpustat {
 	uint64_t flags_saves;		/* checker: real flags reads (pushf; pop) of a save,
 					 * so that tests see which path ran */
 	uint64_t ipi_send_cycles;	/* TSC cycles this CPU spent sending IPIs */
+	uint64_t pv_halts;		/* pvqspinlock: a waiter's halts (futex waits) */
 };
 
 /* The record of emulated CPU `cpu` in a region. */

@@ -58,6 +58,8 @@ static __always_inline void ref_lock(uint32_t *word, pthread_mutex_t *mutex,
 		}
 		break;
 	case SPIN_QSPINLOCK:
+	case SPIN_PVQSPINLOCK:
+	case SPIN_VIRT_TAS:
 		v = 0;
 		while (!__atomic_compare_exchange_n(word, &v, 1, 0, __ATOMIC_ACQUIRE,
 						    __ATOMIC_RELAXED)) {
@@ -78,6 +80,13 @@ static __always_inline void ref_lock(uint32_t *word, pthread_mutex_t *mutex,
 	}
 }
 
+static __attribute__((noinline)) void ref_pv_unlock(uint8_t *locked)
+{
+	uint8_t v = 1;
+
+	__atomic_compare_exchange_n(locked, &v, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
 static __always_inline void ref_unlock(uint32_t *word, pthread_mutex_t *mutex,
 				       struct mcs_node *node, const int algo)
 {
@@ -93,7 +102,11 @@ static __always_inline void ref_unlock(uint32_t *word, pthread_mutex_t *mutex,
 				 __ATOMIC_RELEASE);
 		break;
 	case SPIN_QSPINLOCK:
+	case SPIN_VIRT_TAS:
 		__atomic_store_n((uint8_t *)word, 0, __ATOMIC_RELEASE);
+		break;
+	case SPIN_PVQSPINLOCK:	/* a call and a locked cmpxchg, as the kernel's */
+		ref_pv_unlock((uint8_t *)word);
 		break;
 	case SPIN_MCS:
 	case SPIN_CLH:

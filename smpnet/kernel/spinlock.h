@@ -2,7 +2,9 @@
  *
  * Algorithms (arch_spin_lock): tas, ttas, ticket, qspinlock (the kernel's
  * queued spinlock: locked byte, pending bit, MCS queue with per-CPU nodes,
- * after kernel/locking/qspinlock.c), the plain MCS and CLH queue locks
+ * after kernel/locking/qspinlock.c), what a KVM guest runs instead
+ * (pvqspinlock, the paravirt one; virt_tas, virt_spin_lock()'s test-and-set
+ * fallback), the plain MCS and CLH queue locks
  * (mcs_spinlock.h) and pthread (a process-shared mutex).
  * The entry points (spin_lock(), spin_lock_irqsave(), ...) are composed
  * from these as include/linux/spinlock_api_smp.h does, inline or called
@@ -19,6 +21,10 @@
 #define SMPNET_SPINLOCK_H
 
 #include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include "irqflags.h"
 #include "lockdep.h"
 #include "mcs_spinlock.h"
@@ -126,13 +132,47 @@ static inline int queued_spin_trylock(spinlock_t *l)
 						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
+/* Claim this CPU's node for the next nesting level (count is node 0's),
+ * readied to queue (pv: its state too, pv_init_node()); NULL past
+ * MAX_NODES, when the caller spins on a trylock instead, as the kernel
+ * does. *tail: the node's encoded tail. */
+static __always_inline struct qnode *qnode_claim(struct qnodes *nodes, int cpu, uint32_t *tail,
+						 const int pv)
+{
+	int idx = nodes->n[0].count++;
+	struct qnode *node;
+
+	*tail = encode_tail(cpu, idx);
+	if (unlikely(idx >= MAX_NODES))
+		return NULL;
+	node = &nodes->n[idx];
+	barrier();
+	node->locked = 0;
+	node->next = 0;
+	if (pv)
+		node->pv_state = 0;	/* vcpu_running */
+	return node;
+}
+
+/* Publish our node as the tail (xchg_tail: x86 xchg is a full barrier) and
+ * link it behind the old tail, if any; the old tail word. */
+static inline uint32_t xchg_tail_and_link(struct cpu_ctx *c, spinlock_t *l, uint32_t tail)
+{
+	uint32_t old = (uint32_t)__atomic_exchange_n(&l->tail, (uint16_t)(tail >> _Q_TAIL_OFFSET),
+						     __ATOMIC_SEQ_CST) << _Q_TAIL_OFFSET;
+
+	if (old & _Q_TAIL_MASK)
+		__atomic_store_n(&decode_tail(c, old)->next, tail, __ATOMIC_RELEASE);
+	return old;
+}
+
 static __attribute__((noinline)) int queued_spin_lock_slowpath(struct cpu_ctx *c,
 								spinlock_t *l, uint32_t val)
 {
 	struct qnodes *nodes = (struct qnodes *)per_cpu_ptr(c->hdr, REGION_QNODES, c->cpu);
 	struct qnode *node;
-	uint32_t old, tail, next = 0;
-	int idx, cnt;
+	uint32_t tail, next = 0;
+	int cnt;
 
 	/* a pending -> locked hand-over in progress: wait a little for it */
 	if (val == _Q_PENDING_VAL) {
@@ -161,29 +201,17 @@ static __attribute__((noinline)) int queued_spin_lock_slowpath(struct cpu_ctx *c
 	if (!(val & _Q_PENDING_MASK))
 		__atomic_store_n(&l->pending, 0, __ATOMIC_RELAXED);
 queue:
-	idx = nodes->n[0].count++;
-	tail = encode_tail(c->cpu, idx);
-	if (unlikely(idx >= MAX_NODES)) {
+	node = qnode_claim(nodes, c->cpu, &tail, 0);
+	if (unlikely(!node)) {
 		/* out of nesting levels: spin on trylock, as the kernel does */
 		while (!queued_spin_trylock(l))
 			if (spin_wait(c))
 				goto abort;
 		goto release;
 	}
-	node = &nodes->n[idx];
-	barrier();
-	node->locked = 0;
-	node->next = 0;
 	if (queued_spin_trylock(l))
 		goto release;
-
-	/* publish our node: xchg_tail (x86 xchg is a full barrier) */
-	old = (uint32_t)__atomic_exchange_n(&l->tail, (uint16_t)(tail >> _Q_TAIL_OFFSET),
-					    __ATOMIC_SEQ_CST) << _Q_TAIL_OFFSET;
-	if (old & _Q_TAIL_MASK) {
-		struct qnode *prev = decode_tail(c, old);
-
-		__atomic_store_n(&prev->next, tail, __ATOMIC_RELEASE);
+	if (xchg_tail_and_link(c, l, tail) & _Q_TAIL_MASK) {
 		while (!__atomic_load_n(&node->locked, __ATOMIC_ACQUIRE))	/* arch_mcs_spin_lock_contended */
 			if (spin_wait(c))
 				goto abort;
@@ -213,6 +241,15 @@ abort:
 	return -1;
 }
 
+/* queued_spin_lock()'s fast path: one cmpxchg of a free word */
+static inline int queued_spin_trylock_fast(spinlock_t *l)
+{
+	uint32_t val = 0;
+
+	return __atomic_compare_exchange_n(&l->val, &val, _Q_LOCKED_VAL, 0, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
 static inline int queued_spin_lock(struct cpu_ctx *c, spinlock_t *l)
 {
 	uint32_t val = 0;
@@ -226,6 +263,228 @@ static inline int queued_spin_lock(struct cpu_ctx *c, spinlock_t *l)
 static inline void queued_spin_unlock(spinlock_t *l)
 {
 	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+}
+
+/* ---------------------------------------------------------------- virt_tas */
+
+/* arch/x86/include/asm/qspinlock.h's virt_spin_lock(): a guest whose
+ * hypervisor gives no PV spinlock support (no KVM_FEATURE_PV_UNHALT) falls
+ * back, in the slow path, to a test-and-set loop on the whole word,
+ * "because fair locks have horrible lock 'holder' preemption issues".
+ * The fast path (the cmpxchg) and the unlock (the byte store) are
+ * qspinlock's. */
+static __attribute__((noinline)) int virt_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	uint32_t val;
+
+	for (;;) {
+		val = READ_ONCE(l->val);
+		if (!val && __atomic_compare_exchange_n(&l->val, &val, _Q_LOCKED_VAL, 0,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return 0;
+		if (spin_wait(c))	/* cpu_relax(), and the stop flag */
+			return -1;
+	}
+}
+
+/* ---------------------------------------------------------------- pvqspinlock */
+
+/* The paravirt qspinlock a KVM guest with PARAVIRT_SPINLOCKS and the
+ * host's KVM_FEATURE_PV_UNHALT runs (kernel/locking/qspinlock_paravirt.h,
+ * arch/x86/kernel/kvm.c's kvm_spinlock_init()):
+ *   lock     qspinlock's cmpxchg fast path; the slow path has no pending
+ *            bit for newcomers (pv_enabled(): straight to the queue), tries
+ *            to steal the lock while the head has not set pending
+ *            (pv_hybrid_queued_unfair_trylock()), queues as MCS, and a
+ *            waiter spins SPIN_THRESHOLD polls before it halts
+ *   unlock   __pv_queued_spin_unlock(): a call, and a `lock cmpxchg` of the
+ *            locked byte 1 -> 0 where qspinlock has a byte store; a byte
+ *            of _Q_SLOW_VAL (the head halted) takes the slow path, which
+ *            releases and kicks the head
+ * What user space does for the hypervisor's: a halt (pv_wait(): HLT, the
+ * vCPU descheduled until kicked) is a FUTEX_WAIT on the word the kernel
+ * waits on (the node's state; for the head, the lock word, which the
+ * kernel finds through its pv hash and the futex's own hash finds here),
+ * 10 ms at a time so that the stop flag is seen; a kick (pv_kick():
+ * KVM_HC_KICK_CPU) is a FUTEX_WAKE. Not modelled: pv_wait_early() (no
+ * vcpu_is_preempted() in user space), and the kick of a halted successor
+ * is eager, at the hand-off (as 4.2-4.5; today's pv_kick_node() leaves it
+ * to the unlock). */
+#define _Q_SLOW_VAL		(3U << 0)
+#define PV_SPIN_THRESHOLD	(1 << 15)
+enum vcpu_state { vcpu_running = 0, vcpu_halted = 1 };
+
+static inline void pv_wait(uint32_t *word, uint32_t val)
+{
+	const struct timespec poll = { 0, 10 * 1000 * 1000 };
+
+	syscall(SYS_futex, word, FUTEX_WAIT, val, &poll, NULL, 0);
+}
+
+static inline void pv_kick(uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* Steal the lock while the head has not set pending: 1 when taken. */
+static inline int pv_hybrid_queued_unfair_trylock(struct cpu_ctx *c, spinlock_t *l, int *stop)
+{
+	for (;;) {
+		uint32_t val = READ_ONCE(l->val);
+		uint8_t old = 0;
+
+		if (!(val & _Q_LOCKED_PENDING_MASK) &&
+		    __atomic_compare_exchange_n(&l->locked, &old, _Q_LOCKED_VAL, 0,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return 1;
+		if (!(val & _Q_TAIL_MASK) || (val & _Q_PENDING_MASK))
+			return 0;
+		if (spin_wait(c)) {
+			*stop = 1;
+			return 0;
+		}
+	}
+}
+
+/* pv_wait_node(): spin on our node, then halt until the predecessor's
+ * hand-off (node->locked) kicks us; 0, or -1 when stopped. */
+static inline int pv_wait_node(struct cpu_ctx *c, struct qnode *node)
+{
+	for (;;) {
+		int loop;
+
+		for (loop = PV_SPIN_THRESHOLD; loop; loop--) {
+			if (__atomic_load_n(&node->locked, __ATOMIC_ACQUIRE))
+				return 0;
+			if (spin_wait(c))
+				return -1;
+		}
+		__atomic_store_n(&node->pv_state, vcpu_halted, __ATOMIC_SEQ_CST);	/* smp_store_mb */
+		if (!__atomic_load_n(&node->locked, __ATOMIC_SEQ_CST))
+			pv_wait(&node->pv_state, vcpu_halted);
+		__atomic_store_n(&node->pv_state, vcpu_running, __ATOMIC_RELAXED);
+		c->irq->pv_halts++;
+	}
+}
+
+/* pv_kick_node() at the hand-off: wake the successor if it halted. */
+static inline void pv_kick_node(struct qnode *next)
+{
+	uint32_t halted = vcpu_halted;
+
+	if (__atomic_compare_exchange_n(&next->pv_state, &halted, vcpu_running, 0,
+					__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		pv_kick(&next->pv_state);
+}
+
+/* pv_wait_head_or_lock(): the queue head sets pending (no more stealing)
+ * and spins for the lock; past SPIN_THRESHOLD it makes the locked byte
+ * _Q_SLOW_VAL and halts until the unlock kicks it. Returns 0 holding the
+ * lock (locked byte set), or -1 when stopped. */
+static inline int pv_wait_head_or_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	for (;;) {
+		int loop;
+
+		__atomic_store_n(&l->pending, 1, __ATOMIC_RELAXED);	/* set_pending */
+		for (loop = PV_SPIN_THRESHOLD; loop; loop--) {
+			uint16_t pend = _Q_PENDING_VAL;
+
+			/* trylock_clear_pending: pending -> locked while the byte is 0 */
+			if (!READ_ONCE(l->locked) &&
+			    __atomic_compare_exchange_n(&l->locked_pending, &pend, _Q_LOCKED_VAL, 0,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				return 0;
+			if (spin_wait(c))
+				goto stopped;
+		}
+		__atomic_store_n(&l->pending, 0, __ATOMIC_RELAXED);	/* clear_pending */
+		if (__atomic_exchange_n(&l->locked, (uint8_t)_Q_SLOW_VAL, __ATOMIC_ACQUIRE) == 0) {
+			__atomic_store_n(&l->locked, (uint8_t)_Q_LOCKED_VAL, __ATOMIC_RELAXED);
+			return 0;
+		}
+		pv_wait(&l->val, READ_ONCE(l->val) | _Q_SLOW_VAL);
+		c->irq->pv_halts++;
+		if (spin_wait(c))
+			return -1;
+	}
+stopped:
+	__atomic_store_n(&l->pending, 0, __ATOMIC_RELAXED);
+	return -1;
+}
+
+static __attribute__((noinline)) int pv_queued_spin_lock_slowpath(struct cpu_ctx *c,
+								   spinlock_t *l)
+{
+	struct qnodes *nodes = (struct qnodes *)per_cpu_ptr(c->hdr, REGION_QNODES, c->cpu);
+	struct qnode *node;
+	uint32_t tail, val, next;
+	int stop = 0;
+
+	if (pv_hybrid_queued_unfair_trylock(c, l, &stop))
+		return 0;
+	if (stop)
+		return -1;
+	node = qnode_claim(nodes, c->cpu, &tail, 1);
+	if (unlikely(!node)) {
+		while (!pv_hybrid_queued_unfair_trylock(c, l, &stop))
+			if (stop || spin_wait(c))
+				goto abort;
+		goto release;
+	}
+	if (pv_hybrid_queued_unfair_trylock(c, l, &stop))
+		goto release;
+	if (stop)
+		goto abort;
+	if ((xchg_tail_and_link(c, l, tail) & _Q_TAIL_MASK) && pv_wait_node(c, node))
+		goto abort;
+	if (pv_wait_head_or_lock(c, l))
+		goto abort;
+	/* we hold the lock; if we are also the tail, the queue becomes empty */
+	val = READ_ONCE(l->val);
+	while ((val & _Q_TAIL_MASK) == tail)
+		if (__atomic_compare_exchange_n(&l->val, &val, _Q_LOCKED_VAL, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			goto release;
+	while (!(next = __atomic_load_n(&node->next, __ATOMIC_ACQUIRE)))
+		if (spin_wait(c))
+			goto abort;
+	__atomic_store_n(&decode_tail(c, next)->locked, 1, __ATOMIC_RELEASE);
+	pv_kick_node(decode_tail(c, next));
+release:
+	nodes->n[0].count--;
+	return 0;
+abort:
+	nodes->n[0].count--;
+	return -1;
+}
+
+static inline int pv_queued_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+{
+	uint32_t val = 0;
+
+	if (likely(__atomic_compare_exchange_n(&l->val, &val, _Q_LOCKED_VAL, 0,
+					       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+		return 0;
+	return pv_queued_spin_lock_slowpath(c, l);
+}
+
+/* __pv_queued_spin_unlock_slowpath(): the head halted; release and kick it */
+static __attribute__((noinline)) void pv_queued_spin_unlock_slowpath(spinlock_t *l)
+{
+	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+	pv_kick(&l->val);
+}
+
+/* A call, as the kernel's (a callee-save thunk reached through pv_ops) */
+static __attribute__((noinline)) void pv_queued_spin_unlock(spinlock_t *l)
+{
+	uint8_t locked = _Q_LOCKED_VAL;
+
+	if (likely(__atomic_compare_exchange_n(&l->locked, &locked, 0, 0, __ATOMIC_RELEASE,
+					       __ATOMIC_RELAXED)))
+		return;
+	pv_queued_spin_unlock_slowpath(l);
 }
 
 /* ---------------------------------------------------------------- pthread */
@@ -289,6 +548,12 @@ static __always_inline int __arch_spin_lock(struct cpu_ctx *c, spinlock_t *l, co
 	switch (algo) {
 	case SPIN_QSPINLOCK:
 		return queued_spin_lock(c, l);
+	case SPIN_PVQSPINLOCK:
+		return pv_queued_spin_lock(c, l);
+	case SPIN_VIRT_TAS:
+		if (likely(queued_spin_trylock_fast(l)))
+			return 0;
+		return virt_spin_lock(c, l);
 	case SPIN_TICKET:
 		return ticket_lock(c, l);
 	case SPIN_MCS:
@@ -314,7 +579,11 @@ static __always_inline void __arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l,
 {
 	switch (algo) {
 	case SPIN_QSPINLOCK:
+	case SPIN_VIRT_TAS:
 		queued_spin_unlock(l);
+		break;
+	case SPIN_PVQSPINLOCK:
+		pv_queued_spin_unlock(l);
 		break;
 	case SPIN_TICKET:
 		ticket_unlock(l);

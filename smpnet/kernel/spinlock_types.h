@@ -8,7 +8,9 @@
  *   tas, ttas   0 free, 1 held
  *   ticket      low 16 bits: the ticket being served; high 16: the next ticket
  *   qspinlock   the kernel's x86 layout (include/asm-generic/qspinlock_types.h,
- *               NR_CPUS < 16K): locked byte, pending byte, 16-bit MCS tail
+ *               NR_CPUS < 16K): locked byte, pending byte, 16-bit MCS tail;
+ *               pvqspinlock and virt_tas the same word (the locked byte
+ *               _Q_SLOW_VAL while pvqspinlock's queue head sleeps)
  *   mcs, clh    the whole word is the queue's tail, a node of struct
  *               qnodes.mcs encoded as (cpu + 1, index); 0 free, no queue
  *   pthread     unused: the lock is the process-shared mutex in its lock_info
@@ -32,6 +34,8 @@
 	X(SPIN_TTAS,		"ttas")		\
 	X(SPIN_TICKET,		"ticket")	\
 	X(SPIN_QSPINLOCK,	"qspinlock")	\
+	X(SPIN_PVQSPINLOCK,	"pvqspinlock")	\
+	X(SPIN_VIRT_TAS,	"virt_tas")	\
 	X(SPIN_MCS,		"mcs")		\
 	X(SPIN_CLH,		"clh")		\
 	X(SPIN_PTHREAD,		"pthread")
@@ -105,7 +109,7 @@ struct qnode {
 	uint32_t next;		/* encoded tail of the waiter behind us, 0 if none */
 	uint32_t locked;	/* 1 once the lock is handed to us */
 	uint32_t count;		/* nesting level in use (node 0 only) */
-	uint32_t _pad;
+	uint32_t pv_state;	/* pvqspinlock: enum vcpu_state, the futex a waiter sleeps on */
 };
 
 /* One node per context a CPU can spin in: task, softirq, hardirq, NMI. */

@@ -24,6 +24,7 @@ import platform
 
 from .. import _core
 from ..errors import BadInput
+from .cpus import parse_cpulist
 
 # The named builds smpnet models, in the core's order, and `host`: the one
 # the host's config matches.
@@ -52,7 +53,7 @@ UNINLINE_UNLOCK = "UNINLINE_SPIN_UNLOCK"
 
 # The config options a result records, besides those above.
 OPTIONS = ("PREEMPTION", "PREEMPT_DYNAMIC", "PREEMPT_NONE", "PREEMPT_VOLUNTARY", "PREEMPT",
-           "DEBUG_SPINLOCK", "PARAVIRT_SPINLOCKS", "MITIGATION_RETHUNK")
+           "DEBUG_SPINLOCK", "PARAVIRT", "PARAVIRT_SPINLOCKS", "MITIGATION_RETHUNK")
 
 # sysfs's word on the return-thunk mitigations, per vulnerability
 VULNERABILITIES = ("retbleed", "spec_rstack_overflow")
@@ -189,3 +190,76 @@ def describe_model(name, record=None):
     if record and record.get("host") == name:
         host = f" (the host's build: {record['host_why']})"
     return f"{name}{host}; {what}"
+
+
+# ------------------------------------------------------------------ the lock a kernel here runs
+
+# KVM's CPUID leaves (Documentation/virt/kvm/x86/cpuid.rst): the signature,
+# then the features (eax) and hints (edx)
+KVM_CPUID_SIGNATURE, KVM_CPUID_FEATURES = 0x40000000, 0x40000001
+KVM_FEATURE_PV_UNHALT = 7
+KVM_HINTS_REALTIME = 0
+
+
+def _kvm_cpuid():
+    """(features, hints) of the KVM this runs under, or None when not KVM."""
+    regs = _core.cpuid(KVM_CPUID_SIGNATURE)
+    if not regs or regs[0] < KVM_CPUID_FEATURES:
+        return None
+    if b"".join(r.to_bytes(4, "little") for r in regs[1:]).rstrip(b"\0") != b"KVMKVMKVM":
+        return None
+    regs = _core.cpuid(KVM_CPUID_FEATURES)
+    return regs[0], regs[3]
+
+
+def _possible_cpus(root):
+    try:
+        with open(_path(root, "/sys/devices/system/cpu/possible")) as f:
+            return len(parse_cpulist(f.read().strip()))
+    except (OSError, ValueError):
+        return None
+
+
+def _cmdline(root):
+    try:
+        with open(_path(root, "/proc/cmdline")) as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def host_lock(hypervisor, facts=None, root="/", kvm=None):
+    """(the algorithm a kernel on this host runs for its spinlocks, why), as
+    arch/x86/kernel/kvm.c's kvm_spinlock_init() and paravirt.c decide it:
+    qspinlock on bare metal and where PV spinlocks are off; pvqspinlock in
+    a KVM guest with PARAVIRT_SPINLOCKS and the host's PV_UNHALT, unless the
+    REALTIME hint, one possible CPU or `nopvspin` turns it off; virt_tas
+    (virt_spin_lock()'s test-and-set) in a guest without PV_UNHALT, or with
+    PARAVIRT but no PARAVIRT_SPINLOCKS. hypervisor: sysinfo's name, None
+    on bare metal; facts: kernel_build(), read when None; kvm: (features,
+    hints), read by CPUID when None."""
+    facts = kernel_build(root) if facts is None else facts
+    if not hypervisor:
+        return "qspinlock", "no hypervisor: the native qspinlock"
+    o = facts["options"]
+    if facts["source"] is None:
+        return "qspinlock", f"under {hypervisor}, kernel config not readable: assumed native"
+    if not o.get("PARAVIRT"):
+        return "qspinlock", f"under {hypervisor}, but no PARAVIRT: the native qspinlock"
+    if hypervisor != "KVM":
+        return "qspinlock", (f"under {hypervisor}: its PV spinlocks are not modelled; the "
+                             "native qspinlock assumed")
+    if not o.get("PARAVIRT_SPINLOCKS"):
+        return "virt_tas", "KVM guest without PARAVIRT_SPINLOCKS: virt_spin_lock()'s test-and-set"
+    features, hints = kvm if kvm is not None else (_kvm_cpuid() or (0, 0))
+    if hints >> KVM_HINTS_REALTIME & 1:
+        return "qspinlock", "KVM guest with the REALTIME hint (dedicated pCPUs): PV spinlocks off"
+    if not features >> KVM_FEATURE_PV_UNHALT & 1:
+        return "virt_tas", ("KVM guest, no PV_UNHALT from the host: virt_spin_lock()'s "
+                            "test-and-set")
+    if _possible_cpus(root) == 1:
+        return "qspinlock", "KVM guest with one possible CPU: PV spinlocks off"
+    if "nopvspin" in _cmdline(root):
+        return "qspinlock", "KVM guest booted with nopvspin: PV spinlocks off"
+    return "pvqspinlock", ("KVM guest with PARAVIRT_SPINLOCKS and the host's PV_UNHALT, no "
+                           "REALTIME hint: the paravirt qspinlock")

@@ -16,7 +16,7 @@ import re
 import numpy
 
 from .cpus import parse_cpulist
-from .kernel_build import kernel_build
+from .kernel_build import host_lock, kernel_build
 
 try:
     import psutil
@@ -185,6 +185,8 @@ def machine_facts(cpus, root="/"):
     else:
         allowed = list(online)
 
+    hypervisor = _hypervisor(root, flags, cpuid_hypervisor() if real else None)
+    build = kernel_build(root)
     return {
         "cpu_model": model,
         "arch": platform.machine(),
@@ -194,13 +196,16 @@ def machine_facts(cpus, root="/"):
         "online_cpus": online,
         "smt_siblings": _smt_siblings(root, cpus),
         "numa_nodes": _numa_nodes(root),
-        "hypervisor": _hypervisor(root, flags, cpuid_hypervisor() if real else None),
+        "hypervisor": hypervisor,
         "governor": _governors(root, cpus),
         "turbo": _turbo(root),
         "isolcpus": _read_cpulist(root, CPU_DIR + "/isolated"),
         "nohz_full": _read_cpulist(root, CPU_DIR + "/nohz_full"),
         "kernel": platform.release(),
-        "kernel_build": kernel_build(root),
+        "kernel_build": build,
+        # the spinlock a kernel here runs (CPUID's KVM features: the real machine's only)
+        "kernel_lock": dict(zip(("algo", "why"), host_lock(hypervisor, build, root)))
+        if real else None,
         "python": platform.python_version(),
         "numpy": numpy.__version__,
         "psutil": psutil.__version__ if psutil is not None else None,

@@ -40,7 +40,7 @@ def add_options(p):
                         "the file's order)")
     p.add_argument("--algo", default="qspinlock", metavar="ALGO",
                    help=f"the lock algorithm spin_lock() is built with: {', '.join(ALGOS)} "
-                        "(default: qspinlock)")
+                        "or host, the one a kernel here runs (default: qspinlock)")
     p.add_argument("--restore", choices=("sti", "popf"), default="sti",
                    help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
     p.add_argument("--check", action="store_true",
@@ -79,8 +79,7 @@ def params(args, cpus):
     """Read and build the file (BadInput for a file that cannot run, before
     anything runs) and validate the options. args.source: the file's text
     when the caller has it (smpnet.ab()), args.file then names it."""
-    if args.algo not in ALGOS:
-        raise BadInput(f"--algo takes one lock algorithm: {', '.join(ALGOS)}")
+    args.algo, algo_host = lockbench.one_algo("--algo", args.algo)
     ncpus = getattr(args, "ncpus", None) or len(cpus)
     contended = ncpus >= 2 if args.contended is None else args.contended
     if contended and ncpus < 2:
@@ -104,7 +103,7 @@ def params(args, cpus):
                                                             "time_bench test")
     p = {"file": args.file, "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
          "source": source, "variants": chosen, "cpus": format_cpus(cpus), "cpu": cpus[0],
-         "algo": args.algo, "restore": args.restore, "check": args.check,
+         "algo": args.algo, "algo_host": algo_host, "restore": args.restore, "check": args.check,
          "kernel_build": builds[0], "kernel_build_record": record, "loops": args.loops, "rounds": args.rounds or ROUNDS, "builtin": builtins,
          "contended": contended,
          "ncpus": ncpus, "oversubscribe": getattr(args, "oversubscribe", False),

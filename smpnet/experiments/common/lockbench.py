@@ -6,8 +6,8 @@ which measures seed 003's per-op cost the way the seed did.
 """
 from ... import _core
 from ...errors import BadInput
-from ...experiment import bounded
-from ...machine import kernel_build, layout
+from ...experiment import bounded, parse_list
+from ...machine import kernel_build, layout, sysinfo
 from ...machine.machine import Machine
 from ...measure import stats, verdict_facts
 from ...measure.time_bench import MAX_ATTEMPTS, MIN_ROUND_S, SUITE, interleaved
@@ -46,16 +46,55 @@ def kernel_builds(arg, several=False):
 
 
 def host_build():
-    """A plan's kernel build: the host's, and how it was chosen."""
+    """A plan's kernel build: the host's, and how it was chosen (and no
+    --algo host, which a plan does not ask)."""
     builds, record = kernel_builds(kernel_build.HOST)
-    return {"kernel_build": builds[0], "kernel_build_record": record}
+    return {"kernel_build": builds[0], "kernel_build_record": record, "algo_host": None}
+
+
+HOST_ALGO = "host"
+
+
+def host_algo():
+    """(the lock a kernel on this host runs, why): kernel_build.host_lock()"""
+    return kernel_build.host_lock(sysinfo.cpuid_hypervisor())
+
+
+def parse_algos(text):
+    """--algo's list (parse_list), `host` being the lock a kernel on this
+    host runs; (the algorithms, {"algo", "why"} of host or None)."""
+    items = [t.strip() for t in (text or "").split(",")]
+    if HOST_ALGO not in items:
+        return parse_list(text, ALGOS, "lock algorithm"), None
+    algo, why = host_algo()
+    if algo in items:
+        raise BadInput(f"--algo {text!r}: host is {algo} here, listed twice")
+    return (parse_list(",".join(algo if t == HOST_ALGO else t for t in items), ALGOS,
+                       "lock algorithm"), {"algo": algo, "why": why})
+
+
+def algo_host_lines(p):
+    """What --algo host stood for, in a line, when it was asked."""
+    host = p.get("algo_host")
+    return [f"# --algo host: {host['algo']} ({host['why']})"] if host else []
+
+
+def one_algo(option, text):
+    """One algorithm (ab's --algo, defer's --lock), `host` allowed."""
+    if text == HOST_ALGO:
+        algo, why = host_algo()
+        return algo, {"algo": algo, "why": why}
+    if text not in ALGOS:
+        raise BadInput(f"{option} takes one lock algorithm: {', '.join(ALGOS)} or {HOST_ALGO}")
+    return text, None
 
 
 def add_lock_options(p, algo_default="qspinlock", several_builds=False):
     """--algo, --variant, --restore, --check, --kernel-build: what every
     lock experiment takes."""
     p.add_argument("--algo", default=algo_default, metavar="LIST",
-                   help=f"lock algorithms: {','.join(ALGOS)} or all (default: {algo_default})")
+                   help=f"lock algorithms: {','.join(ALGOS)}, all, or host (the one a kernel "
+                        f"on this host runs: info says which) (default: {algo_default})")
     p.add_argument("--variant", default="all", metavar="LIST",
                    help=f"lock variants: {','.join(VARIANTS)} or all (default: all)")
     p.add_argument("--restore", choices=RESTORES, default="sti",
@@ -296,6 +335,7 @@ def seed_003_verdict(rows, algo, build="inline"):
         return None
     v = stats.judge(SEED_003, d[0], d[1], pairs=d[2])
     v["algo"], v["kernel_build"] = algo, build
+    v["label"] = f"kernel build {build}"    # where `all` lists it among a seed's verdicts
     ctl = _row(rows, CONTROL, algo)
     if ctl and "control_minus_irq_cycles" in ctl:
         v["pushf_control"] = {k: ctl[k] for k in (

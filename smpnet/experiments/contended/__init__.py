@@ -49,7 +49,8 @@ def params(args, cpus):
     seed = args.rng_seed if args.rng_seed is not None else \
         int.from_bytes(os.urandom(8), "little")
     builds, record = lockbench.kernel_builds(args.kernel_build)
-    return {"cpus": format_cpus(cpus), "algo": parse_list(args.algo, ALGOS, "lock algorithm"),
+    algos, host = lockbench.parse_algos(args.algo)
+    return {"cpus": format_cpus(cpus), "algo": algos, "algo_host": host,
             "variant": parse_list(args.variant, VARIANTS, "lock variant"),
             "restore": args.restore, "check": args.check, "contended": True,
             "kernel_build": builds[0], "kernel_build_record": record,
@@ -263,6 +264,7 @@ def text(env, extra):
              f"[95 % interval].",
              "Kernel build: " + kernel_build.describe_model(p.get("kernel_build", "inline"),
                                                             p.get("kernel_build_record"))]
+    lines += lockbench.algo_host_lines(p)
     for (k, hold, think), group in points.items():
         lines += ["", f"# {k} CPUs hammer one lock, hold {hold} cycles, think {think} cycles"]
         cells = [(r["algo"], r["variant"], _fig(r, "acq_per_s", 1e6, 2), _fig(r, "cycles"),

@@ -260,7 +260,8 @@ def add_options(p):
     p.add_argument("--repeat", type=bounded("--repeat"), default=REPEAT, metavar="R",
                    help=f"runs per strategy, interleaved (default: {REPEAT})")
     p.add_argument("--lock", default="qspinlock", metavar="ALGO",
-                   help="algorithm of defer_lock and the pool lock (default: qspinlock)")
+                   help="algorithm of defer_lock and the pool lock, or host, the one a kernel "
+                        "here runs (default: qspinlock)")
     p.add_argument("--check", action="store_true",
                    help="run the lock/IRQ checker over every lock and flush")
     lockbench.add_kernel_build_option(p)
@@ -275,8 +276,7 @@ def add_options(p):
 
 def params(args, cpus):
     strategies = parse_list(args.strategy, STRATEGIES, "defer strategy")
-    if args.lock not in lockbench.ALGOS:
-        raise BadInput(f"--lock takes one lock algorithm: {', '.join(lockbench.ALGOS)}")
+    lock, lock_host = lockbench.one_algo("--lock", args.lock)
     n = args.ncpus or len(cpus)
     builds, record = lockbench.kernel_builds(args.kernel_build)
     return {"cpus": format_cpus(cpus), "ncpus": n, "rx_cpus": args.rx_cpus,
@@ -284,7 +284,8 @@ def params(args, cpus):
             "strategy": strategies, "skbs": args.skbs,
             "duration_s": None if args.skbs else (args.duration or DURATION),
             "defer_max": args.defer_max, "batch": args.batch, "repeat": args.repeat,
-            "lock": args.lock, "check": args.check, "oversubscribe": args.oversubscribe,
+            "lock": lock, "lock_host": lock_host, "check": args.check,
+            "oversubscribe": args.oversubscribe,
             "ipi_cycles": [MEASURED] + list(args.ipi_cycles or []),
             "ipi_entry_cycles": args.ipi_entry_cycles}
 
@@ -313,7 +314,8 @@ def plan(cpus, quick):
             "strategy": list(STRATEGIES), "skbs": None, "duration_s": 0.1 if quick else 0.3,
             "defer_max": DEFER_MAX, "batch": BATCH, "repeat": 6 if quick else 8,
             "lock": "qspinlock", "check": False, "oversubscribe": False,
-            "ipi_cycles": [MEASURED], "ipi_entry_cycles": None, **lockbench.host_build()}
+            "ipi_cycles": [MEASURED], "ipi_entry_cycles": None, "lock_host": None,
+            **{k: v for k, v in lockbench.host_build().items() if k != "algo_host"}}
 
 
 EXPERIMENT = Experiment(
