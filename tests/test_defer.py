@@ -497,3 +497,25 @@ def test_dear_ipis_are_in_the_estimate():
     assert d.skb_rate(dear["ipi_cycles"], 10 ** 7, d.DEFER_MAX) == pytest.approx(
         tsc.tsc_hz() * (d.DEFER_MAX // 2) / 2e7)
     assert d.seconds(dear, [0, 1]) > bounds.LONG_RUN_S
+
+
+@pytest.mark.parametrize("strategy", ["irq", "irqsave"])
+def test_the_flushs_locked_take_leaves_out_the_ipi_its_unlock_takes(two_cpus, strategy):
+    """The kick is pending on CPU 1 when it flushes: spin_unlock_irq(restore)
+    re-enables IRQs and takes it inside the timed take. Its handling (an
+    entry charged 2,000,000 cycles) is counted as the take's IRQ, not in
+    the take's own cycles."""
+    m, cpus = two_cpus
+    c0, c1 = cpus(strategy, 8)
+    entry = 2_000_000
+    c1.set_ipi_costs(entry_cycles=entry)
+    for _ in range(5):                      # the 5th sends the kick: pending on CPU 1
+        c0.skb_attempt_defer_free(c1.napi_alloc_skb())
+    assert stat(m, 0, "ipis") == 1 and int(m.region("irq")[1]["irq_pending"]) != 0
+    c1.skb_defer_free_flush()
+    assert int(m.region("irq")[1]["irq_pending"]) == 0          # taken in the flush
+    assert stat(m, 1, "flush_irq_replays") == 1
+    assert stat(m, 1, "flush_irq_cycles") >= entry
+    take = int(m.region("skb_stats")[1]["flush_lock_sample"][0])
+    assert 0 < take < entry // 10
+    assert stat(m, 1, "flush_cycles") >= entry                   # the whole flush holds it

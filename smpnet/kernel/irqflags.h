@@ -88,6 +88,7 @@ static inline void irq_entry_cost(const struct cpu_ctx *c)
 static __attribute__((noinline)) void irq_replay(struct cpu_ctx *c)
 {
 	struct irq_cpustat *irq = c->irq;
+	uint64_t t0 = tsc_read_unordered();	/* into irq_cycles: see percpu.h */
 	uint32_t pending;
 
 	while ((pending = atomic_xchg(&irq->irq_pending, 0)) != 0) {
@@ -109,6 +110,7 @@ static __attribute__((noinline)) void irq_replay(struct cpu_ctx *c)
 		if (!in_interrupt(c) && irq->softirq_pending)
 			do_softirq(c);
 	}
+	irq->irq_cycles += tsc_read_unordered() - t0;
 }
 
 static inline void local_irq_disable(struct cpu_ctx *c)

@@ -139,6 +139,7 @@ static const struct smp_field irq_cpustat_fields[] = {
 	SMP_FIELD(irq_cpustat, flags_saves),
 	SMP_FIELD(irq_cpustat, ipi_send_cycles),
 	SMP_FIELD(irq_cpustat, pv_halts),
+	SMP_FIELD(irq_cpustat, irq_cycles),
 	{ 0 }
 };
 
@@ -251,6 +252,8 @@ static const struct smp_field skb_stats_fields[] = {
 	SMP_FIELD(skb_stats, flushes_past_half),
 	SMP_FIELD(skb_stats, flush_cycles),
 	SMP_FIELD(skb_stats, flush_lock_cycles),
+	SMP_FIELD(skb_stats, flush_irq_cycles),
+	SMP_FIELD(skb_stats, flush_irq_replays),
 	SMP_FIELD(skb_stats, max_flush),
 	SMP_FIELD(skb_stats, defer_cycles),
 	SMP_FIELD(skb_stats, defer_samples),

@@ -181,6 +181,9 @@ struct irq_cpustat {
 					 * so that tests see which path ran */
 	uint64_t ipi_send_cycles;	/* TSC cycles this CPU spent sending IPIs */
 	uint64_t pv_halts;		/* pvqspinlock: a waiter's halts (futex waits) */
+	uint64_t irq_cycles;		/* TSC cycles in irq_replay(): hard IRQs taken (entry,
+					 * handlers, exit) and the softirqs they ran, so that a
+					 * timed section can leave them out (skbuff.h's flush) */
 };
 
 /* The record of emulated CPU `cpu` in a region. */

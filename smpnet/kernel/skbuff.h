@@ -138,7 +138,11 @@ struct skb_stats {			/* per CPU, in shared memory */
 					 * which the kernel's rule kicks (one IPI each, unless
 					 * the last is still in flight) */
 	uint64_t flush_cycles;		/* whole flushes, timer overhead included */
-	uint64_t flush_lock_cycles;	/* the locked take of the list, timer overhead included */
+	uint64_t flush_lock_cycles;	/* the locked take of the list, timer overhead included,
+					 * the IRQs it took left out (flush_irq_cycles) */
+	uint64_t flush_irq_cycles;	/* hard IRQs taken inside the locked take: the IPI
+					 * that irq and irqsave replay as they re-enable IRQs */
+	uint64_t flush_irq_replays;	/* locked takes that took any */
 	uint64_t max_flush;
 	uint64_t defer_cycles;		/* sampled skb_attempt_defer_free calls */
 	uint64_t defer_samples;
@@ -579,7 +583,7 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 {
 	struct softnet_data *sd = softnet(c, c->cpu);
 	unsigned long flags;
-	uint64_t t0, t1, t2;
+	uint64_t t0, t1, t2, irq0, replay;
 	uint32_t h, nr = 0;
 
 	/* paired with the WRITE_ONCE() in skb_attempt_defer_free() */
@@ -587,6 +591,7 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 		return;
 	/* net_ctx_setup() takes no other strategy; checked here, out of the timing */
 	BUG_UNLESS((unsigned int)n->strategy < DEFER_NR_STRATEGIES);
+	irq0 = c->irq->irq_cycles;
 	t0 = tsc_start();
 	switch (n->strategy) {
 	case DEFER_LLIST:
@@ -620,6 +625,15 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 		spin_unlock(c, &sd->defer_lock);
 	}
 	t1 = tsc_stop();
+	/* the unlock of irq and irqsave re-enables IRQs and takes the pending
+	 * IPI there, inside t0..t1: its handling is its own figure, not the
+	 * lock's (irq_replay() times it) */
+	replay = c->irq->irq_cycles - irq0;
+	if (replay) {
+		n->stats->flush_irq_cycles += replay;
+		n->stats->flush_irq_replays++;
+	}
+	t1 -= replay;
 	while (h) {
 		struct sk_buff *skb = skb_of(n, h);
 

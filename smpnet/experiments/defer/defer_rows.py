@@ -30,6 +30,9 @@ def measure(m, cycles, rx, overhead, spins0, bugs0):
         # one serialising pair around a flush, and a read inside it
         "flush_cycles": tot["flush_cycles"] / flushes - overhead if tot["flushes"] else None,
         "flush_lock_cycles": stats.trimmed_mean(samples) - overhead if samples else None,
+        # the IPI taken as the locked take's unlock re-enables IRQs, apart
+        "flush_irq_cycles": tot["flush_irq_cycles"] / tot["flush_irq_replays"]
+        if tot["flush_irq_replays"] else None,
         "flush_hist": [int(x) for x in st["flush_hist"].sum(axis=0)],
         "lock_spins": int((m.region("irq")["spins"] - spins0["spins"]).sum()),
         "ipi_send_cycles": int((m.region("irq")["ipi_send_cycles"]
@@ -78,6 +81,8 @@ def row(strategy, runs, cpus, rx, defer_max, batch, overhead, timing_valid, ipi)
         "flush_cycles": _median(runs, "flush_cycles"),
         "flush_lock_cycles": _median(runs, "flush_lock_cycles"),
         "flush_lock_samples": [r["flush_lock_cycles"] for r in runs],
+        "flush_irq_cycles": _median(runs, "flush_irq_cycles"),
+        "flush_irq_replays": sum(r["flush_irq_replays"] for r in runs),
         "flushes": flushes, "skbs_per_flush": flushed / flushes if flushes else 0.0,
         "max_flush": max(r["max_flush"] for r in runs),
         "flush_hist": [sum(col) for col in zip(*(r["flush_hist"] for r in runs))],

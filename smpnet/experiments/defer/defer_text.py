@@ -37,18 +37,22 @@ def text(env, extra):
                       r["strategy"], r["skbs_per_s"] / 1e6, r["skbs_per_s_min"] / 1e6,
                       r["skbs_per_s_max"] / 1e6, gain_text(r.get("gain_over_none")),
                       r["defer_cycles"], r["flush_cycles"],
-                      r["flush_lock_cycles"], r["skbs_per_flush"], r["ipis"] * per_m,
+                      r["flush_lock_cycles"], r.get("flush_irq_cycles"), r["skbs_per_flush"],
+                      r["ipis"] * per_m,
                       r.get("ipis_by_rule_per_m"),
                       r.get("ipi_send_cycles"), r["irq_entry_cycles"] if r["ipis"] else None,
                       r["fallback_frees"] * per_m, r.get("remote_frees", 0) * per_m,
                       r["lock_spins"] * per_m, "yes" if r["conserved"] else "NO"))
     lines.append(table(cells, (["IPI send", "IPI entry"] if sweep else []) + [
         "strategy", "M skbs/s", "min", "max", "% over none", "cyc/defer", "cyc/flush",
-        "cyc/flush lock", "skbs/flush", "IPIs/M", "by rule/M", "cyc/IPI send", "cyc/IPI entry",
+        "cyc/flush lock", "cyc/IRQ in lock", "skbs/flush", "IPIs/M", "by rule/M", "cyc/IPI send", "cyc/IPI entry",
         "fallback/M", "remote frees/M", "spins/M", "conserved"]))
     lines.append(f"M skbs/s: median of the runs, end to end; cyc/defer: cycles per "
                  f"skb_attempt_defer_free (1 call in 8 timed, less an IPI's send); cyc/flush: per "
-                 f"skb_defer_free_flush, and of its locked take of the list; "
+                 f"skb_defer_free_flush, and of its locked take of the list without the IRQs "
+                 f"taken inside it; cyc/IRQ in lock: those IRQs' handling per take that took "
+                 f"any (the IPI irq and irqsave replay as their unlock re-enables IRQs, "
+                 f"or one taken while a take waited with IRQs on); "
                  f"{r0['timer_overhead_cycles']} cycles of timer overhead subtracted from each; "
                  f"/M: per million skbs; remote frees: freed on a CPU that did not allocate "
                  f"them (none's every skb, the others' fallbacks); % over none: skbs/s, "
