@@ -7,6 +7,7 @@ import platform
 import re
 import shutil
 import subprocess
+import sys
 
 import psutil
 import pytest
@@ -110,3 +111,18 @@ def reaches(functions, name, pattern):
     return bool(re.search(pattern, body)) or any(
         re.search(pattern, code_of(functions, f))
         for f in set(re.findall(r"\bcall +[0-9a-f]+ <(_raw_spin_[^>+]+)>", body)))
+
+
+@pytest.fixture(scope="session")
+def all_quick(tmp_path_factory):
+    """One `smpnet-bench all --quick --format email --plot`, run as a user
+    runs it (the installed smpnet, from outside the source tree), shared by
+    the tests of `all` and of compare (it takes half a minute): (its exit
+    code, the JSON result's path, the text's path, the pictures' folder)."""
+    d = tmp_path_factory.mktemp("all")
+    out, plots = d / "all.json", d / "plots"
+    p = subprocess.run([sys.executable, "-m", "smpnet", "all", "--quick", "--format", "email",
+                        "--output", str(out), "--plot", str(plots)], capture_output=True,
+                       text=True, cwd=d, timeout=300)
+    (d / "all.txt").write_text(p.stdout)
+    return p.returncode, out, d / "all.txt", plots

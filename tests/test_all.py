@@ -12,11 +12,9 @@ STAGES = [e.name for e in run_all.stages()]   # the registry's, in its order
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    """One `all --quick --plot`, shared by the tests below (it takes seconds)."""
-    d = tmp_path_factory.mktemp("all")
-    out, plots = d / "all.json", d / "plots"
-    rc = main(["all", "--quick", "--output", str(out), "--plot", str(plots)])
+def quick_run(all_quick):
+    """The one `all --quick --plot` of the session (conftest.all_quick)."""
+    rc, out, _, plots = all_quick
     return rc, json.loads(out.read_text()), plots
 
 

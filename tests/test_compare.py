@@ -58,15 +58,17 @@ def _run(argv, out, cwd):
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """{name: (path of run 1, path of run 2)}: each command twice, `all --quick` once;
-    the second run of each, and `all`, print their text --format email."""
+def results(tmp_path_factory, all_quick):
+    """{name: (path of run 1, path of run 2)}: each command twice, `all --quick` once
+    (the session's, conftest.all_quick); the second run of each, and `all`, print
+    their text --format email."""
     d = tmp_path_factory.mktemp("compare")
     out = {}
     for name, (argv, _, _) in RUNS.items():
         out[name] = tuple(_run(argv + ["--format", "email"] * (k == 2), d / f"{name}-{k}.json",
                                d) for k in (1, 2))
-    a = _run(["all", "--quick", "--format", "email"], d / "all-1.json", d)
+    rc, a, text, _ = all_quick
+    assert rc == 0, text.read_text()
     out["all"] = (a, a)
     return out
 
