@@ -168,6 +168,17 @@ def test_arp_json(capsys, allowed):
         assert v["pairs"] == arp.CHUNKS and v["size"] == pytest.approx((9.91 - 0.152) / 10)
         assert v["size_ratio"][0] == pytest.approx(v["measured"] / v["size"])
         assert v["control"]["sides"] == "immediate against immediate"
+        # the first ping's wait in ticks (HZ=1000: a 1 ms tick), from the timer
+        # rows' own samples, and the seed's sample placed among them
+        timer = np.asarray(env["results"][0]["first_samples_ms"], dtype=float)
+        waits = timer[np.isfinite(timer)]          # the answered ones, as the verdict's
+        w = v["timer_wait_ticks"]
+        assert w["median"] == pytest.approx(float(np.median(waits)))
+        assert w["max"] == pytest.approx(float(waits.max()))
+        assert w["median"] <= w["p99"] <= w["max"]
+        assert v["seed_wait_ticks"] == pytest.approx(0.991)
+        assert v["seed_percentile"] == pytest.approx(100 * float(np.mean(waits <= 0.991)))
+        assert v["label"] == "phase uniform"
 
 
 def test_arp_text(capsys):
@@ -269,3 +280,9 @@ def test_a_calibrated_wire_time_is_in_the_estimate():
          "trials": 20_000, "count": 3}
     assert arp.seconds(dict(p, calibration=None), [0, 1]) < bounds.LONG_RUN_S
     assert arp.seconds(dict(p, calibration=cal), [0, 1]) > bounds.LONG_RUN_S
+
+
+def test_all_judges_000_on_the_uniform_phase_with_tick_as_the_bound():
+    """The verdict `all` puts in its table is the first: the uniform phase's
+    (a shell starts the ping at a random point of a tick); tick's follows."""
+    assert arp.plan([0, 1], quick=True)["phase"] == ["uniform", "tick"]
