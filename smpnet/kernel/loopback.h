@@ -5,9 +5,13 @@
  *   direct                 the patch: netif_receive_skb() inline while this
  *                          CPU's lstats.depth is 0, netif_rx() when it is not
  *   direct-unguarded       netif_receive_skb() inline always: the reviewer's case
- *   direct-xmit-recursion  the kernel's eventual answer: inline, bounded by
- *                          the per-CPU softnet_data.xmit.recursion counter,
- *                          dropped beyond XMIT_RECURSION_LIMIT (dev_xmit_recursion)
+ *   direct-xmit-recursion  a hypothetical: direct delivery bounded as stacked
+ *                          devices' transmits are, by the per-CPU
+ *                          softnet_data.xmit.recursion counter, dropped beyond
+ *                          XMIT_RECURSION_LIMIT (dev_xmit_recursion(), which
+ *                          guards __dev_queue_xmit(), not loopback's receive).
+ *                          The kernel's answer was to keep netif_rx: today's
+ *                          loopback_xmit() still calls __netif_rx()
  * Protocols (when the receive path transmits an ACK):
  *   tbench     2.6.24's TCP under tbench: delayed ACKs (a pure ACK at once
  *              only when more than one full-sized segment, rcv_mss bytes,

@@ -21,7 +21,7 @@ def storm_verdict(rows, n):
              interval=None, verdict="reproduced" if holds else "not reproduced",
              guarded_overflow=guarded["overflow"], guarded_drops=guarded["drops"])
     limited = by.get("direct-xmit-recursion")
-    if limited:   # the kernel's eventual answer, shown beside the two
+    if limited:   # the hypothetical bounded delivery, shown beside the two
         v["xmit_recursion"] = {k: limited[k] for k in
                                ("overflow", "recursion_drops", "max_depth", "drops")}
     return [v], None
