@@ -66,3 +66,8 @@ def pairs(samples, a, b):
         d = answered(x - y)
         out += [float(np.median(d))] if len(d) else []
     return out
+
+
+def transcript_key(probe, phase):
+    """Where a probe mode's transcript is kept in a phase's run."""
+    return f"{probe} {phase}"
