@@ -211,11 +211,20 @@ def test_loopback_json_and_verdict(capsys, allowed):
     if len(allowed) < 2:
         assert env["verdicts"] == []
         return
-    (v,) = env["verdicts"]
-    assert v["seed"] == "002" and v["interval"][0] <= v["measured"] <= v["interval"][1]
-    # a gain in % against the seed's +5 %, paired run by run
-    assert v["pairs"] == 6 and v["size"] == 5.0 and v["kind"] == "measured"
+    vc, v = env["verdicts"]
     by = {r["mode"]: r for r in env["results"]}
+    # first, what the patch changes: cycles saved per transaction, paired run
+    # by run, with no seed size (the seed's +5 % cannot be put in cycles)
+    assert vc["seed"] == "002" and vc["unit"] == "cycles saved per transaction"
+    assert "size" not in vc and vc["pairs"] == 6 and vc["label"] == "cycles saved per transaction"
+    saved = [a - d for a, d in zip(by["netif_rx"]["cpt_samples"],
+                                   by["direct"]["cpt_samples"])]
+    assert vc["measured"] == pytest.approx(np.median(saved))
+    assert vc["control"]["sides"] == "netif_rx against netif_rx"
+    assert v["seed"] == "002" and v["interval"][0] <= v["measured"] <= v["interval"][1]
+    # then a gain in % against the seed's +5 %, paired run by run
+    assert v["pairs"] == 6 and v["size"] == 5.0 and v["kind"] == "measured"
+    assert v["label"].startswith("% of this host's transaction (")
     gains = [d / n * 100 - 100 for d, n in zip(by["direct"]["tps_samples"],
                                                 by["netif_rx"]["tps_samples"])]
     assert v["measured"] == pytest.approx(np.median(gains))
