@@ -41,7 +41,8 @@ def kernel_builds(arg, several=False):
     if any(not n for n in names):
         raise BadInput(f"--kernel-build {arg!r}: an empty name")
     if len(names) > 1 and not several:
-        raise BadInput(f"--kernel-build {arg!r}: one build here (locks takes a list)")
+        raise BadInput(f"--kernel-build {arg!r}: one build here (the uncontended suite, "
+                       "locks without --contended, takes a list)")
     return kernel_build.resolve(names)
 
 
