@@ -314,11 +314,13 @@ static __attribute__((noinline)) int virt_spin_lock(struct cpu_ctx *c, spinlock_
 #define PV_SPIN_THRESHOLD	(1 << 15)
 enum vcpu_state { vcpu_running = 0, vcpu_halted = 1 };
 
-static inline void pv_wait(uint32_t *word, uint32_t val)
+/* 1 when the CPU slept (woken, or its 10 ms ran out), 0 when the word had
+ * changed already: only a sleep counts as a halt (pv_halts). */
+static inline int pv_wait(uint32_t *word, uint32_t val)
 {
 	const struct timespec poll = { 0, 10 * 1000 * 1000 };
 
-	syscall(SYS_futex, word, FUTEX_WAIT, val, &poll, NULL, 0);
+	return syscall(SYS_futex, word, FUTEX_WAIT, val, &poll, NULL, 0) == 0 || errno == ETIMEDOUT;
 }
 
 static inline void pv_kick(uint32_t *word)
@@ -360,10 +362,10 @@ static inline int pv_wait_node(struct cpu_ctx *c, struct qnode *node)
 				return -1;
 		}
 		__atomic_store_n(&node->pv_state, vcpu_halted, __ATOMIC_SEQ_CST);	/* smp_store_mb */
-		if (!__atomic_load_n(&node->locked, __ATOMIC_SEQ_CST))
-			pv_wait(&node->pv_state, vcpu_halted);
+		if (!__atomic_load_n(&node->locked, __ATOMIC_SEQ_CST) &&
+		    pv_wait(&node->pv_state, vcpu_halted))
+			c->irq->pv_halts++;
 		__atomic_store_n(&node->pv_state, vcpu_running, __ATOMIC_RELAXED);
-		c->irq->pv_halts++;
 	}
 }
 
@@ -403,8 +405,8 @@ static inline int pv_wait_head_or_lock(struct cpu_ctx *c, spinlock_t *l)
 			__atomic_store_n(&l->locked, (uint8_t)_Q_LOCKED_VAL, __ATOMIC_RELAXED);
 			return 0;
 		}
-		pv_wait(&l->val, READ_ONCE(l->val) | _Q_SLOW_VAL);
-		c->irq->pv_halts++;
+		if (pv_wait(&l->val, READ_ONCE(l->val) | _Q_SLOW_VAL))
+			c->irq->pv_halts++;
 		if (spin_wait(c))
 			return -1;
 	}
