@@ -57,13 +57,16 @@ def _hammer(ctx, reg, count):
     return _core.lock_hammer(ctx.seg, ctx.cpu, reg, 0, 0, count, 0, 0)
 
 
-def _hold_then_hammer(ctx, reg, count, hold_s):
-    """CPU 0 holds the lock `hold_s` seconds (asleep: its waiters use up their
-    spins), then every CPU hammers it."""
+def _hold_then_hammer(ctx, reg, count, hold_s, until_halted=False):
+    """CPU 0 holds the lock `hold_s` seconds, or until another CPU has halted
+    waiting for it (at most 30 s), then every CPU hammers it."""
     if ctx.cpu == 0:
         c = _core.Cpu(ctx.seg, 0, lock_region=reg, timeout=30)
         c.spin_lock(0)
-        time.sleep(hold_s)
+        deadline = time.monotonic() + (30 if until_halted else hold_s)
+        irq = ctx.machine.region("irq")
+        while time.monotonic() < deadline and not (until_halted and irq["pv_halts"].sum()):
+            time.sleep(0.01)
         c.spin_unlock(0)
     return _hammer(ctx, reg, count)
 
@@ -74,13 +77,13 @@ def test_pvqspinlock_waiters_halt_and_are_kicked(allowed):
     _Q_SLOW_VAL, the others on their nodes; the unlock's slow path and the
     hand-offs kick them, and the lock stays exclusive."""
     count = 20000
-    # two CPUs, real where there are two: the waiter's spins are pause loops,
-    # done long before the holder wakes
+    # two CPUs, real where there are two; the holder lets go once the waiter
+    # has halted (however late its worker started)
     with Machine(cpus=allowed[:2], ncpus=2, oversubscribe=True,
                  regions=[("locks", layout.LOCK_SLOT, 1)]) as m:
         reg = m.segment.region_names.index("locks")
         _core.lock_init(m.segment.buf, reg, 0, _core.LOCK_ALGOS["pvqspinlock"], 0)
-        out = m.run(_hold_then_hammer, reg, count, 1.0, timeout=120)
+        out = m.run(_hold_then_hammer, reg, count, 0, True, timeout=120)
         assert [r[0] for r in out] == [count] * 2 and not any(r[3] for r in out)
         assert m.region("locks")[0]["counter"] == 2 * count
         assert int(m.region("irq")["pv_halts"].sum()) > 0
