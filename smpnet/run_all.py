@@ -156,13 +156,7 @@ def envelope(cpus, done, verdicts, warnings, quick, calibration=None):
 def verdict_text(verdicts):
     cells = []
     for v in verdicts:
-        if v["measured"] is None:
-            here = "-"
-        elif v.get("interval"):
-            lo, hi = v["interval"]
-            here = f"{v['measured']:.3g} [{lo:.3g} .. {hi:.3g}] {v.get('unit', '')}".strip()
-        else:
-            here = f"{v['measured']} ({v.get('unit', '')})"
+        here = _figure(v)
         size = "-"
         if "size_ratio" in v:
             r, lo, hi = v["size_ratio"]
@@ -181,12 +175,14 @@ def _where(v):
     return v["stage"] + (f", {v['label']}" if v.get("label") else "")
 
 
-def _figure(v):
+def _figure(v, missing="-"):
+    """A verdict's figure, measured [interval] unit; `missing` when none."""
     if v.get("measured") is None:
-        return "not measured"
-    lo, hi = v.get("interval") or (None, None)
-    span = f" [{lo:.3g} .. {hi:.3g}]" if lo is not None else ""
-    return f"{v['measured']:.3g}{span} {v.get('unit', '')}".strip()
+        return missing
+    if v.get("interval"):
+        lo, hi = v["interval"]
+        return f"{v['measured']:.3g} [{lo:.3g} .. {hi:.3g}] {v.get('unit', '')}".strip()
+    return f"{v['measured']} ({v.get('unit', '')})"
 
 
 def text(env, pictures):
@@ -206,7 +202,7 @@ def text(env, pictures):
                 lines.append(f"  seed {v['seed']} ({v['stage']}): "
                              f"{load.describe(v['load'], 'the stage')}")
         for d in v.get("details", []):
-            lines.append(f"  seed {d['seed']} ({_where(d)}): {d['claim']}: {_figure(d)}"
+            lines.append(f"  seed {d['seed']} ({_where(d)}): {d['claim']}: {_figure(d, 'not measured')}"
                          f" -> {d['verdict']}"
                          + ("" if not d.get("control") or d["control"]["reliable"]
                             else " (WARNING: its A/A control found a false difference: "

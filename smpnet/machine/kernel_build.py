@@ -194,22 +194,10 @@ def describe_model(name, record=None):
 
 # ------------------------------------------------------------------ the lock a kernel here runs
 
-# KVM's CPUID leaves (Documentation/virt/kvm/x86/cpuid.rst): the signature,
-# then the features (eax) and hints (edx)
-KVM_CPUID_SIGNATURE, KVM_CPUID_FEATURES = 0x40000000, 0x40000001
+# The bits of KVM's CPUID leaf 0x40000001 (sysinfo.cpuid_kvm()) the choice
+# reads: a feature (eax) and a hint (edx)
 KVM_FEATURE_PV_UNHALT = 7
 KVM_HINTS_REALTIME = 0
-
-
-def _kvm_cpuid():
-    """(features, hints) of the KVM this runs under, or None when not KVM."""
-    regs = _core.cpuid(KVM_CPUID_SIGNATURE)
-    if not regs or regs[0] < KVM_CPUID_FEATURES:
-        return None
-    if b"".join(r.to_bytes(4, "little") for r in regs[1:]).rstrip(b"\0") != b"KVMKVMKVM":
-        return None
-    regs = _core.cpuid(KVM_CPUID_FEATURES)
-    return regs[0], regs[3]
 
 
 def _possible_cpus(root):
@@ -237,7 +225,7 @@ def host_lock(hypervisor, facts=None, root="/", kvm=None):
     (virt_spin_lock()'s test-and-set) in a guest without PV_UNHALT, or with
     PARAVIRT but no PARAVIRT_SPINLOCKS. hypervisor: sysinfo's name, None
     on bare metal; facts: kernel_build(), read when None; kvm: (features,
-    hints), read by CPUID when None."""
+    hints) of KVM's CPUID leaf (sysinfo.cpuid_kvm()), None: none read."""
     facts = kernel_build(root) if facts is None else facts
     if not hypervisor:
         return "qspinlock", "no hypervisor: the native qspinlock"
@@ -251,7 +239,7 @@ def host_lock(hypervisor, facts=None, root="/", kvm=None):
                              "native qspinlock assumed")
     if not o.get("PARAVIRT_SPINLOCKS"):
         return "virt_tas", "KVM guest without PARAVIRT_SPINLOCKS: virt_spin_lock()'s test-and-set"
-    features, hints = kvm if kvm is not None else (_kvm_cpuid() or (0, 0))
+    features, hints = kvm if kvm is not None else (0, 0)
     if hints >> KVM_HINTS_REALTIME & 1:
         return "qspinlock", "KVM guest with the REALTIME hint (dedicated pCPUs): PV spinlocks off"
     if not features >> KVM_FEATURE_PV_UNHALT & 1:

@@ -15,6 +15,7 @@ import re
 
 import numpy
 
+from .. import _core
 from .cpus import parse_cpulist
 from .kernel_build import host_lock, kernel_build
 
@@ -99,15 +100,34 @@ HYPERVISOR_SIGNATURES = {
 }
 
 
-def cpuid_hypervisor():
-    """The hypervisor's name from its CPUID signature (leaf 0x40000000), or None."""
-    from .. import _core  # the compiled core; imported late so tests of the parsers need no build
+# The hypervisor's CPUID leaves: the signature (eax: the highest leaf), then,
+# for KVM, its features (eax) and hints (edx) (Documentation/virt/kvm/x86/cpuid.rst)
+CPUID_SIGNATURE, KVM_CPUID_FEATURES = 0x40000000, 0x40000001
 
-    regs = _core.cpuid(0x40000000)
-    if not regs or regs[0] < 0x40000000:
+
+def _cpuid_signature():
+    """(the highest hypervisor leaf, the signature's text), or None."""
+    regs = _core.cpuid(CPUID_SIGNATURE)
+    if not regs or regs[0] < CPUID_SIGNATURE:
         return None
     sig = b"".join(r.to_bytes(4, "little") for r in regs[1:]).rstrip(b"\0").decode("ascii", "replace")
-    return HYPERVISOR_SIGNATURES.get(sig.strip(), sig.strip() or None)
+    return regs[0], sig.strip()
+
+
+def cpuid_hypervisor():
+    """The hypervisor's name from its CPUID signature (leaf 0x40000000), or None."""
+    found = _cpuid_signature()
+    return HYPERVISOR_SIGNATURES.get(found[1], found[1] or None) if found else None
+
+
+def cpuid_kvm():
+    """(features, hints) of KVM's leaf 0x40000001, or None when the CPUID
+    signature is not KVM's or has no such leaf."""
+    found = _cpuid_signature()
+    if not found or found[1] != "KVMKVMKVM" or found[0] < KVM_CPUID_FEATURES:
+        return None
+    regs = _core.cpuid(KVM_CPUID_FEATURES)
+    return regs[0], regs[3]
 
 
 def _hypervisor(root, flags, cpuid_name=None):
@@ -204,7 +224,7 @@ def machine_facts(cpus, root="/"):
         "kernel": platform.release(),
         "kernel_build": build,
         # the spinlock a kernel here runs (CPUID's KVM features: the real machine's only)
-        "kernel_lock": dict(zip(("algo", "why"), host_lock(hypervisor, build, root)))
+        "kernel_lock": dict(zip(("algo", "why"), host_lock(hypervisor, build, root, cpuid_kvm())))
         if real else None,
         "python": platform.python_version(),
         "numpy": numpy.__version__,

@@ -47,31 +47,32 @@ def kernel_builds(arg, several=False):
 
 
 def host_build():
-    """A plan's kernel build: the host's, and how it was chosen (and no
-    --algo host, which a plan does not ask)."""
+    """A plan's kernel build: the host's, and how it was chosen."""
     builds, record = kernel_builds(kernel_build.HOST)
-    return {"kernel_build": builds[0], "kernel_build_record": record, "algo_host": None}
+    return {"kernel_build": builds[0], "kernel_build_record": record}
 
 
 HOST_ALGO = "host"
 
 
 def host_algo():
-    """(the lock a kernel on this host runs, why): kernel_build.host_lock()"""
-    return kernel_build.host_lock(sysinfo.cpuid_hypervisor())
+    """The lock a kernel on this host runs, as results record it:
+    {"algo", "why"} (kernel_build.host_lock())."""
+    algo, why = kernel_build.host_lock(sysinfo.cpuid_hypervisor(), kvm=sysinfo.cpuid_kvm())
+    return {"algo": algo, "why": why}
 
 
 def parse_algos(text):
     """--algo's list (parse_list), `host` being the lock a kernel on this
-    host runs; (the algorithms, {"algo", "why"} of host or None)."""
+    host runs; (the algorithms, host_algo() or None)."""
     items = [t.strip() for t in (text or "").split(",")]
     if HOST_ALGO not in items:
         return parse_list(text, ALGOS, "lock algorithm"), None
-    algo, why = host_algo()
-    if algo in items:
-        raise BadInput(f"--algo {text!r}: host is {algo} here, listed twice")
-    return (parse_list(",".join(algo if t == HOST_ALGO else t for t in items), ALGOS,
-                       "lock algorithm"), {"algo": algo, "why": why})
+    host = host_algo()
+    if host["algo"] in items:
+        raise BadInput(f"--algo {text!r}: host is {host['algo']} here, listed twice")
+    return (parse_list(",".join(host["algo"] if t == HOST_ALGO else t for t in items), ALGOS,
+                       "lock algorithm"), host)
 
 
 def algo_host_lines(p):
@@ -83,8 +84,8 @@ def algo_host_lines(p):
 def one_algo(option, text):
     """One algorithm (ab's --algo, defer's --lock), `host` allowed."""
     if text == HOST_ALGO:
-        algo, why = host_algo()
-        return algo, {"algo": algo, "why": why}
+        host = host_algo()
+        return host["algo"], host
     if text not in ALGOS:
         raise BadInput(f"{option} takes one lock algorithm: {', '.join(ALGOS)} or {HOST_ALGO}")
     return text, None

@@ -123,7 +123,7 @@ def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "algo": list(ALGOS) if not quick else
             ["qspinlock", "ticket", "tas"], "variant": ["plain"] if quick else ["plain", "irq"],
             "restore": "sti", "check": False, "contended": True,
-            **lockbench.host_build(),
+            **lockbench.host_build(), "algo_host": None,
             "duration_s": 0.05 if quick else 0.1, "hold_cycles": [0], "think_cycles": [0],
             "repeat": 3 if quick else 6, "rng_seed": 0, "ncpus": len(cpus),
             "oversubscribe": False, "scale": list(range(1, len(cpus) + 1))}

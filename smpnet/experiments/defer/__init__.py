@@ -315,7 +315,7 @@ def plan(cpus, quick):
             "defer_max": DEFER_MAX, "batch": BATCH, "repeat": 6 if quick else 8,
             "lock": "qspinlock", "check": False, "oversubscribe": False,
             "ipi_cycles": [MEASURED], "ipi_entry_cycles": None, "lock_host": None,
-            **{k: v for k, v in lockbench.host_build().items() if k != "algo_host"}}
+            **lockbench.host_build()}
 
 
 EXPERIMENT = Experiment(

@@ -51,34 +51,35 @@ def verdicts(rows, runs, n, modes, repeat, ack_storm, sizing=None):
         return [r["cycles_per_transaction"] for r in runs.get((n, mode), [])]
 
     # the primary: what the patch changes, cycles per transaction, paired
+    # (None when too few runs completed a transaction on either side)
     cycles = stats.paired(cpt("netif_rx"), cpt("direct"), lambda a, b: a - b)
-    vc = stats.judge(SEED_002_CYCLES, cycles[0], cycles[1], pairs=cycles[2])
-    vc["label"] = "cycles saved per transaction"
-    aa = stats.paired(cpt("netif_rx"), cpt(AA), lambda a, b: a - b)
-    if aa:
-        vc["control"] = stats.control("netif_rx against netif_rx", aa[0], aa[1])
+    vc = None
+    if cycles:
+        vc = stats.judge(SEED_002_CYCLES, cycles[0], cycles[1], pairs=cycles[2])
+        vc["label"] = "cycles saved per transaction"
+        aa = stats.paired(cpt("netif_rx"), cpt(AA), lambda a, b: a - b)
+        if aa:
+            vc["control"] = stats.control("netif_rx against netif_rx", aa[0], aa[1])
     v = stats.judge(SEED_002, *stats.paired(tps("direct"), tps("netif_rx"), stats.gain))
-    v["label"] = (f"% of this host's transaction ({by['netif_rx']['cycles_per_transaction']:,.0f} "
-                  "cycles)")
+    cost = by["netif_rx"]["cycles_per_transaction"]
+    v["label"] = ("% of this host's transaction ("
+                  + (f"{cost:,.0f} cycles)" if cost is not None else "its cost not measured)"))
     aa = stats.paired(tps(AA), tps("netif_rx"), stats.gain)
     if aa:
         v["control"] = stats.control("netif_rx against netif_rx", aa[0], aa[1])
     # what direct delivery saves per transaction, on the verdict's sides
     # (calibrated, when they are: the stack work's spin keeps its average,
-    # and a path runs colder between real work than in a tight loop), and
-    # the counts behind it, [netif_rx, direct]
-    def saved(base, fast):
-        d = stats.paired(cpt(base), cpt(fast), lambda a, b: a - b)
-        return (d[0], d[1]) if d else (None, None)
-
+    # and a path runs colder between real work than in a tight loop): the
+    # primary's figure; and the counts behind it, [netif_rx, direct]
     v["breakdown"] = dict(
-        zip(("saved_cycles", "saved_interval"), saved("netif_rx", "direct")),
+        saved_cycles=cycles[0] if cycles else None, saved_interval=cycles[1] if cycles else None,
         transaction_cycles=by["netif_rx"]["cycles_per_transaction"],
         per_transaction={key: [_per_transaction(by["netif_rx"], key),
                                _per_transaction(by["direct"], key)]
                          for key in ("refcnt_atomics", "softirqs", "queued")})
     if sizing:
-        v["breakdown"]["saved_cycles_raw"] = saved(*RAW)[0]
+        raw_saved = stats.paired(cpt(RAW[0]), cpt(RAW[1]), lambda a, b: a - b)
+        v["breakdown"]["saved_cycles_raw"] = raw_saved[0] if raw_saved else None
         v["calibration"] = dict(sizing, measured_work_cycles=_per_transaction(
             by["netif_rx"], "stack_work_cycles"))
         v["unit_note"] = ("calibrated: each transaction costs the host kernel's measured "
@@ -88,6 +89,8 @@ def verdicts(rows, runs, n, modes, repeat, ack_storm, sizing=None):
             v["raw"] = {"measured": raw[0], "interval": raw[1]}
     else:
         v["calibration"] = None
+    if vc is None:
+        return [v], None
     vc["calibration"] = v["calibration"]
     return [vc, v], None
 
