@@ -62,6 +62,36 @@ def test_host_is_the_build_whose_calls_the_hosts_config_makes(tmp_path, build):
     assert "the host's build" not in kernel_build.describe_model("inline", record)
 
 
+SRSO = {"Mitigation: Safe RET": True, "Vulnerable: Safe RET, no microcode": True,
+        "Mitigation: IBPB": False, "Not affected": False}
+
+
+@pytest.mark.parametrize("line", sorted(SRSO))
+def test_host_returns_through_the_thunk_where_sysfs_says_safe_ret(tmp_path, line):
+    (tmp_path / "proc").mkdir()
+    with gzip.open(tmp_path / "proc" / "config.gz", "wt") as f:
+        f.write(CONFIGS["x86-nopreempt"] + "CONFIG_MITIGATION_RETHUNK=y\n")
+    vuln = tmp_path / kernel_build.VULN_DIR.lstrip("/")
+    vuln.mkdir(parents=True)
+    (vuln / "spec_rstack_overflow").write_text(line + "\n")
+    facts = kernel_build.kernel_build(str(tmp_path))
+    builds, record = kernel_build.resolve(["host"], facts)
+    thunk = SRSO[line] and _core.RETURN_THUNK_MODELLED
+    assert builds == ["x86-nopreempt+safe-ret" if thunk else "x86-nopreempt"]
+    assert (line in record["host_why"]) == SRSO[line]
+    assert ("safe-RET thunk" in kernel_build.describe_model(builds[0])) == thunk
+    # the thunk changes the return, not what is a call
+    assert kernel_build.calls_of(builds[0]) == kernel_build.calls_of("x86-nopreempt")
+
+
+@pytest.mark.parametrize("host, detail", [
+    ("x86-preempt", "x86-nopreempt"), ("x86-debug", "x86-nopreempt"),
+    ("x86-preempt+safe-ret", "x86-nopreempt+safe-ret")])
+def test_alls_second_seed_003_build_keeps_the_hosts_return(host, detail):
+    from smpnet.experiments import locks
+    assert locks._all_seed_003_build(host) == detail
+
+
 def test_host_without_a_config_is_the_documented_fallback(tmp_path):
     facts = kernel_build.kernel_build(str(tmp_path), release="no-such-release")
     builds, record = kernel_build.resolve(["host"], facts)
@@ -82,7 +112,7 @@ def test_each_loop_calls_exactly_the_entry_points_its_build_makes_calls(core_fun
     checked = 0
     for build in kernel_build.BUILDS:
         calls = set(kernel_build.calls_of(build))
-        tag = "KBUILD_" + build.upper().replace("-", "_")
+        tag = "KBUILD_" + build.upper().replace("-", "_").replace("+SAFE_RET", "_SRSO")
         for variant, (lock, unlock) in ENTRIES.items():
             body = code_of(core_functions,
                            f"tb_lock_loop_VARIANT_{variant}_SPIN_QSPINLOCK_{tag}_0_0")
@@ -91,12 +121,51 @@ def test_each_loop_calls_exactly_the_entry_points_its_build_makes_calls(core_fun
             for entry in (lock, unlock):
                 made = {f for f in called if f.startswith(SYMBOL[entry])}
                 assert bool(made) == (entry in calls), (build, variant, entry, called)
+                debug = build.startswith("x86-debug")
+                thunk = build.endswith("+safe-ret")
                 for f in made:
-                    assert f.endswith("QSPINLOCK_0_" + str(int(build == "x86-debug")))
+                    assert f.endswith(f"QSPINLOCK_0_{int(debug)}_{int(thunk)}"), (build, f)
                     raw = direct_calls(code_of(core_functions, f))
-                    assert any(r.startswith("do_raw_spin_") for r in raw) == (build == "x86-debug")
+                    assert any(r.startswith("do_raw_spin_") for r in raw) == debug
                 checked += 1
     assert checked == len(kernel_build.BUILDS) * len(ENTRIES) * 2
+
+
+def returns_of(body):
+    """(plain `ret`s, jumps to the return thunk) in a function's code."""
+    return (len(re.findall(r"\tret\b", body)),
+            len(re.findall(r"\bjmp +[0-9a-f]+ <__x86_return_thunk>", body)))
+
+
+@pytest.mark.skipif(not (X86 and _core.RETURN_THUNK_MODELLED), reason="GCC's x86 return thunk")
+def test_safe_ret_copies_return_only_through_the_thunk_and_the_others_never(core_functions):
+    """Every out-of-line copy of a +safe-ret build (its do_raw_spin_* ones
+    too) returns by a jump to __x86_return_thunk and has no `ret`; every
+    other build's copies return by `ret` and never jump there; the thunk is
+    SRSO's safe RET: a call to a `lea 8(%rsp), %rsp; ret`, so every return
+    goes to an address the return stack did not predict."""
+    copies = [n for n in core_functions
+              if re.match(r"(_raw_spin_|do_raw_spin_).*_[01]_[01]$", n)]
+    assert len(copies) >= 2 * 10 * len(_core.LOCK_ALGOS)
+    for name in copies:
+        body = code_of(core_functions, name)
+        rets, thunks = returns_of(body)
+        # or ends in a tail call of the model's own function (the PV unlock:
+        # a plain `ret` in every build, as docs/experiments/locks.md says)
+        tail = [f for f in re.findall(r"\bjmp +[0-9a-f]+ <([^>+]+)>", body)
+                if f not in (name, "__x86_return_thunk")]
+        if name.endswith("_1"):
+            assert rets == 0 and (thunks >= 1 or tail), name
+        else:
+            assert thunks == 0 and (rets >= 1 or tail), name
+    thunk = code_of(core_functions, "__x86_return_thunk")
+    (safe,) = direct_calls(thunk)
+    assert re.search(r"\bcall\b", thunk) and "ud2" in thunk
+    assert re.search(r"lea +0x8\(%rsp\),%rsp\s*\n.*\tret\b", code_of(core_functions, safe))
+    # and no loop of a build without the thunk reaches it
+    for name in core_functions:
+        if name.startswith("tb_lock_loop_") and "_SRSO_" not in name:
+            assert "__x86_return_thunk" not in code_of(core_functions, name), name
 
 
 def _debug_cpu(m, **kw):
@@ -148,7 +217,7 @@ def test_the_other_builds_make_no_debug_checks(allowed):
 
 def test_a_build_out_of_range_is_refused(allowed):
     with Machine(cpus=allowed[:1], regions=[("locks", layout.LOCK_SLOT, 1)]) as m:
-        with pytest.raises(ValueError, match="no kernel build 4"):
+        with pytest.raises(ValueError, match=f"no kernel build {len(kernel_build.BUILDS)}"):
             _core.Cpu(m.segment.buf, 0, kbuild=len(kernel_build.BUILDS))
         with pytest.raises(ValueError, match="no kernel build -1"):
             _core.kernel_build_calls(-1)
@@ -193,8 +262,8 @@ def test_all_reports_seed_003_under_the_hosts_build_and_x86_nopreempt():
     from smpnet.experiments import locks
     p = locks.plan([0], quick=True)
     assert p["kernel_build"] == [p["kernel_build_record"]["host"]]
-    assert p["seed_003_builds"] == ([] if p["kernel_build"] == ["x86-nopreempt"]
-                                    else ["x86-nopreempt"])
+    nopreempt = locks._all_seed_003_build(p["kernel_build"][0])
+    assert p["seed_003_builds"] == ([] if p["kernel_build"] == [nopreempt] else [nopreempt])
 
 
 def test_all_lists_each_of_a_seeds_verdicts_with_its_label_and_figure():

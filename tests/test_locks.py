@@ -411,12 +411,22 @@ def test_no_paired_figure_from_too_few_or_unequal_rounds():
 
 def test_the_checker_run_says_its_figures_include_the_checker(capsys):
     assert main(["locks", "--loops", "1000", "--rounds", "12", "--variant", "plain,irq,irqsave",
-                 "--check"]) == 0
+                 "--check", "--kernel-build", "x86-preempt"]) == 0
     out = capsys.readouterr().out
     assert "Harness overhead" in out and "smpnet's figures include the checker" in out
     assert "irqsave - control (pushf; pop)" in out and "of which the pushf; pop" in out
     # with the checker, control - irq is not smpnet's bookkeeping alone, and says so
     assert "control - irq (smpnet's bookkeeping + the checker)" in out
+
+
+@pytest.mark.parametrize("builds, held", [
+    (["inline"], "smpnet's bookkeeping, ~0"),
+    (["x86-preempt"], "smpnet's bookkeeping, ~0"),          # both pairs are two calls
+    (["x86-nopreempt"], "smpnet's bookkeeping + the call irqsave's unlock is and irq's is not"),
+    (["inline", "x86-nopreempt"],
+     "smpnet's bookkeeping + the calls irqsave makes and irq does not, by build")])
+def test_control_minus_irq_names_the_call_a_build_adds_to_irqsave(builds, held):
+    assert locks.control_minus_irq("sti", False, builds) == held
 
 
 def test_the_locks_text_has_time_bench_lines(capsys):

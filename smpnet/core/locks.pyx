@@ -33,6 +33,8 @@ LOCK_VARIANTS = c_enum(spin_variant_names, SPIN_NR_VARIANTS)
 # the kernel builds (--kernel-build) and the lock entry points, from spinlock_api_smp.h
 KERNEL_BUILDS = c_enum(kernel_build_names, KBUILD_NR)
 SPIN_ENTRIES = tuple(c_enum(spin_entry_names, SPIN_NR_ENTRIES))
+# whether the +safe-ret builds return through the return thunk (GCC on x86)
+RETURN_THUNK_MODELLED = bool(RETHUNK_MODELLED)
 
 
 def kernel_build_calls(int build):

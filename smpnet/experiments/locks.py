@@ -91,10 +91,16 @@ def run(cpus, p, progress=None):
     return Outcome(p, rows, verdicts)
 
 
-# `all` reports seed 003 under the host's build and under x86-nopreempt,
-# whose irqsave is a call and irq's unlock inline: so a reader sees which
-# part of irqsave - irq is the flags save and which the call.
+# `all` reports seed 003 under the host's build and under x86-nopreempt
+# (with the host's return), whose irqsave is a call and irq's unlock
+# inline: so a reader sees which part of irqsave - irq is the flags save
+# and which the call.
 ALL_SEED_003_BUILD = "x86-nopreempt"
+
+
+def _all_seed_003_build(host):
+    safe_ret = host.endswith(kernel_build.SAFE_RET)
+    return ALL_SEED_003_BUILD + (kernel_build.SAFE_RET if safe_ret else "")
 
 
 def plan(cpus, quick):
@@ -106,7 +112,8 @@ def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants, "restore": "sti",
             "check": False, "contended": False, "kernel_build": [host["kernel_build"]],
             "kernel_build_record": host["kernel_build_record"], "algo_host": None,
-            "seed_003_builds": [b for b in (ALL_SEED_003_BUILD,) if b != host["kernel_build"]],
+            "seed_003_builds": [b for b in (_all_seed_003_build(host["kernel_build"]),)
+                                if b != host["kernel_build"]],
             "loops": None, "rounds": rounds, "cpu": cpus[0]}
 
 
@@ -185,7 +192,9 @@ def harness_text(rows, check, restore):
                              if "control_minus_irq_cycles" in r else None)
                             for r in ctl],
                            ["algo", "build", "control cycles", "irqsave - control (pushf; pop)",
-                            f"control - irq ({lockbench.control_minus_irq(restore, check)})"]))
+                            "control - irq (" + lockbench.control_minus_irq(
+                                restore, check, {r.get("kernel_build", "inline") for r in ctl})
+                            + ")"]))
     return lines
 
 

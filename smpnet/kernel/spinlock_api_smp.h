@@ -27,11 +27,24 @@
  * checker and debug setting (as a kernel is built with one of each); the
  * tables of them below are read with constant indices by the timed loops,
  * which the compiler folds to the direct call (tests/test_kernel_build.py
- * reads the built object for it). What stays emulated: the call takes
- * the CPU's context and the flags by pointer besides the lock (the kernel's
- * takes the lock and returns the flags), returns through a plain `ret`
- * whatever the host's return-thunk mitigation, and preempt_enable() has no
- * resched test in any build.
+ * reads the built object for it).
+ *
+ * Each x86 build also comes as `+safe-ret`: its copies return, as a kernel
+ * booted with SRSO's "Safe RET" returns from every function, through the
+ * return thunk (arch/x86/lib/retpoline.S's srso_alias_return_thunk: `call
+ * srso_alias_safe_ret; ud2`, and srso_alias_safe_ret `lea 8(%rsp), %rsp;
+ * ret; int3`): GCC's function_return("thunk-extern") ends each copy in a
+ * `jmp __x86_return_thunk` (-mfunction-return, as the kernel's
+ * MITIGATION_RETHUNK builds it) and that thunk, defined below, runs the
+ * same instructions, so every return mispredicts as the kernel's does.
+ * Not reproduced: the thunk's BTB alias with srso_alias_untrain_ret (an
+ * address the kernel's link places; it matters for the attack, not the
+ * cost) and the untraining at each kernel entry.
+ *
+ * What stays emulated: the call takes the CPU's context and the flags by
+ * pointer besides the lock (the kernel's takes the lock and returns the
+ * flags); the slow paths and the PV unlock's call return through a plain
+ * `ret` in every build; preempt_enable() has no resched test in any build.
  */
 #ifndef SMPNET_SPINLOCK_API_SMP_H
 #define SMPNET_SPINLOCK_API_SMP_H
@@ -44,13 +57,63 @@
 /* ---------------------------------------------------------------- builds */
 
 /* Enumerator, and its name as Python offers it (--kernel-build). */
-#define KERNEL_BUILD_TABLE(X)					\
-	X(KBUILD_INLINE,		"inline")		\
-	X(KBUILD_X86_NOPREEMPT,		"x86-nopreempt")	\
-	X(KBUILD_X86_PREEMPT,		"x86-preempt")		\
-	X(KBUILD_X86_DEBUG,		"x86-debug")
+#define KERNEL_BUILD_TABLE(X)						\
+	X(KBUILD_INLINE,		"inline")			\
+	X(KBUILD_X86_NOPREEMPT,		"x86-nopreempt")		\
+	X(KBUILD_X86_PREEMPT,		"x86-preempt")			\
+	X(KBUILD_X86_DEBUG,		"x86-debug")			\
+	X(KBUILD_X86_NOPREEMPT_SRSO,	"x86-nopreempt+safe-ret")	\
+	X(KBUILD_X86_PREEMPT_SRSO,	"x86-preempt+safe-ret")		\
+	X(KBUILD_X86_DEBUG_SRSO,	"x86-debug+safe-ret")
 
 SMP_ENUM(kernel_build, KERNEL_BUILD_TABLE, KBUILD_NR);
+
+/* A +safe-ret build is its plain build's shape (what is a call) with the
+ * return thunk: the first KBUILD_NR_SHAPES builds, then the x86 ones again. */
+#define KBUILD_NR_SHAPES	(KBUILD_X86_DEBUG + 1)
+_Static_assert(KBUILD_NR == 2 * KBUILD_NR_SHAPES - 1, "every x86 build has its +safe-ret");
+
+static __always_inline int kbuild_shape(const int build)
+{
+	return build >= KBUILD_NR_SHAPES ? build - KBUILD_NR_SHAPES + KBUILD_X86_NOPREEMPT : build;
+}
+
+static __always_inline int kbuild_rethunk(const int build)
+{
+	return build >= KBUILD_NR_SHAPES;
+}
+
+/* ---------------------------------------------------------------- the return thunk */
+
+/* GCC only: clang has no function_return attribute, and the thunk is x86's.
+ * Elsewhere the +safe-ret copies return as the others do; the core says so
+ * (RETHUNK_MODELLED), and Python refuses those builds. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__clang__)
+#define RETHUNK_MODELLED	1
+#define __rethunk		__attribute__((function_return("thunk-extern")))
+/* Hidden: the core and each user's object have their own. */
+__asm__(".pushsection .text.__x86.return_thunk,\"ax\",@progbits\n"
+	"\t.p2align 6\n"
+	"\t.globl __x86_return_thunk\n"
+	"\t.hidden __x86_return_thunk\n"
+	"\t.type __x86_return_thunk, @function\n"
+	"__x86_return_thunk:\n"
+	"\tcall smpnet_srso_safe_ret\n"
+	"\tud2\n"
+	"\t.size __x86_return_thunk, .-__x86_return_thunk\n"
+	"smpnet_srso_safe_ret:\n"
+#ifdef __x86_64__
+	"\tlea 8(%rsp), %rsp\n"
+#else
+	"\tlea 4(%esp), %esp\n"
+#endif
+	"\tret\n"
+	"\tint3\n"
+	".popsection\n");
+#else
+#define RETHUNK_MODELLED	0
+#define __rethunk
+#endif
 
 /* The entry points, in kernel_build.py's order. */
 #define SPIN_ENTRY_TABLE(X)						\
@@ -68,7 +131,7 @@ SMP_ENUM(spin_entry, SPIN_ENTRY_TABLE, SPIN_NR_ENTRIES);
 /* 1 when `build` makes `entry` an out-of-line call (see the top). */
 static __always_inline int kbuild_calls(const int build, const int entry)
 {
-	switch (build) {
+	switch (kbuild_shape(build)) {
 	case KBUILD_INLINE:
 		return 0;
 	case KBUILD_X86_NOPREEMPT:
@@ -147,42 +210,48 @@ static __always_inline void __do_raw_spin_unlock_debug(struct cpu_ctx *c, spinlo
 	__do_raw_spin_unlock_nodebug(c, l, algo, check);
 }
 
-/* The out-of-line copies, one per algorithm and checker, in a table the
- * inline bodies read with constant indices (a direct call). */
+/* The out-of-line copies, one per algorithm, checker and return, in a
+ * table the inline bodies read with constant indices (a direct call). */
 struct raw_spin_debug_ops {
 	int (*lock)(struct cpu_ctx *c, spinlock_t *l);
 	void (*unlock)(struct cpu_ctx *c, spinlock_t *l);
 };
 
-#define DEFINE_DO_RAW_SPIN_DEBUG(algo, check)						\
-	static __attribute__((noinline)) int do_raw_spin_lock_##algo##_##check(		\
-		struct cpu_ctx *c, spinlock_t *l)					\
+/* a copy's return: 0 a plain `ret`, 1 through the return thunk */
+#define RETURN_VIA_0
+#define RETURN_VIA_1	__rethunk
+
+#define DEFINE_DO_RAW_SPIN_DEBUG(algo, check, t)					\
+	static __attribute__((noinline)) RETURN_VIA_##t int				\
+	do_raw_spin_lock_##algo##_##check##_##t(struct cpu_ctx *c, spinlock_t *l)	\
 	{										\
 		return __do_raw_spin_lock_debug(c, l, algo, check);			\
 	}										\
-	static __attribute__((noinline)) void do_raw_spin_unlock_##algo##_##check(	\
-		struct cpu_ctx *c, spinlock_t *l)					\
+	static __attribute__((noinline)) RETURN_VIA_##t void				\
+	do_raw_spin_unlock_##algo##_##check##_##t(struct cpu_ctx *c, spinlock_t *l)	\
 	{										\
 		__do_raw_spin_unlock_debug(c, l, algo, check);				\
 	}
-#define DO_RAW_SPIN_DEBUG_ENTRY(algo, check)						\
-	[algo][check] = { do_raw_spin_lock_##algo##_##check, do_raw_spin_unlock_##algo##_##check },
-#define DO_RAW_SPIN_DEBUG_OF(X, algo)	X(algo, 0) X(algo, 1)
+#define DO_RAW_SPIN_DEBUG_ENTRY(algo, check, t)						\
+	[algo][check][t] = { do_raw_spin_lock_##algo##_##check##_##t,			\
+			     do_raw_spin_unlock_##algo##_##check##_##t },
+#define DO_RAW_SPIN_DEBUG_OF(X, algo)	X(algo, 0, 0) X(algo, 1, 0) X(algo, 0, 1) X(algo, 1, 1)
 #define DEFINE_DO_RAW_SPIN_DEBUG_OF(algo, name)	DO_RAW_SPIN_DEBUG_OF(DEFINE_DO_RAW_SPIN_DEBUG, algo)
 #define DO_RAW_SPIN_DEBUG_ENTRIES_OF(algo, name) DO_RAW_SPIN_DEBUG_OF(DO_RAW_SPIN_DEBUG_ENTRY, algo)
 
 SPIN_ALGO_TABLE(DEFINE_DO_RAW_SPIN_DEBUG_OF)
 
-static const struct raw_spin_debug_ops do_raw_spin_debug[SPIN_NR_ALGOS][2] = {
+static const struct raw_spin_debug_ops do_raw_spin_debug[SPIN_NR_ALGOS][2][2] = {
 	SPIN_ALGO_TABLE(DO_RAW_SPIN_DEBUG_ENTRIES_OF)
 };
 
-/* `debug`: DEBUG_SPINLOCK's out-of-line do_raw_spin_lock(), else inline */
+/* `debug`: DEBUG_SPINLOCK's out-of-line do_raw_spin_lock(), else inline;
+ * 2 (its copies' `debug` in a +safe-ret build): returning through the thunk */
 static __always_inline int __do_raw_spin_lock(struct cpu_ctx *c, spinlock_t *l,
 					      const int algo, const int check, const int debug)
 {
 	if (debug)
-		return do_raw_spin_debug[algo][check != 0].lock(c, l);
+		return do_raw_spin_debug[algo][check != 0][debug == 2].lock(c, l);
 	return __do_raw_spin_lock_nodebug(c, l, algo, check);
 }
 
@@ -190,7 +259,7 @@ static __always_inline void __do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *
 						 const int algo, const int check, const int debug)
 {
 	if (debug)
-		do_raw_spin_debug[algo][check != 0].unlock(c, l);
+		do_raw_spin_debug[algo][check != 0][debug == 2].unlock(c, l);
 	else
 		__do_raw_spin_unlock_nodebug(c, l, algo, check);
 }
@@ -292,7 +361,7 @@ static __always_inline void __spin_unlock_irqrestore(struct cpu_ctx *c, spinlock
 /* ---------------------------------------------------------------- the calls */
 
 /* kernel/locking/spinlock.c's out-of-line entry points (`noinline
- * __lockfunc`), one set per algorithm, checker and debug setting. */
+ * __lockfunc`), one set per algorithm, checker, debug setting and return. */
 struct lockfunc_ops {
 	int (*lock)(struct cpu_ctx *c, spinlock_t *l);
 	void (*unlock)(struct cpu_ctx *c, spinlock_t *l);
@@ -305,56 +374,68 @@ struct lockfunc_ops {
 	void (*unlock_irqrestore[2])(struct cpu_ctx *c, spinlock_t *l, unsigned long flags);
 };
 
-#define LOCKFUNC(name, a, k, d)	_raw_spin_##name##_##a##_##k##_##d
-#define DEFINE_LOCKFUNC(a, k, d)								\
-	static __attribute__((noinline)) int LOCKFUNC(lock, a, k, d)(struct cpu_ctx *c,		\
-								    spinlock_t *l)		\
-	{ return __spin_lock(c, l, a, k, d); }							\
-	static __attribute__((noinline)) void LOCKFUNC(unlock, a, k, d)(struct cpu_ctx *c,	\
-								       spinlock_t *l)		\
-	{ __spin_unlock(c, l, a, k, d); }							\
-	static __attribute__((noinline)) int LOCKFUNC(lock_bh, a, k, d)(struct cpu_ctx *c,	\
-								       spinlock_t *l)		\
-	{ return __spin_lock_bh(c, l, a, k, d); }						\
-	static __attribute__((noinline)) void LOCKFUNC(unlock_bh, a, k, d)(struct cpu_ctx *c,	\
-									  spinlock_t *l)	\
-	{ __spin_unlock_bh(c, l, a, k, d); }							\
-	static __attribute__((noinline)) int LOCKFUNC(lock_irq, a, k, d)(struct cpu_ctx *c,	\
-									spinlock_t *l)		\
-	{ return __spin_lock_irq(c, l, a, k, d); }						\
-	static __attribute__((noinline)) void LOCKFUNC(unlock_irq, a, k, d)(struct cpu_ctx *c,	\
-									   spinlock_t *l)	\
-	{ __spin_unlock_irq(c, l, a, k, d); }							\
-	static __attribute__((noinline)) int LOCKFUNC(lock_irqsave, a, k, d)(			\
-		struct cpu_ctx *c, spinlock_t *l, unsigned long *flags)				\
-	{ return __spin_lock_irqsave(c, l, flags, a, k, d); }					\
-	static __attribute__((noinline)) int LOCKFUNC(lock_irqsave_nopushf, a, k, d)(		\
-		struct cpu_ctx *c, spinlock_t *l, unsigned long *flags)				\
-	{ return __spin_lock_irqsave_nopushf(c, l, flags, a, k, d); }				\
-	static __attribute__((noinline)) void LOCKFUNC(unlock_irqrestore_sti, a, k, d)(	\
-		struct cpu_ctx *c, spinlock_t *l, unsigned long flags)				\
-	{ __spin_unlock_irqrestore(c, l, flags, a, k, 0, d); }					\
-	static __attribute__((noinline)) void LOCKFUNC(unlock_irqrestore_popf, a, k, d)(	\
-		struct cpu_ctx *c, spinlock_t *l, unsigned long flags)				\
-	{ __spin_unlock_irqrestore(c, l, flags, a, k, 1, d); }
-#define LOCKFUNC_ENTRY(a, k, d)									\
-	[a][k][d] = { LOCKFUNC(lock, a, k, d), LOCKFUNC(unlock, a, k, d),			\
-		      LOCKFUNC(lock_bh, a, k, d), LOCKFUNC(unlock_bh, a, k, d),			\
-		      LOCKFUNC(lock_irq, a, k, d), LOCKFUNC(unlock_irq, a, k, d),		\
-		      LOCKFUNC(lock_irqsave, a, k, d), LOCKFUNC(lock_irqsave_nopushf, a, k, d),	\
-		      { LOCKFUNC(unlock_irqrestore_sti, a, k, d),				\
-			LOCKFUNC(unlock_irqrestore_popf, a, k, d) } },
-#define LOCKFUNC_MODES(X, a)	X(a, 0, 0) X(a, 0, 1) X(a, 1, 0) X(a, 1, 1)
+/* One copy: `t` 1 when it returns through the thunk; `d` its debug setting
+ * (2: debug, its do_raw_spin_*() copies returning through the thunk too) */
+#define LOCKFUNC(name, a, k, d, t)	_raw_spin_##name##_##a##_##k##_##d##_##t
+#define LOCKFUNC_DEBUG(d, t)		((d) * (1 + (t)))
+#define DEFINE_LOCKFUNC_1(ret, name, args, body, a, k, d, t)				\
+	static __attribute__((noinline)) RETURN_VIA_##t ret				\
+	LOCKFUNC(name, a, k, d, t) args { body; }
+#define DEFINE_LOCKFUNC(a, k, d, t)							\
+	DEFINE_LOCKFUNC_1(int, lock, (struct cpu_ctx *c, spinlock_t *l),		\
+		return __spin_lock(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)	\
+	DEFINE_LOCKFUNC_1(void, unlock, (struct cpu_ctx *c, spinlock_t *l),		\
+		__spin_unlock(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)		\
+	DEFINE_LOCKFUNC_1(int, lock_bh, (struct cpu_ctx *c, spinlock_t *l),		\
+		return __spin_lock_bh(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)	\
+	DEFINE_LOCKFUNC_1(void, unlock_bh, (struct cpu_ctx *c, spinlock_t *l),		\
+		__spin_unlock_bh(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)		\
+	DEFINE_LOCKFUNC_1(int, lock_irq, (struct cpu_ctx *c, spinlock_t *l),		\
+		return __spin_lock_irq(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)	\
+	DEFINE_LOCKFUNC_1(void, unlock_irq, (struct cpu_ctx *c, spinlock_t *l),		\
+		__spin_unlock_irq(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)		\
+	DEFINE_LOCKFUNC_1(int, lock_irqsave,						\
+		(struct cpu_ctx *c, spinlock_t *l, unsigned long *flags),		\
+		return __spin_lock_irqsave(c, l, flags, a, k, LOCKFUNC_DEBUG(d, t)),	\
+		a, k, d, t)								\
+	DEFINE_LOCKFUNC_1(int, lock_irqsave_nopushf,					\
+		(struct cpu_ctx *c, spinlock_t *l, unsigned long *flags),		\
+		return __spin_lock_irqsave_nopushf(c, l, flags, a, k,			\
+						   LOCKFUNC_DEBUG(d, t)), a, k, d, t)	\
+	DEFINE_LOCKFUNC_1(void, unlock_irqrestore_sti,					\
+		(struct cpu_ctx *c, spinlock_t *l, unsigned long flags),		\
+		__spin_unlock_irqrestore(c, l, flags, a, k, 0, LOCKFUNC_DEBUG(d, t)),	\
+		a, k, d, t)								\
+	DEFINE_LOCKFUNC_1(void, unlock_irqrestore_popf,					\
+		(struct cpu_ctx *c, spinlock_t *l, unsigned long flags),		\
+		__spin_unlock_irqrestore(c, l, flags, a, k, 1, LOCKFUNC_DEBUG(d, t)),	\
+		a, k, d, t)
+#define LOCKFUNC_ENTRY(a, k, d, t)							\
+	[a][k][d][t] = { LOCKFUNC(lock, a, k, d, t), LOCKFUNC(unlock, a, k, d, t),	\
+			 LOCKFUNC(lock_bh, a, k, d, t), LOCKFUNC(unlock_bh, a, k, d, t),	\
+			 LOCKFUNC(lock_irq, a, k, d, t), LOCKFUNC(unlock_irq, a, k, d, t),	\
+			 LOCKFUNC(lock_irqsave, a, k, d, t),				\
+			 LOCKFUNC(lock_irqsave_nopushf, a, k, d, t),			\
+			 { LOCKFUNC(unlock_irqrestore_sti, a, k, d, t),			\
+			   LOCKFUNC(unlock_irqrestore_popf, a, k, d, t) } },
+/* checker, debug, return: the inline build has no copies, so only the x86
+ * builds' (its debug and return are theirs) */
+#define LOCKFUNC_MODES(X, a)								\
+	X(a, 0, 0, 0) X(a, 0, 1, 0) X(a, 1, 0, 0) X(a, 1, 1, 0)				\
+	X(a, 0, 0, 1) X(a, 0, 1, 1) X(a, 1, 0, 1) X(a, 1, 1, 1)
 #define DEFINE_LOCKFUNCS_OF(algo, name)	LOCKFUNC_MODES(DEFINE_LOCKFUNC, algo)
 #define LOCKFUNC_ENTRIES_OF(algo, name)	LOCKFUNC_MODES(LOCKFUNC_ENTRY, algo)
 
 SPIN_ALGO_TABLE(DEFINE_LOCKFUNCS_OF)
 
-static const struct lockfunc_ops lockfunc[SPIN_NR_ALGOS][2][2] = {
+static const struct lockfunc_ops lockfunc[SPIN_NR_ALGOS][2][2][2] = {
 	SPIN_ALGO_TABLE(LOCKFUNC_ENTRIES_OF)
 };
 
-#define LOCKFUNC_OF(algo, check, build)	(lockfunc[algo][(check) != 0][(build) == KBUILD_X86_DEBUG])
+/* the copies of `build`: its debug setting, and its return */
+#define LOCKFUNC_OF(algo, check, build)							\
+	(lockfunc[algo][(check) != 0][kbuild_shape(build) == KBUILD_X86_DEBUG]		\
+		  [kbuild_rethunk(build)])
 
 /* ---------------------------------------------------------------- the entry points */
 

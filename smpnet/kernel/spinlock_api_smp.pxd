@@ -8,6 +8,8 @@ cdef extern from "spinlock_api_smp.h" nogil:
     enum: SPIN_NR_ENTRIES
     const char *const spin_entry_names[]
     int kbuild_calls_of(int build, int entry)
+    # 1 where the +safe-ret builds' copies return through the return thunk
+    enum: RETHUNK_MODELLED
 
     enum: VARIANT_PLAIN
     enum: VARIANT_BH

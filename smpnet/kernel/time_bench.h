@@ -80,8 +80,11 @@ typedef uint64_t (*tb_lock_loop_t)(struct cpu_ctx *c, spinlock_t *l, uint64_t lo
 	TB_MODES(X, variant, algo, KBUILD_INLINE)					\
 	TB_MODES(X, variant, algo, KBUILD_X86_NOPREEMPT)				\
 	TB_MODES(X, variant, algo, KBUILD_X86_PREEMPT)					\
-	TB_MODES(X, variant, algo, KBUILD_X86_DEBUG)
-_Static_assert(KBUILD_NR == 4, "a new kernel build needs its line in TB_LOCK_MODES");
+	TB_MODES(X, variant, algo, KBUILD_X86_DEBUG)					\
+	TB_MODES(X, variant, algo, KBUILD_X86_NOPREEMPT_SRSO)				\
+	TB_MODES(X, variant, algo, KBUILD_X86_PREEMPT_SRSO)				\
+	TB_MODES(X, variant, algo, KBUILD_X86_DEBUG_SRSO)
+_Static_assert(KBUILD_NR == 7, "a new kernel build needs its line in TB_LOCK_MODES");
 #define TB_LOCK_VARIANTS(X, algo)							\
 	TB_LOCK_MODES(X, VARIANT_PLAIN, algo)						\
 	TB_LOCK_MODES(X, VARIANT_BH, algo)						\

@@ -33,6 +33,11 @@ HOST = "host"
 # Where no config is readable: the build of today's distribution kernels
 # (PREEMPT_DYNAMIC, so PREEMPTION: every entry point a call).
 FALLBACK = "x86-preempt"
+# A build whose copies return through SRSO's safe-RET thunk: its shape's
+# name and this suffix. Only where the core could build it (GCC on x86).
+SAFE_RET = "+safe-ret"
+# The shapes: what is a call, whatever the return
+SHAPES = tuple(b for b in BUILDS if not b.endswith(SAFE_RET))
 
 # Where a running kernel's config can be read, in order; {release}: uname -r.
 SOURCES = ("/proc/config.gz", "/boot/config-{release}")
@@ -133,6 +138,13 @@ def describe(facts):
     return line + f"; --kernel-build host models {host_model(facts)[0]}"
 
 
+def safe_ret(facts):
+    """Whether the host's kernel returns through SRSO's safe-RET thunk: sysfs
+    says "Safe RET" (also "Vulnerable: Safe RET, no microcode", where the
+    kernel applies the thunk all the same: arch/x86/kernel/cpu/bugs.c)."""
+    return "safe ret" in facts.get("return_thunk", {}).get("spec_rstack_overflow", "").lower()
+
+
 def calls_of(name):
     """The entry points build `name` makes out-of-line calls."""
     return _core.kernel_build_calls(_core.KERNEL_BUILDS[name])
@@ -140,16 +152,28 @@ def calls_of(name):
 
 def host_model(facts):
     """(the named build that models the host's, how it was chosen): the
-    build whose calls are the host's (x86-debug where DEBUG_SPINLOCK is
+    shape whose calls are the host's (x86-debug where DEBUG_SPINLOCK is
     set), the nearest by entry points where none is, FALLBACK where no
-    config is readable."""
+    config is readable; its +safe-ret build where the host returns through
+    SRSO's safe-RET thunk and the core models it."""
+    shape, why = _host_shape(facts)
+    if not safe_ret(facts) or shape == "inline":
+        return shape, why
+    line = facts["return_thunk"]["spec_rstack_overflow"]
+    if not _core.RETURN_THUNK_MODELLED:
+        return shape, why + (f"; its returns go through SRSO's safe-RET thunk ({line}), which "
+                             "this build of smpnet cannot model (it needs GCC on x86)")
+    return shape + SAFE_RET, why + f"; every return through SRSO's safe-RET thunk ({line})"
+
+
+def _host_shape(facts):
     if facts["source"] is None:
         return FALLBACK, (f"no kernel config readable ({', '.join(SOURCES)}): {FALLBACK}, "
                           "the build of today's distribution kernels (PREEMPT_DYNAMIC)")
     if facts["options"].get("DEBUG_SPINLOCK"):
         return "x86-debug", f"DEBUG_SPINLOCK is set ({facts['source']})"
     host = set(facts["calls"])
-    named = [b for b in BUILDS if b != "x86-debug"]
+    named = [b for b in SHAPES if b != "x86-debug"]
     exact = [b for b in named if set(calls_of(b)) == host]
     if exact:
         return exact[0], f"its calls are the host's ({facts['source']})"
@@ -173,6 +197,9 @@ def resolve(names, facts=None):
         elif name not in BUILDS:
             raise BadInput(f"unknown kernel build {name!r}: choose from "
                            f"{', '.join(BUILDS + (HOST,))}")
+        elif name.endswith(SAFE_RET) and not _core.RETURN_THUNK_MODELLED:
+            raise BadInput(f"kernel build {name!r} needs smpnet built by GCC on x86 (its "
+                           "return thunk); this one was not")
         if name not in out:
             out.append(name)
     return out, {"asked": list(names), "host": host, "host_why": why, "host_source": source}
@@ -186,6 +213,8 @@ def describe_model(name, record=None):
             "every entry point a call" if len(calls) == len(_core.SPIN_ENTRIES) else
             f"calls: {', '.join(calls)}; inline: "
             + ", ".join(e for e in _core.SPIN_ENTRIES if e not in calls))
+    if calls and name.endswith(SAFE_RET):
+        what += "; every call returns through SRSO's safe-RET thunk"
     host = ""
     if record and record.get("host") == name:
         host = f" (the host's build: {record['host_why']})"

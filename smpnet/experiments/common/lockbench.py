@@ -356,9 +356,22 @@ def figure(value, interval, digits=2):
     return f"{value:.{digits}f} [{interval[0]:.{digits}f} .. {interval[1]:.{digits}f}]"
 
 
-def control_minus_irq(restore, check):
-    """What control - irq holds besides smpnet's bookkeeping of the save."""
+def extra_calls(build):
+    """How many more of its entry points irqsave calls out of line than irq
+    does in kernel build `build` (x86-nopreempt: its unlock, 1)."""
+    calls = set(kernel_build.calls_of(build))
+    return (len(calls & {"spin_lock_irqsave", "spin_unlock_irqrestore"})
+            - len(calls & {"spin_lock_irq", "spin_unlock_irq"}))
+
+
+def control_minus_irq(restore, check, builds=("inline",)):
+    """What control - irq holds besides smpnet's bookkeeping of the save,
+    in the kernel builds `builds` (one verdict's, or a table's)."""
     extra = (["the popf restore"] if restore == "popf" else []) + (["the checker"] if check else [])
+    calls = sorted({extra_calls(b) for b in builds} - {0})
+    if calls:
+        extra.append("the call irqsave's unlock is and irq's is not" if calls == [1] and
+                     len(builds) == 1 else "the calls irqsave makes and irq does not, by build")
     return ("smpnet's bookkeeping" + "".join(f" + {x}" for x in extra)
             + ("" if extra else ", ~0"))
 
@@ -368,9 +381,10 @@ def control_lines(v, restore="sti", check=False):
     if "pushf_control" not in v:
         return []
     c = v["pushf_control"]
+    builds = (v.get("kernel_build", "inline"),)
     return [f"  of which the pushf; pop (irqsave - control) = "
             f"{figure(c['pushf_pop_cycles'], c['pushf_pop_interval'])} cycles and control - irq "
-            f"({control_minus_irq(restore, check)}) = "
+            f"({control_minus_irq(restore, check, builds)}) = "
             f"{figure(c['control_minus_irq_cycles'], c['control_minus_irq_interval'])} cycles"]
 
 
