@@ -40,6 +40,7 @@ from smpnet.kernel.lockdep cimport lockdep_end, lock_info_of
 from smpnet.kernel.spinlock_types cimport (spinlock_t, lock_info, lock_slot, SPIN_NR_ALGOS,
                                            spin_algo_names, LOCK_INFO_PER_CPU)
 from smpnet.kernel.spinlock cimport spin_lock_init, _Q_PENDING_LOOPS
+from smpnet.kernel.mcs_spinlock cimport mcs_nodes_reset
 from smpnet.kernel.spinlock_api_smp cimport (
     spin_lock, spin_unlock, spin_lock_bh, spin_unlock_bh, spin_lock_irq, spin_unlock_irq,
     spin_lock_irqsave, spin_unlock_irqrestore, spin_lock_variant, spin_unlock_variant,

@@ -30,15 +30,45 @@ def init(m, algo, n=2):
     return reg
 
 
+MCS_NODES = _core.c_constants()["MCS_NODES"]
+CLH_NODE = 0xffffffff       # a CLH node's `next` (mcs_spinlock.h)
+
+
+def released(m):
+    """The released CLH nodes still marked (left in their locks as the
+    next acquirer's predecessor), as encoded tails."""
+    q = m.region("qnodes")["mcs"]
+    return {((cpu + 1) << (MCS_NODES.bit_length() - 1)) | i
+            for cpu in range(len(q)) for i in range(MCS_NODES)
+            if q[cpu][i]["lock"] and q[cpu][i]["next"] == CLH_NODE and not q[cpu][i]["locked"]}
+
+
 def nodes_in_use(m):
-    """Per CPU: the queue-lock nodes not free, and qspinlock's nesting count."""
+    """Per CPU: the queue-lock nodes held or waited with (not free, not a
+    released CLH node), and qspinlock's nesting count."""
     q = m.region("qnodes")
-    return [int((q["mcs"]["lock"][cpu] != 0).sum()) + int(q["n"]["count"][cpu][0])
+    rel = released(m)
+    bits = MCS_NODES.bit_length() - 1
+    return [sum(1 for i in range(MCS_NODES) if q["mcs"][cpu][i]["lock"]
+                and ((cpu + 1) << bits | i) not in rel) + int(q["n"]["count"][cpu][0])
             for cpu in range(len(q))]
 
 
 def words(m):
     return [int(v) for v in m.region("locks")["lock"]["val"]]
+
+
+def assert_free(m, algo, locks=None):
+    """Locks `locks` (all) are free: their words 0, or for CLH a released
+    node, each released node the tail of exactly one lock (none leaked)."""
+    w = words(m)
+    free = [w[i] for i in (range(len(w)) if locks is None else locks)]
+    rel = released(m)
+    if algo == "clh":
+        assert all(v == 0 or v in rel for v in free), (free, rel)
+        assert sorted(rel) == sorted(v for v in w if v in rel), (w, rel)
+    else:
+        assert free == [0] * len(free) and not rel
 
 
 def wait_for(cond, what, timeout=20):
@@ -59,14 +89,18 @@ def test_unlock_in_any_order_finds_each_locks_node(allowed, algo):
         a, b = words(m)
         assert a and b and a != b and nodes_in_use(m) == [2]
         c.spin_unlock(0)
-        assert words(m) == [0, b] and nodes_in_use(m) == [1]
-        b_node = b & (_core.c_constants()["MCS_NODES"] - 1)
+        assert words(m)[1] == b and nodes_in_use(m) == [1]
+        assert_free(m, algo, [0])
+        # MCS: A's node back, B's kept; CLH: A's node left in A as released
+        assert released(m) == ({a} if algo == "clh" else set())
+        b_node = b & (MCS_NODES - 1)
         assert m.region("qnodes")["mcs"]["lock"][0][b_node] != 0  # B's node, kept
-        c.spin_lock(0)      # A again, on the node A gave back
-        assert words(m)[0] == a
+        c.spin_lock(0)      # A again: MCS on the node A gave back; CLH recycles it
+        assert (words(m)[0] == a) == (algo == "mcs") and not released(m)
         c.spin_unlock(1)
         c.spin_unlock(0)
-        assert words(m) == [0, 0] and nodes_in_use(m) == [0]
+        assert nodes_in_use(m) == [0]
+        assert_free(m, algo)
 
 
 @pytest.mark.parametrize("algo", QUEUE_LOCKS + ("qspinlock", "ticket"))
@@ -100,7 +134,8 @@ def test_unlock_out_of_order_hands_each_lock_to_its_waiter(allowed, algo):
         m.run(body, reg, timeout=60)
         assert list(m.region("got")["flag"]) == [1, 1]
         assert nodes_in_use(m) == [0, 0]
-        assert all(w == 0 or algo == "ticket" for w in words(m))
+        if algo != "ticket":
+            assert_free(m, algo)
 
 
 @pytest.mark.parametrize("algo", FIFO_LOCKS)
@@ -150,8 +185,12 @@ def test_no_node_is_lost_or_kept_after_contended_runs(allowed, algo):
                         timeout=120)
             assert [r[0] for r in out] == [3000] * 4 and not any(r[3] for r in out)
             assert nodes_in_use(m) == [0] * 4, variant
-            assert words(m) == [0]
+            assert_free(m, algo)
+            assert len(released(m)) == (algo == "clh")     # the last release's
         assert m.region("locks")[0]["counter"] == 3 * 4 * 3000
+        # the next run starts with each released node taken out of its lock
+        m.run(lambda ctx: None)
+        assert words(m) == [0] and not released(m) and nodes_in_use(m) == [0] * 4
 
 
 @pytest.mark.parametrize("algo", QUEUE_LOCKS)
@@ -166,11 +205,65 @@ def test_an_acquire_past_the_last_node_waits_and_gives_up(allowed, algo):
         with pytest.raises(RuntimeError, match="aborted"):
             c.spin_lock(nodes, timeout=0.1)
         assert words(m)[nodes] == 0 and nodes_in_use(m) == [nodes]  # nothing queued
-        c.spin_unlock(3)
+        c.spin_unlock(3)    # (CLH: its node left in lock 3, taken back below)
         c.spin_lock(nodes)
+        assert words(m)[3] == 0         # CLH: taken back from lock 3
         for i in [i for i in range(nodes + 1) if i != 3]:
             c.spin_unlock(i)
-        assert words(m) == [0] * (nodes + 1) and nodes_in_use(m) == [0]
+        assert nodes_in_use(m) == [0]
+        assert_free(m, algo)
+
+
+@pytest.mark.parametrize("algo", QUEUE_LOCKS)
+def test_more_locks_released_than_nodes_never_wait(allowed, algo):
+    # CLH leaves each released node in its lock: a CPU that takes and
+    # releases more locks than it has nodes takes its own back, at once
+    n = MCS_NODES + 3
+    with machine([allowed[0]], n=n) as m:
+        c = _core.Cpu(m.segment.buf, 0, lock_region=init(m, algo, n=n), timeout=0.5)
+        for _ in range(2):
+            for i in range(n):
+                c.spin_lock(i)
+                c.spin_unlock(i)
+        assert nodes_in_use(m) == [0]
+        assert_free(m, algo)
+        assert len(released(m)) == (MCS_NODES if algo == "clh" else 0)
+
+
+@pytest.mark.parametrize("algo", QUEUE_LOCKS)
+def test_the_unlock_takes_the_node_its_lock_queued_not_the_first_marked(allowed, algo):
+    # as the kernel's caller passes its node: a decoy node marked for the
+    # same lock, before the real one, must not be the one released
+    with machine([allowed[0]]) as m:
+        c = _core.Cpu(m.segment.buf, 0, lock_region=init(m, algo), timeout=0.2)
+        c.spin_lock(1)
+        c.spin_lock(0)          # lock 0 on the second node
+        c.spin_unlock(1)
+        mcs = m.region("qnodes")["mcs"]
+        tail = words(m)[0]
+        real = tail & (MCS_NODES - 1)
+        decoy = 0 if real else 1
+        mcs[0][decoy] = mcs[0][real]        # a node marked for lock 0, not its tail
+        mcs[0][decoy]["next"] = mcs[0][real]["next"]
+        c.spin_unlock(0)
+        # the real node released (MCS: free; CLH: released, its lock's tail)
+        assert (mcs[0][real]["lock"] == 0) == (algo == "mcs")
+        assert mcs[0][real]["locked"] == 0 and words(m)[0] == (tail if algo == "clh" else 0)
+        assert mcs[0][decoy]["lock"] != 0 and mcs[0][decoy]["locked"] == (algo == "clh")
+
+
+@pytest.mark.skipif(not X86, reason="reads x86 code")
+def test_clhs_uncontended_pair_is_one_atomic_and_mcss_two(core_functions):
+    """The plain timed loop, inline build: CLH's lock and unlock hold one
+    locked instruction (the tail's xchg; its release a store), MCS's two
+    (the xchg and the release's cmpxchg). xchg with memory is locked
+    without the prefix."""
+    from conftest import code_of
+    for algo, atomics in (("CLH", ["xchg"]), ("MCS", ["xchg", "lock cmpxchg"])):
+        body = code_of(core_functions, f"tb_lock_loop_VARIANT_PLAIN_SPIN_{algo}_KBUILD_INLINE_0_0")
+        # the loop's body, before the out-of-line slow paths gcc puts after it
+        found = re.findall(r"\t(xchg|lock \w+)\s", body)
+        assert sorted(set(found)) == sorted(atomics), (algo, found)
 
 
 @pytest.mark.parametrize("algo", QUEUE_LOCKS)
@@ -191,10 +284,12 @@ def test_initialising_a_lock_again_frees_the_nodes_left_marked_for_it(allowed, a
         assert nodes_in_use(m) == [0, 0]
         c0.spin_lock(0)
         c0.spin_unlock(0)
-        assert words(m) == [0] and nodes_in_use(m) == [0, 0]
+        assert nodes_in_use(m) == [0, 0]
+        assert_free(m, algo)
         c1.spin_lock(0)             # the free lock is free to anyone
         c1.spin_unlock(0)
         assert nodes_in_use(m) == [0, 0]
+        assert_free(m, algo)
 
 
 @pytest.mark.skipif(not X86, reason="x86's qspinlock (arch/x86/include/asm/qspinlock.h)")

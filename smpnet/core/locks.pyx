@@ -84,6 +84,12 @@ def lock_init(unsigned char[::1] seg, int region, int index, int algo, uint32_t 
     s.counter = 0
 
 
+def queue_nodes_reset(unsigned char[::1] seg):
+    """A run's start, no worker running: every MCS/CLH node free, each
+    released CLH node first taken out of its lock (mcs_nodes_reset())."""
+    mcs_nodes_reset(segment_header(seg))
+
+
 def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int variant,
                 uint64_t max_acquisitions, double duration_s, uint64_t hold_cycles,
                 bint check=False, bint popf=False, int irq_lock=-1, uint64_t think_cycles=0,

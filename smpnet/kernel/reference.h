@@ -17,11 +17,15 @@
  *   mcs        the node's locked := 0 and next := 0, xchg of the tail (a
  *              node on the loop's stack, as the kernel's callers give one);
  *              release: next is 0, so cmpxchg the tail back to 0
- *   clh        the node's locked := 1, xchg of the tail; release: cmpxchg
- *              the tail back to 0 (mcs_spinlock.h: no dummy node)
+ *   clh        the textbook's: the node's locked := 1, xchg of the tail,
+ *              the predecessor's locked read (0: released); release: the
+ *              node's locked := 0, one store, and the predecessor's node is
+ *              the next acquire's (two nodes on the loop's stack, recycled)
  * (mcs and clh: the uncontended path only, these loops' lock is never
- * contended; smpnet's own adds finding a free per-CPU node and, at the
- * unlock, the node of this lock.)
+ * contended; smpnet's own adds finding a free per-CPU node, giving the
+ * predecessor's back to its CPU, and at the unlock checking that the node
+ * the CPU kept is this lock's. The loop takes the lock's word for itself,
+ * outside the timing, and gives it back as it found it.)
  *   pthread    pthread_mutex_trylock (smpnet's uncontended path too), spinning
  *              while busy / pthread_mutex_unlock
  */
@@ -36,7 +40,7 @@
 #define REF_TAIL 1U
 
 static __always_inline void ref_lock(uint32_t *word, pthread_mutex_t *mutex,
-				     struct mcs_node *node, const int algo)
+				     struct mcs_node *node, struct mcs_node *other, const int algo)
 {
 	uint32_t v;
 
@@ -68,11 +72,15 @@ static __always_inline void ref_lock(uint32_t *word, pthread_mutex_t *mutex,
 		}
 		break;
 	case SPIN_MCS:
-	case SPIN_CLH:
-		WRITE_ONCE(node->locked, algo == SPIN_CLH);
-		if (algo == SPIN_MCS)
-			WRITE_ONCE(node->next, 0);
+		WRITE_ONCE(node->locked, 0);
+		WRITE_ONCE(node->next, 0);
 		__atomic_exchange_n(word, REF_TAIL, __ATOMIC_SEQ_CST);
+		break;
+	case SPIN_CLH:	/* the predecessor: the other node, released */
+		WRITE_ONCE(node->locked, 1);
+		if (__atomic_exchange_n(word, REF_TAIL, __ATOMIC_SEQ_CST))
+			while (__atomic_load_n(&other->locked, __ATOMIC_ACQUIRE))
+				cpu_relax();
 		break;
 	default:
 		while (pthread_mutex_trylock(mutex))
@@ -109,10 +117,12 @@ static __always_inline void ref_unlock(uint32_t *word, pthread_mutex_t *mutex,
 		ref_pv_unlock((uint8_t *)word);
 		break;
 	case SPIN_MCS:
-	case SPIN_CLH:
-		if (algo == SPIN_MCS && __atomic_load_n(&node->next, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&node->next, __ATOMIC_ACQUIRE))
 			break;	/* never: nobody queues behind */
 		__atomic_compare_exchange_n(word, &v, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+		break;
+	case SPIN_CLH:
+		__atomic_store_n(&node->locked, 0, __ATOMIC_RELEASE);
 		break;
 	default:
 		pthread_mutex_unlock(mutex);
@@ -124,18 +134,27 @@ static __always_inline void ref_unlock(uint32_t *word, pthread_mutex_t *mutex,
 static __always_inline uint64_t ref_loop(uint32_t *preempt_count, uint32_t *word,
 					 pthread_mutex_t *mutex, uint64_t loops, const int algo)
 {
-	struct mcs_node node = { 0 };
-	uint64_t i, t0 = tsc_start();
+	struct mcs_node node[2] = { { 0 } };
+	uint32_t found = *word;
+	uint64_t i, t0, t;
 
+	if (algo == SPIN_CLH)	/* (an smpnet CLH lock's word may hold a released node) */
+		*word = 0;
+	t0 = tsc_start();
 	for (i = 0; i < loops; i++) {
+		struct mcs_node *n = &node[algo == SPIN_CLH ? i & 1 : 0];
+
 		(*preempt_count)++;
 		barrier();
-		ref_lock(word, mutex, &node, algo);
-		ref_unlock(word, mutex, &node, algo);
+		ref_lock(word, mutex, n, &node[algo == SPIN_CLH ? (i & 1) ^ 1 : 0], algo);
+		ref_unlock(word, mutex, n, algo);
 		barrier();
 		(*preempt_count)--;
 	}
-	return tsc_stop() - t0;
+	t = tsc_stop() - t0;
+	if (algo == SPIN_CLH)
+		*word = found;
+	return t;
 }
 
 typedef uint64_t (*ref_loop_t)(uint32_t *preempt_count, uint32_t *word,

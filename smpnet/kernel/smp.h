@@ -44,6 +44,9 @@ struct cpu_ctx {
 	struct lock_info *last_lock_info;	/* the side-table entry this CPU found
 					 * last (lockdep.h's spin_lock_info()), checked by
 					 * its key before use; NULL: none yet */
+	int mcs_node_held;		/* the MCS/CLH node this CPU's last acquire
+					 * queued (mcs_spinlock.h): the node the kernel's
+					 * caller holds and passes to the unlock */
 };
 
 static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int cpu,
@@ -63,6 +66,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->lock_algo = -1;
 	c->kbuild = 0;			/* KBUILD_INLINE */
 	c->last_lock_info = NULL;
+	c->mcs_node_held = 0;
 }
 
 static inline int smp_should_stop(const struct smp_header *hdr)

@@ -199,7 +199,7 @@ class Machine:
         for name in ("irqs_off", "preempt_count", "softirq_pending", "save_depth", "irq_pending"):
             irq[name] = 0
         self.region("qnodes")["n"] = 0
-        self.region("qnodes")["mcs"] = 0
+        _core.queue_nodes_reset(self.segment.buf)
 
         workers = []
         # SIGTERM, SIGHUP and SIGQUIT end a run the way Ctrl-C does, unless
