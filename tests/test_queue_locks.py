@@ -267,6 +267,25 @@ def test_clhs_uncontended_pair_is_one_atomic_and_mcss_two(core_functions):
 
 
 @pytest.mark.parametrize("algo", QUEUE_LOCKS)
+def test_a_node_given_up_in_a_queue_lets_nobody_in_while_the_lock_is_held(allowed, algo):
+    # CPU 1 gives up waiting behind CPU 0 on lock 0, its node still in the
+    # queue, then takes and releases lock 1. Had it reused that node (CLH:
+    # released it), CPU 2, queued behind the node, would get lock 0 while
+    # CPU 0 holds it
+    with machine(allowed[:1], ncpus=3) as m:
+        reg = init(m, algo)
+        c0, c1, c2 = (_core.Cpu(m.segment.buf, cpu, lock_region=reg, timeout=0.2)
+                      for cpu in range(3))
+        c0.spin_lock(0)
+        with pytest.raises(RuntimeError, match="aborted"):
+            c1.spin_lock(0)
+        c1.spin_lock(1)
+        c1.spin_unlock(1)
+        with pytest.raises(RuntimeError, match="aborted"):
+            c2.spin_lock(0)         # CPU 0 still holds it
+
+
+@pytest.mark.parametrize("algo", QUEUE_LOCKS)
 def test_initialising_a_lock_again_frees_the_nodes_left_marked_for_it(allowed, algo):
     # CPU 1 gives up waiting behind CPU 0, its node still linked: CPU 0's
     # unlock finds a tail that is not its own and (clh) leaves its node for a

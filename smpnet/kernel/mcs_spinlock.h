@@ -46,11 +46,13 @@
  * it; for MCS that is a nesting deeper than MCS_NODES, which waits, as a
  * deadlock would, for the run's stop).
  *
- * An aborted wait (stop flag, deadline) gives its node back, as qspinlock
- * does; the node stays linked in the lock's queue, so the lock needs
- * spin_lock_init() again (spinlock.h). Every run starts with all nodes
- * free and each released CLH node taken out of its lock
- * (mcs_nodes_reset(), from machine.py).
+ * An aborted wait (stop flag, deadline) leaves the lock needing
+ * spin_lock_init() again (spinlock.h): its node stays linked in the
+ * queue. MCS gives the node back, as qspinlock does; CLH keeps it marked
+ * and locked until that init (or the next run), for a CLH node in a queue
+ * that is released or reused lets its successor in while the lock is
+ * held. Every run starts with all nodes free and each released CLH node
+ * taken out of its lock (mcs_nodes_reset(), from machine.py).
  */
 #ifndef SMPNET_MCS_SPINLOCK_H
 #define SMPNET_MCS_SPINLOCK_H
@@ -97,6 +99,8 @@ static inline int clh_node_reclaim(struct smp_header *hdr, struct mcs_node *node
 
 	if (!key || READ_ONCE(node->next) != CLH_NODE || READ_ONCE(node->locked))
 		return 0;
+	if (READ_ONCE(spin_lock_of_key(hdr, key)->val) != tail)	/* spare the line */
+		return 0;
 	if (!__atomic_compare_exchange_n(&spin_lock_of_key(hdr, key)->val, &tail, 0, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return 0;
@@ -130,7 +134,8 @@ static __attribute__((noinline)) int mcs_node_find(struct mcs_node *nodes, uint6
 	int i;
 
 	for (i = 0; i < MCS_NODES; i++)
-		if (READ_ONCE(nodes[i].lock) == key && (!clh || READ_ONCE(nodes[i].locked)))
+		if (__atomic_load_n(&nodes[i].lock, __ATOMIC_RELAXED) == key &&
+		    (!clh || READ_ONCE(nodes[i].locked)))
 			return i;
 	return -1;
 }
@@ -142,7 +147,8 @@ static __always_inline int mcs_node_held(struct cpu_ctx *c, struct mcs_node *nod
 {
 	int idx = c->mcs_node_held;
 
-	if (likely(READ_ONCE(nodes[idx].lock) == key && (!clh || READ_ONCE(nodes[idx].locked))))
+	if (likely(__atomic_load_n(&nodes[idx].lock, __ATOMIC_RELAXED) == key &&
+		   (!clh || READ_ONCE(nodes[idx].locked))))
 		return idx;
 	return mcs_node_find(nodes, key, clh);
 }
@@ -176,9 +182,12 @@ static inline void mcs_nodes_release(struct smp_header *hdr, uint64_t key)
 	for (cpu = 0; cpu < hdr->nr_cpus; cpu++) {
 		struct qnodes *q = (struct qnodes *)per_cpu_ptr(hdr, REGION_QNODES, (int)cpu);
 
-		for (i = 0; i < MCS_NODES; i++)
-			if (READ_ONCE(q->mcs[i].lock) == key)
-				__atomic_store_n(&q->mcs[i].lock, 0, __ATOMIC_RELEASE);
+		for (i = 0; i < MCS_NODES; i++) {
+			uint64_t k = key;	/* not a node its CPU took back meanwhile */
+
+			__atomic_compare_exchange_n(&q->mcs[i].lock, &k, 0, 0, __ATOMIC_ACQ_REL,
+						    __ATOMIC_RELAXED);
+		}
 	}
 }
 
@@ -259,10 +268,13 @@ static __attribute__((noinline)) int clh_spin_lock_contended(struct cpu_ctx *c,
 							     struct mcs_node *pred)
 {
 	while (__atomic_load_n(&pred->locked, __ATOMIC_ACQUIRE))	/* the predecessor's node */
-		if (spin_wait(c)) {
-			__atomic_store_n(&node->lock, 0, __ATOMIC_RELEASE);
-			return -1;
-		}
+		if (spin_wait(c))
+			/* Given up: the node stays marked and locked, never
+			 * reused, for it is still in the lock's queue: released,
+			 * or reused for another lock, it would let whoever queued
+			 * behind it in while the lock is held. spin_lock_init()
+			 * of the lock, or the next run, frees it. */
+			return (void)node, -1;
 	__atomic_store_n(&pred->lock, 0, __ATOMIC_RELEASE);	/* it goes back to its CPU */
 	return 0;
 }
@@ -285,7 +297,6 @@ static inline void clh_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 	struct mcs_node *nodes = mcs_nodes(c);
 	int idx = mcs_node_held(c, nodes, spin_lock_key(c->hdr, l), 1);
 
-	(void)l;
 	if (likely(idx >= 0))
 		__atomic_store_n(&nodes[idx].locked, 0, __ATOMIC_RELEASE);
 }

@@ -135,11 +135,11 @@ static __always_inline uint64_t ref_loop(uint32_t *preempt_count, uint32_t *word
 					 pthread_mutex_t *mutex, uint64_t loops, const int algo)
 {
 	struct mcs_node node[2] = { { 0 } };
-	uint32_t found = *word;
+	uint32_t found = 0, tail = REF_TAIL;
 	uint64_t i, t0, t;
 
 	if (algo == SPIN_CLH)	/* (an smpnet CLH lock's word may hold a released node) */
-		*word = 0;
+		found = __atomic_exchange_n(word, 0, __ATOMIC_ACQ_REL);
 	t0 = tsc_start();
 	for (i = 0; i < loops; i++) {
 		struct mcs_node *n = &node[algo == SPIN_CLH ? i & 1 : 0];
@@ -152,8 +152,11 @@ static __always_inline uint64_t ref_loop(uint32_t *preempt_count, uint32_t *word
 		(*preempt_count)--;
 	}
 	t = tsc_stop() - t0;
-	if (algo == SPIN_CLH)
-		*word = found;
+	if (algo == SPIN_CLH && loops)
+		__atomic_compare_exchange_n(word, &tail, found, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED);
+	else if (algo == SPIN_CLH)
+		__atomic_store_n(word, found, __ATOMIC_RELEASE);
 	return t;
 }
 
