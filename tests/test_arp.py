@@ -136,6 +136,18 @@ def test_hosts_resolve_and_ping(allowed):
     assert transcripts[arp.transcript_key("timer", "uniform")][2].startswith("64 bytes from 192.168.20.108: icmp_seq=1 ttl=64")
 
 
+def test_host_as_jiffy_is_the_tsc_hz_over_hz(allowed):
+    # sent just after a tick boundary, the timer mode's first ping waits
+    # for the next one: a whole jiffy of host A's, tsc_hz / HZ cycles. A
+    # jiffy of tsc_hz / (HZ + 1) would make it 0.990 of 10 ms at HZ=100 (every
+    # other check counts in host A's own jiffies). The median holds against
+    # a trial preempted between the boundary and its send.
+    rows, _, _, _ = arp.run(allowed, ["timer"], hz=100, trials=9, count=1, ncpus=2,
+                            oversubscribe=len(allowed) < 2, phases=["tick"])
+    (r,) = rows
+    assert r["replies"] == 9 and 0.995 * 10.0 <= r["first_ms"]["median"]
+
+
 def test_peer_down_errors_every_queued_ping(allowed):
     rows, verdicts, why, transcripts = arp.run(allowed, ["immediate"], trials=1, count=3,
                                                peer_down=True, ncpus=2, oversubscribe=True)

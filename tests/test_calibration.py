@@ -84,6 +84,11 @@ def test_loading_a_profile_makes_every_transaction_do_the_stack_work(allowed):
         cal = v["calibration"]
         assert cal["kernel_cycles"] == kernel_cycles
         assert cal["work_cycles"] == pytest.approx(kernel_cycles - cal["model_cycles"])
+        # each calibrated run spun exactly the sizing's share per call: the
+        # floor above lets a run that applied it twice through
+        for mode in ("netif_rx", "direct", loopback.AA):
+            assert by[mode]["stack_work_per_call"] == cal["per_call"]
+    assert verdicts
 
 
 def test_each_send_and_receive_spins_at_least_its_share(allowed):

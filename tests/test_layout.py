@@ -19,7 +19,8 @@ from smpnet.machine import layout
 LAYOUT_PINS = {6: "28814baf10709e9c", 7: "83b185ecc8b53fe5", 8: "de8ed2f9beaaa1fa",
                9: "73f04e66e671abc1", 10: "6c41120246259712", 11: "e626891802bcfbac",
                12: "6812bfe941c2ea6c", 13: "375c64838ef67124", 14: "69c3a91987f741e3",
-               15: "908850575dc05549", 16: "b962585a26813dfe"}
+               15: "908850575dc05549", 16: "b962585a26813dfe",
+               17: "3758e2e466ee2079"}
 
 
 def records_digest(structs):

@@ -1,10 +1,11 @@
 """The loopback fast path: lstats, the depth guard, the stack overflow, the backlog."""
 import json
+import re
 
 import numpy as np
-
 import pytest
 
+from conftest import X86
 from smpnet import Machine, _core
 from smpnet.cli import main
 from smpnet.experiments import loopback
@@ -292,3 +293,18 @@ def test_loopback_bad_input_exit_2(capsys, argv):
     assert main(["loopback", "--ncpus", "2", "--oversubscribe"] + argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("smpnet-bench: ")
+
+
+@pytest.mark.skipif(not X86, reason="reads x86 code")
+def test_net_rx_action_reads_jiffies_and_do_softirq_saves_and_restores_flags(core_functions):
+    """net_rx_action() reads jiffies as the kernel does, a variable (no
+    rdtsc, no divide: what netif_rx mode paid per packet and direct did
+    not, until 2026-12-04); do_softirq() saves the flags (a real pushf) and
+    restores them with a popf where the kernel is 2.6.24's, as
+    arch/x86/kernel/irq_64.c's did."""
+    rx = core_functions["net_rx_action"] + core_functions.get("net_rx_action.cold", "")
+    assert "net_jiffies" not in core_functions     # inlined: its load is in rx
+    assert not re.search(r"\t(rdtsc|rdtscp|div[lq]?)\b", rx)
+    softirq = core_functions["do_softirq"]
+    assert re.search(r"\tpushf", softirq) and re.search(r"\tpopf", softirq)
+    assert "__do_softirq" in softirq                # the handlers on the "softirq stack"

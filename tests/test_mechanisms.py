@@ -109,17 +109,20 @@ def _defer_runs(monkeypatch, allowed, strategies):
     """One checked run per strategy, on a ticket lock (whose word counts its
     acquisitions): per strategy, the row, defer_lock's acquisitions and
     usage bits on the RX CPU, and the real flags saves on each CPU."""
-    seen, before = {}, [0, 0]
+    seen, before, softirqs_before = {}, [0, 0], [0]
     real = defer_rows.measure
 
     def recording(m, *args):
         lock = m.softnet[0]["defer_lock"]    # emulated CPU 0 receives (rx=1)
         saves = [int(x) for x in m.region("irq")["flags_saves"]]   # since the machine began
+        softirqs = int(m.region("irq")["do_softirqs"].sum())
         seen[len(seen)] = dict(acquisitions=int(lock["val"]) & 0xFFFF,
                                usage=int(m.segment.lock_info("softnet", 0, "defer_lock")["usage"]),
                                saves=[a - b for a, b in zip(saves, before)],
+                               do_softirqs=softirqs - softirqs_before[0],
                                pool=int(m.region("skb_pool")[0]["lock"]["val"]) & 0xFFFF)
         before[:] = saves
+        softirqs_before[0] = softirqs
         return real(m, *args)
 
     monkeypatch.setattr(defer_rows, "measure", recording)
@@ -152,11 +155,14 @@ def test_irq_flush_runs_with_irqs_on_and_llist_flush_takes_no_lock(monkeypatch, 
     assert runs["llist"]["acquisitions"] == 0 and runs["llist"]["usage"] == 0
     # the real flags saves (pushf; pop) of a run: one per pool-lock take
     # (spin_lock_irqsave), one per defer whose producer saves, one per flush
-    # whose flush saves; the irq flush is spin_lock_irq, with none
+    # whose flush saves (the irq flush is spin_lock_irq, with none), and
+    # one per do_softirq(), as the kernel's
     for s, r in runs.items():
         row, strategy = r["row"], defer.STRATEGY_OF.get(s, s)
+        assert r["do_softirqs"] > 0, s
         assert sum(r["saves"]) == (r["pool"] + PRODUCER_SAVES[strategy] * row["deferred"]
-                                   + FLUSH_SAVES[strategy] * row["flushes"]), s
+                                   + FLUSH_SAVES[strategy] * row["flushes"]
+                                   + r["do_softirqs"]), s
 
 
 PRODUCER_SAVES = {"none": 0, "irqsave": 1, "irq": 1, "bh": 0, "llist": 0}

@@ -82,7 +82,7 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
     cdef cpu_ctx c
     cdef net_ctx n
     cdef dev.lo_stats *lo
-    cdef uint64_t t0, t1, deadline
+    cdef uint64_t t0, t1, deadline, now
     cdef int rounds
     check_cpu(hdr, cpu)
     if packets == 0 and duration_s <= 0:
@@ -107,7 +107,9 @@ def loopback_run(unsigned char[::1] seg, int cpu, regions, int dev_region, int l
             while not smp_should_stop(hdr) and not lo.overflow:
                 if packets and lo.xmits >= packets:
                     break
-                if tsc_read_unordered() >= deadline:
+                now = tsc_read_unordered()
+                dev.net_tick(&n, now)           # the timer tick, as this CPU sees it
+                if now >= deadline:
                     break
                 if n.stats.alloc_failed:        # the pool is dry: nothing more can be sent
                     break

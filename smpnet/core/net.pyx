@@ -41,6 +41,8 @@ cdef int net_ctx_setup(net_ctx *n, cpu_ctx *c, regions, int strategy,
     n.strategy = strategy
     n.defer_max = defer_max
     n.tick_cycles = max(<uint64_t>(hdr.tsc_hz / dev.NET_HZ), <uint64_t>1)
+    n.next_tick = 0
+    dev.net_tick(n, tsc_read_unordered())      # jiffies from now on
     # usecs_to_jiffies() rounds up: 2 ms is one jiffy at HZ=250
     n.budget_jiffies = (dev.NETDEV_BUDGET_USECS * dev.NET_HZ + 999999) // 1000000
     n.netdev_budget = dev.NETDEV_BUDGET
@@ -113,7 +115,7 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
     cdef cpu_ctx c
     cdef net_ctx n
     cdef fake_nic.defer_ctl *ctl
-    cdef uint64_t t0, t1
+    cdef uint64_t t0, t1, now
     cdef bint sending_done = False
     check_cpu(hdr, cpu)
     if cpu >= n_rx:
@@ -128,8 +130,11 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
         t0 = tsc_start()
         n.send_deadline = t0 + <uint64_t>(duration_s * hdr.tsc_hz) if duration_s > 0 else <uint64_t>-1
         while not smp_should_stop(hdr):
-            if n.to_send and tsc_read_unordered() >= n.send_deadline:
-                n.to_send = 0
+            if n.to_send:
+                now = tsc_read_unordered()
+                dev.net_tick(&n, now)       # the timer tick, as this CPU sees it
+                if now >= n.send_deadline:
+                    n.to_send = 0
             if n.to_send:
                 fake_nic.fake_nic_irq(&c)   # the device's IRQ
             elif not sending_done:

@@ -299,10 +299,24 @@ static int process_backlog(struct cpu_ctx *c, struct net_ctx *n, int quota)
 	return work;
 }
 
-/* jiffies, as net_rx_action() reads them: the TSC cut into ticks of NET_HZ. */
+/* The tick: the timer interrupt's jiffies++ (kernel/time/timekeeping.c's
+ * do_timer()), which user space cannot take. This CPU's driver loop, where
+ * it reads the TSC anyway, calls this with that reading, and jiffies
+ * becomes the TSC's count of NET_HZ ticks when one has passed: a divide
+ * once a tick, not on every read. */
+static inline void net_tick(struct net_ctx *n, uint64_t now)
+{
+	if (unlikely(now >= n->next_tick)) {
+		n->jiffies = now / n->tick_cycles;
+		n->next_tick = (n->jiffies + 1) * n->tick_cycles;
+	}
+}
+
+/* jiffies, as net_rx_action() reads them: a variable, as the kernel's
+ * (a load; the model read the TSC and divided until 2026-12-04). */
 static inline uint64_t net_jiffies(const struct net_ctx *n)
 {
-	return tsc_read_unordered() / n->tick_cycles;
+	return READ_ONCE(n->jiffies);
 }
 
 /* net_rx_action(): the NET_RX softirq, as net/core/dev.c runs it since

@@ -1,5 +1,6 @@
 from libc.stdint cimport uint32_t, uint64_t
 from smpnet.kernel.smp cimport cpu_ctx
+from smpnet.kernel.skbuff cimport net_ctx
 
 cdef extern from "dev.h" nogil:
     enum: NETDEV_BUDGET_USECS
@@ -25,4 +26,6 @@ cdef extern from "dev.h" nogil:
 
     void napi_schedule(cpu_ctx *c, uint32_t napi)
     void net_rx_action(cpu_ctx *c)
+    void net_tick(net_ctx *n, uint64_t now)
+    uint64_t net_jiffies(const net_ctx *n)
     void net_dev_init()

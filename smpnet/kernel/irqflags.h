@@ -249,17 +249,14 @@ static inline void raise_softirq(struct cpu_ctx *c, unsigned int nr)
 }
 
 /* __do_softirq(): handlers run with IRQs on and SOFTIRQ_OFFSET held;
- * restart while more was raised, at most MAX_SOFTIRQ_RESTART times. */
-static __attribute__((noinline)) void do_softirq(struct cpu_ctx *c)
+ * restart while more was raised, at most MAX_SOFTIRQ_RESTART times.
+ * Entered and left with IRQs off. */
+static __attribute__((noinline)) void __do_softirq(struct cpu_ctx *c)
 {
 	struct irq_cpustat *irq = c->irq;
 	int restart = MAX_SOFTIRQ_RESTART;
-	int was_off = irq->irqs_off;
 	uint32_t pending;
 
-	if (in_interrupt(c))
-		return;
-	irq->irqs_off = 1;
 	irq->preempt_count += SOFTIRQ_OFFSET;
 	do {
 		pending = irq->softirq_pending;
@@ -276,7 +273,30 @@ static __attribute__((noinline)) void do_softirq(struct cpu_ctx *c)
 		local_irq_disable(c);
 	} while (irq->softirq_pending && --restart);
 	irq->preempt_count -= SOFTIRQ_OFFSET;
-	irq->irqs_off = was_off;
+}
+
+/* do_softirq(), as kernel/softirq.c has it today and 2.6.24's
+ * arch/x86/kernel/irq_64.c had it: local_irq_save() (the real pushf), then
+ * on the softirq stack (2.6.24's call_softirq: `incl %gs:pda_irqcount`,
+ * the stack pointer swapped, __do_softirq() called, `decl`; today's
+ * do_softirq_own_stack()) __do_softirq(), then local_irq_restore(): a
+ * popf where the kernel is older than 5.12 (c->popf, as the loopback
+ * experiment's 2.6.24 is). The stack switch is the count alone: the
+ * stack pointer stays. */
+static __attribute__((noinline)) void do_softirq(struct cpu_ctx *c)
+{
+	unsigned long flags;
+
+	if (in_interrupt(c))
+		return;
+	c->irq->do_softirqs++;
+	flags = local_irq_save(c);
+	if (c->irq->softirq_pending) {
+		WRITE_ONCE(c->irq_stack_count, c->irq_stack_count + 1);
+		__do_softirq(c);
+		WRITE_ONCE(c->irq_stack_count, c->irq_stack_count - 1);
+	}
+	local_irq_restore(c, flags);
 }
 
 static inline void local_bh_disable(struct cpu_ctx *c)

@@ -127,6 +127,7 @@ static const struct smp_field irq_cpustat_fields[] = {
 	SMP_FIELD(irq_cpustat, softirq_pending),
 	SMP_FIELD(irq_cpustat, save_depth),
 	SMP_FIELD(irq_cpustat, irqs_while_masked),
+	SMP_FIELD(irq_cpustat, do_softirqs),
 	SMP_FIELD(irq_cpustat, hardirqs),
 	SMP_FIELD(irq_cpustat, softirqs),
 	SMP_FIELD(irq_cpustat, ipis_sent),

@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 16	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 17	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -164,7 +164,7 @@ struct irq_cpustat {
 	uint32_t softirq_pending;	/* local_softirq_pending() */
 	uint32_t save_depth;		/* checker: local_irq_save() nesting */
 	uint32_t irqs_while_masked;	/* hard IRQs handled with the mask on: must stay 0 */
-	uint32_t _pad0;
+	uint32_t do_softirqs;		/* do_softirq() calls that ran (out of interrupt) */
 	uint64_t hardirqs;		/* hard IRQs and IPIs handled */
 	uint64_t softirqs;		/* softirq vectors run */
 	uint64_t ipis_sent;

@@ -194,6 +194,9 @@ struct net_ctx {
 	uint64_t to_send;		/* skbs this RX CPU still has to receive */
 	uint64_t send_deadline;		/* TSC after which it stops receiving */
 	uint64_t tick_cycles;		/* TSC cycles per jiffy, at NET_HZ */
+	uint64_t jiffies;		/* the tick count, as this CPU last saw the TSC
+					 * cross a tick (net_tick()) */
+	uint64_t next_tick;		/* TSC of the next tick */
 	uint64_t budget_jiffies;	/* usecs_to_jiffies(netdev_budget_usecs) */
 	int netdev_budget;		/* sysctl net.core.netdev_budget */
 	/* the loopback experiment: see dev.h and loopback.h */

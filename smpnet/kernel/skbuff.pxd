@@ -90,6 +90,8 @@ cdef extern from "skbuff.h" nogil:
         uint64_t to_send
         uint64_t send_deadline
         uint64_t tick_cycles
+        uint64_t jiffies
+        uint64_t next_tick
         uint64_t budget_jiffies
         int netdev_budget
         void *dev

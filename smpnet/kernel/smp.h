@@ -44,6 +44,8 @@ struct cpu_ctx {
 	struct lock_info *last_lock_info;	/* the side-table entry this CPU found
 					 * last (lockdep.h's spin_lock_info()), checked by
 					 * its key before use; NULL: none yet */
+	int irq_stack_count;		/* on the softirq stack (2.6.24's pda_irqcount):
+					 * do_softirq()'s switch, irqflags.h */
 	int mcs_node_held;		/* the MCS/CLH node this CPU's last acquire
 					 * queued (mcs_spinlock.h): the node the kernel's
 					 * caller holds and passes to the unlock */
@@ -66,6 +68,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->lock_algo = -1;
 	c->kbuild = 0;			/* KBUILD_INLINE */
 	c->last_lock_info = NULL;
+	c->irq_stack_count = 0;
 	c->mcs_node_held = 0;
 }
 
