@@ -301,6 +301,20 @@ def test_a_real_difference_is_beyond_noise(capsys, tmp_path):
     assert r["significant"] is True and r["judged_by"] == "range"
 
 
+@pytest.mark.parametrize("a, b, beyond", [
+    ((1.0, 0.9, 1.1), (2.0, 1.9, 2.1), True),       # B above A
+    ((2.0, 1.9, 2.1), (1.0, 0.9, 1.1), True),       # B below A: a fall is found as a rise is
+    ((1.0, 0.9, 1.1), (1.05, 1.0, 1.2), False),     # the ranges overlap
+    ((1.05, 1.0, 1.2), (1.0, 0.9, 1.1), False)])
+def test_ranges_judge_a_fall_as_they_judge_a_rise(capsys, tmp_path, a, b, beyond):
+    rows = [[{"test": "x", "cycles": v, "cycles_min": lo, "cycles_max": hi}]
+            for v, lo, hi in (a, b)]
+    [r] = _compare_json(capsys, _info_like(tmp_path, "ia.json", rows[0]),
+                        _info_like(tmp_path, "ib.json", rows[1]))["results"]
+    assert r["judged_by"] == "range" and r["significant"] is beyond
+    assert r["ratio"] == pytest.approx(b[0] / a[0])
+
+
 def test_one_run_a_side_has_no_noise_to_judge(capsys, tmp_path):
     a = _locks(tmp_path, "a.json", [_locks_row([10.0])])
     b = _locks(tmp_path, "b.json", [_locks_row([20.0])])

@@ -458,8 +458,16 @@ def test_locks_contended_json(capsys, allowed):
     assert r["contended"] and r["algo"] == "qspinlock" and r["test"] == "spin_lock_unlock"
     assert r["mutual_exclusion"] and r["loops"] == sum(c["acquisitions"] for c in r["per_cpu"])
     assert len(r["per_cpu"]) == 3 and r["acq_per_s"] > 0
-    assert 1 / 3 - 1e-9 <= r["fairness"] <= 1.0
-    assert abs(sum(r["shares"]) - 1.0) < 1e-9
+    acq = [c["acquisitions"] for c in r["per_cpu"]]
+    # the median of the rounds' Jain indices; each CPU's share of the whole
+    assert r["fairness"] == pytest.approx(float(np.median(r["fairness_samples"])))
+    assert r["shares"] == pytest.approx([a / sum(acq) for a in acq])
+    # a round's index is Jain's of what each CPU got: 1 for equal shares,
+    # (300 + 100)^2 / (3 (300^2 + 100^2)) for 300, 100 and none
+    figures = contended._figures
+    assert figures([(100, 1000, 0)] * 3, 1e9)["fairness"] == pytest.approx(1.0)
+    assert figures([(300, 1000, 0), (100, 1000, 0), (0, 1000, 0)], 1e9)["fairness"] == \
+        pytest.approx(400 ** 2 / (3 * (300 ** 2 + 100 ** 2)))
     assert not r["timing_valid"]
 
 
