@@ -93,3 +93,78 @@ def test_compares_table_of_rows_is_each_experiments_metric():
             assert noise.startswith(f"`{m.samples}`"), e.name
         else:
             assert noise.startswith("no samples"), e.name
+
+
+# ------------------------------------------------------------------ the docs' code blocks
+
+def _blocks(lang=None):
+    """(page, language, text) of every fenced block in the README and docs/."""
+    pages = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
+    return [(p.relative_to(ROOT).as_posix(), lg, body) for p in pages
+            for lg, body in re.findall(r"^```(\w*)\n(.*?)^```", p.read_text(), re.S | re.M)
+            if lang is None or lg == lang]
+
+
+def _commands():
+    """Every concrete smpnet-bench command line in a block: continuation
+    lines joined, comments cut, synopses (`[--x]`, `COMMAND`, `FILE.c`) and
+    shell loops left out; with the line that follows a `$ ` command, which
+    is what it prints."""
+    out = []
+    for page, _, body in _blocks():
+        lines = body.replace("\\\n", " ").splitlines()
+        for i, line in enumerate(lines):
+            shown = line.startswith("$ ")
+            cmd = line[2:] if shown else line
+            if not cmd.startswith("smpnet-bench "):
+                continue
+            cmd = re.split(r"\s+#", cmd)[0].strip()
+            if "[" in cmd or re.search(r"\b[A-Z]{2,}|\b[A-Z]\d?\.json|FILE", cmd):
+                continue
+            printed = lines[i + 1] if shown and i + 1 < len(lines) else None
+            out.append(pytest.param(cmd.split()[1:], printed, id=f"{page}: {cmd[:60]}"))
+    return out
+
+
+@pytest.mark.parametrize("argv, printed", _commands())
+def test_every_command_in_the_docs_is_one_smpnet_accepts(argv, printed, capsys, tmp_path,
+                                                         monkeypatch):
+    """What a reader copies parses and validates as written, its run time
+    estimated within the bounds (nothing runs); one shown with what it
+    prints prints exactly that."""
+    from smpnet import bounds, cli
+    from smpnet.machine.cpus import parse_cpus
+
+    if printed is not None:
+        assert cli.main(argv) == 2
+        assert capsys.readouterr().err.strip() == printed
+        return
+    monkeypatch.chdir(tmp_path)
+    args = cli.build_parser().parse_args(cli._compare_sides(argv))
+    e = getattr(args, "experiment", None)
+    if e is None:
+        return              # all: its options parsed; compare's files are the reader's
+    if "--calibration" in argv:
+        return              # reads the profile the line before it saved: parsed above
+    if e.delegate and e.delegate(args):
+        from smpnet.experiments import get
+        e = get(e.delegate(args))
+    cpus = parse_cpus(args.cpus)
+    bounds.check_run_time(e.seconds(e.params(args, cpus), cpus), args.long)
+
+
+def test_the_docs_show_commands_to_check():
+    # the parametrisation above found the pages' commands (a filter that
+    # dropped them all would pass it vacuously)
+    assert len(_commands()) >= 6
+
+
+@pytest.mark.parametrize("page, code", [
+    pytest.param(page, body, id=f"{page}#{i}") for i, (page, _, body)
+    in enumerate(_blocks("python"))])
+def test_every_python_block_in_the_docs_runs(page, code, capsys, allowed):
+    """Pasted as it stands; the machine example needs two real CPUs."""
+    if '"0-1"' in code and len(allowed) < 2:
+        pytest.skip("the example takes CPUs 0-1; this runner has one")
+    exec(compile(code, page, "exec"), {})
+    assert capsys.readouterr().out.strip()      # each ends by printing what it shows
