@@ -47,6 +47,9 @@ def params(args, cpus):
         raise BadInput(f"unknown time_bench test {args.test!r} (choose from {', '.join(TESTS)})")
     if args.algo not in lockbench.ALGOS:
         raise BadInput(f"--algo takes one lock algorithm: {', '.join(lockbench.ALGOS)}")
+    if args.rounds // 2 < stats.MIN_SAMPLES:    # a null run is for its verdict
+        raise BadInput(f"--rounds {args.rounds} gives no verdict: it needs "
+                       f"{2 * stats.MIN_SAMPLES} or more ({stats.MIN_SAMPLES} ABBA blocks)")
     return {"cpus": format_cpus(cpus), "cpu": cpus[0], "test": args.test, "algo": args.algo,
             "loops": args.loops, "rounds": args.rounds}
 
