@@ -283,8 +283,10 @@ def _show(args, env, text, failed=None):
     /dev/full) saves the result and says where, as a failed --output does."""
     try:
         if process.stdout_closed:
-            if failed is None and getattr(args, "output", None):
+            target = getattr(args, "output_target", None)
+            if failed is None and target is not None and getattr(target, "named_fd", None) != 1:
                 return  # nowhere to print, but --output holds the result
+            # (an --output of our stdout went where the closed stdout goes: nowhere)
             raise OSError(errno.EBADF, "stdout is closed")
         print(report.dumps(env) if args.json else _text(args, env, text), flush=True)
     except BrokenPipeError:

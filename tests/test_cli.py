@@ -94,10 +94,12 @@ def test_entry_points_run_without_traceback(cmd, tmp_path):
 
 
 @pytest.mark.parametrize("redirect,why", [(">&-", "stdout is closed"),
+                                          ("--output /dev/stdout >&-", "stdout is closed"),
                                           ("> /dev/full", "No space left on device")])
 def test_a_stdout_that_cannot_take_the_result_saves_it(tmp_path, redirect, why):
     """smpnet-bench info >&- gave an AttributeError traceback, > /dev/full an
-    OSError one, and the result was lost."""
+    OSError one, and the result was lost; --output /dev/stdout >&- wrote it
+    where the closed stdout goes (nowhere), exit 0."""
     env = dict(os.environ, TMPDIR=str(tmp_path))
     r = subprocess.run(["bash", "-c", f"{sys.executable} -m smpnet info {redirect}"],
                        capture_output=True, text=True, cwd=tmp_path, env=env)
