@@ -249,6 +249,20 @@ def test_loopback_text_shows_the_oops_and_the_verdict(capsys):
     assert "direct survived by queueing" in out and "-> reproduced" in out
 
 
+def test_the_tables_drops_are_the_verdicts(capsys):
+    # on a 16k stack direct-xmit-recursion survives the storm by dropping
+    # past XMIT_RECURSION_LIMIT: the table counts those drops where the
+    # verdict does (its one drops column showed the backlog's 0)
+    assert main(["loopback", "--ack-storm", "--repeat", "1", "--duration", "0.03",
+                 "--ncpus", "2", "--oversubscribe"]) == 0
+    out = capsys.readouterr().out
+    said = int(re.search(r"survived by dropping \((\d+) drops past", out).group(1))
+    head = next(x for x in out.splitlines() if x.startswith("mode "))
+    row = next(x for x in out.splitlines() if x.startswith("direct-xmit-recursion "))
+    end = head.index("recursion drops") + len("recursion drops")
+    assert said > 0 and int(row[:end].split()[-1]) == said
+
+
 def test_the_oops_text_prints_the_recorded_chain(capsys):
     assert main(["loopback", "--json", "--ack-storm", "--stack", "8k", "--repeat", "1",
                  "--duration", "0.03", "--ncpus", "2", "--oversubscribe",

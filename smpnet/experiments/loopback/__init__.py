@@ -329,15 +329,17 @@ def text(env, extra):
         cells.append((r["mode"], r["cpus"], None if oops else r["pps"] / 1e6,
                       None if oops else r["tps"] / 1e6,
                       None if oops else r["cycles_per_packet"], r["refcnt_atomics"],
-                      r["softirqs"], r["max_depth"], r["drops"], r["lstats_packets"],
-                      f"yes, depth {r['overflow_depth']}" if oops else "no"))
+                      r["softirqs"], r["max_depth"], r["drops"], r.get("recursion_drops", 0),
+                      r["lstats_packets"], f"yes, depth {r['overflow_depth']}" if oops else "no"))
     lines.append(table(cells, ["mode", "CPUs", "M pkt/s", "M trans/s", "cycles/pkt",
-                               "refcnt atomics/pkt", "softirqs", "max depth", "drops",
-                               "lstats packets", "overflow"]))
+                               "refcnt atomics/pkt", "softirqs", "max depth", "backlog drops",
+                               "recursion drops", "lstats packets", "overflow"]))
     lines.append("M pkt/s: every packet through loopback_xmit (requests, replies, ACKs), all "
                  "CPUs, median of the runs; cycles/pkt: per CPU, its run time over its "
-                 "packets; softirqs: NET_RX runs; lstats packets equal the packets sent; "
-                 "--packets is met in whole transactions per CPU.")
+                 "packets; softirqs: NET_RX runs; backlog drops: past netdev_max_backlog; "
+                 "recursion drops: past XMIT_RECURSION_LIMIT (direct-xmit-recursion); lstats "
+                 "packets equal the packets sent; --packets is met in whole transactions per "
+                 "CPU.")
     lines += [kstack.oops_line(r, p["stack"]) for r in rows if r["overflow"]]
     by_mode = {}
     for r in rows:
