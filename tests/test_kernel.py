@@ -199,6 +199,21 @@ def test_as_root_the_veth_rows_follow_and_the_namespaces_are_gone(capsys):
     assert ours(os.getpid()) == [] and psutil.Process().children(recursive=True) == []
 
 
+@root
+def test_progress_counts_both_parts_once_to_its_end(capsys):
+    # the TCP rounds and the veth ping's trials on one counter: it counted
+    # [1/N] .. [N/N], then began again at [1/M] for the veth part
+    from smpnet.cli import build_parser
+    from smpnet.machine.cpus import parse_cpus
+    args = build_parser().parse_args(QUICK)
+    cpus = parse_cpus(args.cpus)
+    seen = []
+    kernel.run(cpus, kernel.params(args, cpus), lambda i, n, what: seen.append((i, n, what)))
+    assert [i for i, _, _ in seen] == list(range(len(seen)))
+    assert {n for _, n, _ in seen} == {len(seen)}
+    assert seen[-1][2].startswith("veth ping") and not seen[0][2].startswith("veth")
+
+
 def test_without_privilege_the_veth_part_is_one_skip_line(monkeypatch, capsys):
     monkeypatch.setattr(netns, "can_admin_net", lambda: "it needs root (as the test says)")
     assert main(QUICK) == 0

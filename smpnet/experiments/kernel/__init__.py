@@ -160,9 +160,11 @@ def run(cpus, p, progress=None):
         port = listener.getsockname()[1]
         plan = [(None, pl) for pl in placements] + \
                [(r, pl) for r, pls in enumerate(order(rounds, placements)) for pl in pls]
+        # one count over both parts: the veth ping's warm-up and trials follow
+        steps = len(plan) + (0 if p.get("veth_skipped") else p["trials"] + 1)
         for i, (r, pl) in enumerate(plan):
             if progress:
-                progress(i, len(plan), f"{pl} " + ("warm-up" if r is None else f"round {r + 1}"))
+                progress(i, steps, f"{pl} " + ("warm-up" if r is None else f"round {r + 1}"))
             cycles, wall_ns = machines[pl].run(transact, listener, port, n,
                                                expected=expected)[CLIENT]
             if r is not None:
@@ -184,7 +186,8 @@ def run(cpus, p, progress=None):
     if rounds < stats.MIN_SAMPLES:
         warnings.append(f"the intervals cover less than 95 %: give --rounds "
                         f"{stats.MIN_SAMPLES} or more")
-    out = Outcome(p, rows + veth_part(cpus, p, progress, warnings), [], warnings)
+    veth_progress = progress and (lambda i, n, what: progress(len(plan) + i, len(plan) + n, what))
+    out = Outcome(p, rows + veth_part(cpus, p, veth_progress, warnings), [], warnings)
     if p.get("save"):
         failed = save_profile(p["save"], calibration.dumps(profile(cpus, p, out)))
         if failed:
