@@ -1,6 +1,8 @@
 """smpnet-bench all and compare."""
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -317,3 +319,21 @@ def test_an_interrupt_lost_in_a_stage_ends_all_before_the_next(capsys, monkeypat
     assert main(["all", "--quick", "--output", str(out)]) == 130
     assert ran == STAGES[:1]     # no stage after the one the signal came in
     assert [s["stage"] for s in json.loads(out.read_text())["results"]] == STAGES[:1]
+
+
+def test_a_home_matplotlib_cannot_write_gives_no_warning_and_no_stray_directory(tmp_path):
+    """matplotlib's fallback for an unwritable ~/.config printed two warning
+    lines and made a /tmp/matplotlib-* per run that os._exit never removes:
+    smpnet gives it its own directory in TMPDIR, one per user, reused."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    env.update(HOME="/proc/1", TMPDIR=str(tmp_path))   # no .config under /proc, even for root
+    cmd = [sys.executable, "-m", "smpnet", "locks", "--cpus", "0", "--algo", "tas", "--variant",
+           "plain", "--rounds", "2", "--loops", "1000", "--plot", str(tmp_path / "pics")]
+    for _ in range(2):
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert [x for x in r.stderr.splitlines() if not x.startswith("smpnet-bench locks: [")] == []
+    assert (tmp_path / "pics" / "locks.png").stat().st_size > 0
+    assert sorted(p.name for p in tmp_path.iterdir() if "matplotlib" in p.name) == [
+        f"smpnet-matplotlib-{os.getuid()}"]

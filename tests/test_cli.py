@@ -142,3 +142,14 @@ def test_an_unknown_argument_points_at_its_subcommands_help(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["smpnet-bench: unrecognized arguments: --duration 1 "
                    "(see smpnet-bench all --help)"]
+
+
+def test_a_tight_address_space_limit_is_one_line_naming_it(tmp_path):
+    """Under ulimit -v 100000 OpenBLAS printed its own line at numpy's
+    import and exited; smpnet-bench says what is short, and by how much."""
+    r = subprocess.run(["bash", "-c", f"ulimit -v 100000; {sys.executable} -m smpnet info"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 1 and r.stdout == ""
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("smpnet-bench: cannot start: the address-space limit (ulimit -v) "
+                           "is 97 MiB, under the ")

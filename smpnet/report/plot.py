@@ -16,8 +16,45 @@ INSTALL = ("pip install matplotlib (the plot extra: pip install '.[plot]' in a c
            "or pip install 'smpnet[plot]')")
 
 
+def _writable_dir(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK)
+
+
+def _config_dir():
+    """Where matplotlib keeps its config and font cache: None for its own
+    default (XDG's, else ~/.config and ~/.cache) where both can be written;
+    else smpnet's, one per user in the temporary directory, reused by every
+    run. matplotlib's own fallback prints two warnings on stderr (one line
+    per error is the rule) and makes a directory per run that only an
+    atexit handler removes, which smpnet-bench's os._exit never runs."""
+    home = os.path.expanduser("~")
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    if all(_writable_dir(os.path.join(d, "matplotlib")) for d in (config, cache)):
+        return None
+    ours = os.path.join(tempfile.gettempdir(), f"smpnet-matplotlib-{os.getuid()}")
+    try:
+        os.mkdir(ours, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return tempfile.mkdtemp(prefix="smpnet-matplotlib-")
+    st = os.lstat(ours)   # someone else's, or a link: not ours to use
+    if st.st_uid != os.getuid() or not os.path.isdir(ours) or os.path.islink(ours):
+        return tempfile.mkdtemp(prefix="smpnet-matplotlib-")
+    return ours
+
+
 def require():
     """Fail before a long run, not after it, if the pictures cannot be made."""
+    if "MPLCONFIGDIR" not in os.environ:
+        where = _config_dir()
+        if where:
+            os.environ["MPLCONFIGDIR"] = where
     try:
         import matplotlib  # noqa: F401
     except ImportError:
