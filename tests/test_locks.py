@@ -629,3 +629,37 @@ def test_each_time_bench_irq_loop_checks_only_when_asked():
         assert (off, preempt, depth) == (irqs_off, 0, 0), where
         reported = check and irqs_off and test == "local_BH_disable_enable"
         assert bugs == (loops if reported else 0), where
+
+
+def test_the_picture_shows_seed_003s_paired_difference_with_its_interval(capsys):
+    """locks.png answers the seed's question: irqsave - irq per algorithm,
+    the verdict's median and 95 % interval (the bars alone, medians without
+    intervals, could not tell one cycle from noise); its footer names the
+    machine and the load."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from smpnet.experiments import locks as locks_experiment
+    from smpnet.report import plot
+
+    assert main(["locks", "--json", "--cpus", "0", "--algo", "tas,ticket", "--variant",
+                 "plain,irq,irqsave", "--loops", "1000", "--rounds", "12",
+                 "--kernel-build", "inline"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    fig, ax = plt.subplots()
+    locks_experiment.plot(ax, env["results"])
+    left, right = fig.axes
+    (bars,) = [c for c in right.containers]          # the errorbar: one point per algorithm
+    xs, _ = bars.lines[0].get_data()
+    segments = bars.lines[2][0].get_segments()      # each point's interval
+    names = [lbl.get_text() for lbl in right.get_yticklabels()]
+    assert names == ["tas", "ticket"]
+    (v,) = env["verdicts"]                          # seed 003's, on the first algorithm
+    k = names.index(v["algo"])
+    assert xs[k] == pytest.approx(v["measured"])
+    assert [segments[k][0][0], segments[k][1][0]] == pytest.approx(v["interval"])
+    plt.close(fig)
+    lines = plot.footer(env["machine"], ["competing load during the run: other processes "
+                                         "used 40 % of CPU 0 during the run; its verdicts ..."])
+    assert env["machine"]["cpu_model"] in lines[0] and lines[1].startswith("competing load")
+    assert plot.footer(env["machine"])[1] == "no competing load seen on these CPUs"

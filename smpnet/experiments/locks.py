@@ -11,6 +11,7 @@ from ..machine.cpus import format_cpus
 from ..measure import stats
 from ..report import report
 from ..report.report import table
+from ..seeds import SEED_003
 from .common import lockbench
 from .common.lockbench import ALGOS, VARIANTS
 
@@ -199,19 +200,64 @@ def harness_text(rows, check, restore):
 
 
 def plot(ax, rows):
+    """Left: each lock test's median cycles per algorithm (and kernel build),
+    with the rounds' min to max. Right: seed 003's question, irqsave - irq
+    paired round by round, per algorithm and build, with its 95 % interval
+    beside zero and the seed's 14 cycles."""
     lock_rows = [r for r in rows if r["algo"]]
     tests = list(dict.fromkeys(r["test"] for r in lock_rows))
-    algos = list(dict.fromkeys(r["algo"] for r in lock_rows))
-    width = 0.8 / max(len(algos), 1)
-    for i, algo in enumerate(algos):
-        ys = [next((r["cycles"] for r in lock_rows if r["test"] == t and r["algo"] == algo), 0)
-              for t in tests]
-        ax.bar([x + i * width for x in range(len(tests))], ys, width, label=algo)
-    ax.set_xticks([x + width * (len(algos) - 1) / 2 for x in range(len(tests))])
-    ax.set_xticklabels(tests, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel("TSC cycles per lock + unlock (median)")
-    ax.set_title("Uncontended lock costs by algorithm and variant")
-    ax.legend()
+    sides = list(dict.fromkeys((r["algo"], r.get("kernel_build", "inline")) for r in lock_rows))
+    several_builds = len({b for _, b in sides}) > 1
+    name = {s: f"{s[0]}, {s[1]}" if several_builds else s[0] for s in sides}
+    short = {s: f"{s[0]}\n{s[1]}" if several_builds else s[0] for s in sides}
+    fig = ax.figure
+    ax.remove()
+    left, right = fig.add_subplot(1, 3, (1, 2)), fig.add_subplot(1, 3, 3)
+    width = 0.8 / max(len(sides), 1)
+    for i, side in enumerate(sides):
+        mine = {r["test"]: r for r in lock_rows
+                if (r["algo"], r.get("kernel_build", "inline")) == side}
+        ys = [mine[t]["cycles"] if t in mine else 0 for t in tests]
+        err = [[max(0.0, mine[t]["cycles"] - mine[t]["cycles_min"]) if t in mine else 0
+                for t in tests],
+               [max(0.0, mine[t]["cycles_max"] - mine[t]["cycles"]) if t in mine else 0
+                for t in tests]]
+        left.bar([x + i * width for x in range(len(tests))], ys, width, yerr=err, capsize=2,
+                 label=name[side])
+    left.set_xticks([x + width * (len(sides) - 1) / 2 for x in range(len(tests))])
+    left.set_xticklabels(tests, rotation=20, ha="right", fontsize=8)
+    left.set_ylabel("TSC cycles per lock + unlock\n(median; whiskers: rounds' min to max)")
+    left.set_title("Uncontended lock costs", fontsize="medium")
+    left.set_ylim(0, left.get_ylim()[1] * 1.3)     # room for the legend above the bars
+    left.legend(fontsize="small", loc="upper left", ncol=2)
+    # seed 003: irqsave - irq, where both ran with enough rounds for an interval
+    found = []
+    for side in sides:
+        mine = [r for r in lock_rows if (r["algo"], r.get("kernel_build", "inline")) == side]
+        d = lockbench.paired(mine, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", side[0],
+                             lockbench.per_op_diff)
+        if d:
+            found.append((short[side], d[0], d[1]))
+    if found:
+        ys = range(len(found))
+        right.errorbar([f[1] for f in found], ys, capsize=4, fmt="o",
+                       xerr=[[f[1] - f[2][0] for f in found], [f[2][1] - f[1] for f in found]])
+        right.set_yticks(list(ys))
+        right.set_yticklabels([f[0] for f in found], fontsize=8)
+        right.axvline(0, color="0.4", lw=1)
+        right.axvline(SEED_003["size"], color="tab:red", ls="--", lw=1)
+        right.text(SEED_003["size"], 1.01, f"seed: {SEED_003['size']:g}", color="tab:red",
+                   ha="center", va="bottom", fontsize="small",
+                   transform=right.get_xaxis_transform())
+        right.set_ylim(-0.5, len(found) - 0.5)
+        right.set_xlabel("cycles (median, 95 % interval)")
+    else:
+        right.text(0.5, 0.5, "seed 003: needs irq, irqsave\nand --rounds 12 or more",
+                   ha="center", va="center", transform=right.transAxes)
+        right.set_xticks([])
+        right.set_yticks([])
+    right.set_title("seed 003: irqsave - irq", fontsize="medium", pad=14)
+    fig.suptitle("locks: uncontended spinlock costs", fontsize="large")
 
 
 EXPERIMENT = Experiment(

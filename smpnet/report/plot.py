@@ -8,6 +8,7 @@ import os
 import tempfile
 
 from ..errors import BadInput
+from ..machine.cpus import format_cpus
 
 # Whether smpnet came from a clone ('.[plot]') or an index ('smpnet[plot]')
 # its metadata does not reliably say (an editable install from a clone has
@@ -87,23 +88,54 @@ def write_all(env, directory):
     stages = {s["stage"]: s for s in env["results"]}
     made = []
     for e in EXPERIMENTS:
-        rows = stages.get(e.name, {}).get("results")
+        stage = stages.get(e.name, {})
+        rows = stage.get("results")
         if e.plot is not None and rows:
-            made.append(write(e, rows, directory))
+            load = stage.get("load") or {}
+            warnings = ([f"competing load during the stage: {load['why']}"]
+                        if load.get("high") else [])
+            made.append(write(e, rows, directory, env.get("machine"), warnings))
     return made
 
 
-def write(e, rows, directory):
-    """Experiment e's picture of `rows` as DIR/NAME.png; returns its path."""
+def footer(machine, warnings=()):
+    """The lines under a picture: the machine it was measured on, the date,
+    and the load that makes its figures less reliable, if any was seen."""
+    import textwrap
+    import time
+
+    m = machine or {}
+    what = [m.get("cpu_model") or "unknown CPU"]
+    if m.get("hypervisor"):
+        what.append(f"a {m['hypervisor']} guest")
+    if m.get("kernel"):
+        what.append(f"Linux {m['kernel']}")
+    if m.get("selected_cpus"):
+        what.append(f"CPUs {format_cpus(m['selected_cpus'])}")
+    what.append(f"smpnet {m.get('smpnet', '?')}")
+    what.append(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    load = [w for w in warnings if w.startswith("competing load")]
+    lines = ["; ".join(what)] + (load or ["no competing load seen on these CPUs"])
+    return [x for line in lines for x in textwrap.wrap(line, 150)]
+
+
+def write(e, rows, directory, machine=None, warnings=()):
+    """Experiment e's picture of `rows` as DIR/NAME.png, with the footer of
+    the machine and run (footer()); returns its path."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     os.makedirs(directory, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(9, 5))
+    fig, ax = plt.subplots(figsize=(11, 5.5))
     e.plot(ax, rows)
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
+    for a in fig.axes:
+        a.grid(True, alpha=0.3)
+    lines = footer(machine, warnings)
+    # the footer's height in figure units, then everything above it; a
+    # title that would not fit is wrapped by the experiment, and kept in
+    fig.tight_layout(rect=(0, 0.035 * len(lines) * 5.5 / fig.get_size_inches()[1], 1, 1))
+    fig.text(0.01, 0.008, "\n".join(lines), fontsize=7, color="0.35", ha="left", va="bottom")
     path = os.path.join(directory, f"{e.name}.png")
     fig.savefig(path, dpi=100)
     plt.close(fig)

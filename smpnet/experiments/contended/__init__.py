@@ -323,7 +323,7 @@ def plot(ax, rows):
         ax.set_title("Contended lock throughput (95 % intervals)")
         return
     ax.remove()
-    fig.set_size_inches(5 * len(panels), 4.5)
+    fig.set_size_inches(max(5.5 * len(panels), 9), 5.5)
     for k, (xlabel, x_of, figure) in enumerate(panels):
         a = fig.add_subplot(1, len(panels), k + 1)
         fixed = {"CPUs hammering one lock": ("hold_cycles", holds[0])}.get(
@@ -350,7 +350,7 @@ def plot(ax, rows):
                      else "fairness (Jain's index)")
         a.grid(True, alpha=0.3)
         a.legend(fontsize="small")
-    fig.suptitle("Contended locks: medians over rounds, 95 % interval bands")
+    fig.suptitle("contended: medians over rounds, 95 % interval bands", fontsize="large")
 
 
 EXPERIMENT = Experiment(

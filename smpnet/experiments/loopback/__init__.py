@@ -360,14 +360,59 @@ def text(env, extra):
 
 
 def plot(ax, rows):
-    for mode in dict.fromkeys(r["mode"] for r in rows):
-        pts = sorted((r["cpus"], r["pps"] / 1e6) for r in rows if r["mode"] == mode)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=mode)
-    ax.set_xticks(sorted({r["cpus"] for r in rows}))
-    ax.set_xlabel("CPUs")
-    ax.set_ylabel("million packets per second (all CPUs)")
-    ax.set_title("Loopback modes by CPU count")
-    ax.legend()
+    """Seed 002's question first: on the verdict's CPU count, what a
+    transaction costs in each mode (median, the runs' min to max; the
+    calibrated ones with the host kernel's stack work, the raw model beside
+    them), and netif_rx - direct run by run, the cycles direct saves, with
+    their median. Then, where several CPU counts ran, packets per second
+    by CPU count."""
+    counts = sorted({r["cpus"] for r in rows})
+    n = max(counts)
+    at_n = [r for r in rows if r["cpus"] == n and r.get("cpt_samples")
+            and any(x is not None for x in r["cpt_samples"])]
+    at_n.sort(key=lambda r: (r["mode"].endswith(")"), r["mode"] not in ("netif_rx", "direct")))
+    fig = ax.figure
+    ax.remove()
+    panels = 3 if len(counts) > 1 else 2
+    cost, saved = fig.add_subplot(1, panels, 1), fig.add_subplot(1, panels, 2)
+    for i, r in enumerate(at_n):
+        xs = [x for x in r["cpt_samples"] if x is not None]
+        cost.bar(i, r["cycles_per_transaction"],
+                 yerr=[[r["cycles_per_transaction"] - min(xs)],
+                       [max(xs) - r["cycles_per_transaction"]]], capsize=3)
+    cost.set_xticks(range(len(at_n)))
+    cost.set_xticklabels([r["mode"] for r in at_n], rotation=20, ha="right", fontsize=8)
+    cost.set_yscale("log")
+    cost.set_ylabel("TSC cycles per transaction\n(median; whiskers: runs' min to max)")
+    cost.set_title(f"a transaction's cost by mode, {n} CPU(s)", fontsize="medium")
+    by = {r["mode"]: r["cpt_samples"] for r in at_n}
+    charged = any(r.get("stack_work_per_call") for r in at_n if r["mode"] == "netif_rx")
+    pairs = [(label, a, b) for label, a, b in (
+        ("calibrated" if charged else "the model alone", "netif_rx", "direct"),
+        ("raw model", "netif_rx (raw)", "direct (raw)")) if a in by and b in by]
+    for k, (label, a, b) in enumerate(pairs):
+        d = [x - y for x, y in zip(by[a], by[b]) if x is not None and y is not None]
+        if d:
+            saved.scatter(d, [k] * len(d), alpha=0.6)
+            saved.plot([statistics.median(d)], [k], marker="|", markersize=25, color="k")
+    saved.axvline(0, color="0.4", lw=1)
+    saved.set_yticks(range(len(pairs)))
+    saved.set_yticklabels([p[0] for p in pairs])
+    saved.set_ylim(-0.5, max(len(pairs), 1) - 0.5)
+    saved.set_xlabel("netif_rx - direct, cycles per transaction\n(dots: runs, paired; bar: median)")
+    saved.set_title("seed 002: cycles direct delivery saves", fontsize="medium")
+    if panels == 3:
+        pps = fig.add_subplot(1, 3, 3)
+        for mode in dict.fromkeys(r["mode"] for r in rows):
+            pts = sorted((r["cpus"], r["pps"] / 1e6) for r in rows if r["mode"] == mode)
+            pps.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=mode)
+        pps.set_xticks(counts)
+        pps.set_yscale("log")
+        pps.set_xlabel("CPUs")
+        pps.set_ylabel("million packets per second (all CPUs)")
+        pps.set_title("every mode by CPU count", fontsize="medium")
+        pps.legend(fontsize="x-small")
+    fig.suptitle("loopback: netif_rx (2008) against direct delivery (the patch)", fontsize="large")
 
 
 EXPERIMENT = Experiment(
