@@ -22,6 +22,7 @@ ALSO_A_WORD = {
     ("report/compare.py", "compare"): "JSON's null, a row with no value",
     ("report/compare.py", "_condition_differences"): "the machine's kernel release, a field of `machine`",
     ("report/results.py", "conditions"): "the machine's kernel release, a field of `machine`",
+    ("report/plot.py", "footer"): "the machine's kernel release, a field of `machine`",
 }
 NAMES = {e.name for e in EXPERIMENTS}
 

@@ -38,7 +38,7 @@ RUNS = {
     "contended-command": (["contended", "--duration", "0.02", "--repeat", "3", "--algo",
                            "tas", "--variant", "plain", "--hold-cycles", "0,100"],
                           {"contended"}, {"contended"}),
-    "null": (["null", "--rounds", "3", "--loops", "2000"], {"null"}, {"null"}),
+    "null": (["null", "--rounds", "12", "--loops", "2000"], {"null"}, {"null"}),
     "kernel": (["kernel", "--transactions", "200", "--rounds", "3", "--trials", "3"], {"kernel"},
                {"kernel"}),
     "ab": (["ab", EXAMPLES + "/aa.c", "--loops", "2000", "--rounds", "3", "--duration", "0.01",
