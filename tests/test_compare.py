@@ -418,6 +418,8 @@ MALFORMED = {
     "value_beyond_a_float": (_row(cycles=10 ** 400), "too large for a float"),
     "min_a_string": (_row(cycles_min="low"), "cycles_min is a string"),
     "min_above_max": (_row(cycles_min=1.2, cycles_max=0.8), "cycles_min 1.2 is above cycles_max 0.8"),
+    "value_negative": (_row(cycles=-5.0), "cycles -5.0 is negative (a cost or a rate)"),
+    "min_negative": (_row(cycles_min=-0.1), "cycles_min -0.1 is negative"),
     "samples_a_string": (_locks_env(samples="1,2,3"), "samples is not a list"),
     "samples_with_a_bool": (_locks_env(samples=[1.0, True, 2.0]), "samples is not a list"),
     "samples_with_null": (_locks_env(samples=[1.0, None]), "samples is not a list"),

@@ -152,6 +152,11 @@ def _check_row(shown, table, row, where):
             raise BadInput(f"{shown}: {where}: {m.samples} is not a list of finite numbers")
     lo = _field(shown, where, row, m.lo)
     hi = _field(shown, where, row, m.hi)
+    # every experiment's value is a cost or a rate: below zero is no result
+    for name, x in ((m.value, value), (m.lo, lo), (m.hi, hi)):
+        if x is not None and x < 0:
+            raise BadInput(f"{shown}: {where}: {field_name(name)} {x!r} is negative "
+                           "(a cost or a rate)")
     if lo is not None and hi is not None and lo > hi:
         raise BadInput(f"{shown}: {where}: {field_name(m.lo)} {lo!r} is above {field_name(m.hi)} {hi!r}")
     return Row(kind, key, where, value, samples, lo, hi)
