@@ -140,12 +140,13 @@ def test_host_as_jiffy_is_the_tsc_hz_over_hz(allowed):
     # sent just after a tick boundary, the timer mode's first ping waits
     # for the next one: a whole jiffy of host A's, tsc_hz / HZ cycles. A
     # jiffy of tsc_hz / (HZ + 1) would make it 0.990 of 10 ms at HZ=100 (every
-    # other check counts in host A's own jiffies). The median holds against
-    # a trial preempted between the boundary and its send.
+    # other check counts in host A's own jiffies). A trial preempted between
+    # the boundary and its send comes out short, one preempted later long:
+    # the 7th of 9 holds against the first kind on a loaded machine
     rows, _, _, _ = arp.run(allowed, ["timer"], hz=100, trials=9, count=1, ncpus=2,
                             oversubscribe=len(allowed) < 2, phases=["tick"])
     (r,) = rows
-    assert r["replies"] == 9 and 0.995 * 10.0 <= r["first_ms"]["median"]
+    assert r["replies"] == 9 and 0.995 * 10.0 <= sorted(r["first_samples_ms"])[6]
 
 
 def test_peer_down_errors_every_queued_ping(allowed):

@@ -324,7 +324,7 @@ def test_net_rx_action_reads_jiffies_and_do_softirq_saves_and_restores_flags(cor
     assert "__do_softirq" in softirq                # the handlers on the "softirq stack"
 
 
-def test_the_picture_shows_the_paired_saving_the_verdict_judges(capsys):
+def test_the_picture_shows_the_paired_saving_the_verdict_judges(capsys, allowed):
     """loopback.png's middle panel: netif_rx - direct run by run, its
     median the verdict's cycles saved per transaction (the old picture, pkt/s
     by CPU count at one CPU count, showed no effect at all)."""
@@ -332,16 +332,18 @@ def test_the_picture_shows_the_paired_saving_the_verdict_judges(capsys):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if len(allowed) < 2:
+        pytest.skip("one real CPU: two emulated ones are oversubscribed, with no verdict")
     assert main(["loopback", "--json", "--mode", "netif_rx,direct", "--duration", "0.02",
-                 "--repeat", "6", "--ncpus", "2", "--oversubscribe"]) == 0
+                 "--repeat", "6", "--cpus", ",".join(map(str, allowed[:2]))]) == 0
     env = json.loads(capsys.readouterr().out)
     fig, ax = plt.subplots()
     loopback.plot(ax, env["results"])
     cost, saved = fig.axes
     by = {r["mode"]: r["cpt_samples"] for r in env["results"]}
     dots = saved.collections[0].get_offsets()[:, 0]
-    assert sorted(dots) == pytest.approx(sorted(a - b for a, b in zip(by["netif_rx"],
-                                                                       by["direct"])))
+    assert sorted(dots) == pytest.approx(sorted(a - b for a, b in zip(by["netif_rx"], by["direct"])
+                                                if a is not None and b is not None))
     (median,) = [ln.get_xdata()[0] for ln in saved.lines if ln.get_marker() == "|"]
     v = next(v for v in env["verdicts"] if v["unit"] == "cycles saved per transaction")
     assert median == pytest.approx(v["measured"])

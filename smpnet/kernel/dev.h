@@ -303,7 +303,10 @@ static int process_backlog(struct cpu_ctx *c, struct net_ctx *n, int quota)
  * do_timer()), which user space cannot take. This CPU's driver loop, where
  * it reads the TSC anyway, calls this with that reading, and jiffies
  * becomes the TSC's count of NET_HZ ticks when one has passed: a divide
- * once a tick, not on every read. */
+ * once a tick, not on every read. So jiffies stands still inside one
+ * net_rx_action() pass, whose netdev_budget_usecs limit then never trips:
+ * a pass ends by its packet budget (300) alone, where the kernel's tick
+ * would also cut one that ran past 2 ms. */
 static inline void net_tick(struct net_ctx *n, uint64_t now)
 {
 	if (unlikely(now >= n->next_tick)) {

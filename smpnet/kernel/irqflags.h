@@ -72,6 +72,7 @@ static inline void native_restore_fl(unsigned long flags)
 /* ---------------------------------------------------------------- hard IRQs */
 
 static void do_softirq(struct cpu_ctx *c);
+static void __do_softirq(struct cpu_ctx *c);
 
 /* The interrupt's entry, the kernel's handling of it and its exit on the
  * target, as a calibrated spin: what a real IPI costs the CPU it
@@ -106,9 +107,13 @@ static __attribute__((noinline)) void irq_replay(struct cpu_ctx *c)
 				irq_handlers[vec](c, vec);
 		}
 		irq->preempt_count -= HARDIRQ_OFFSET;	/* irq_exit */
-		irq->irqs_off = 0;
+		/* invoke_softirq(): __do_softirq() itself, IRQs still off and
+		 * on the IRQ's stack (do_softirq()'s save, restore and switch
+		 * are for task context); the next pending IRQ is then taken by
+		 * this loop, in turn, not nested in a restore */
 		if (!in_interrupt(c) && irq->softirq_pending)
-			do_softirq(c);
+			__do_softirq(c);
+		irq->irqs_off = 0;
 	}
 	irq->irq_cycles += tsc_read_unordered() - t0;
 }

@@ -5,6 +5,7 @@ Needs matplotlib (the `plot` extra). One PNG per experiment of an
 command), drawn by the experiment's own `plot`.
 """
 import os
+import stat
 import tempfile
 
 from ..errors import BadInput
@@ -39,15 +40,19 @@ def _config_dir():
         return None
     ours = os.path.join(tempfile.gettempdir(), f"smpnet-matplotlib-{os.getuid()}")
     try:
-        os.mkdir(ours, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return tempfile.mkdtemp(prefix="smpnet-matplotlib-")
-    st = os.lstat(ours)   # someone else's, or a link: not ours to use
-    if st.st_uid != os.getuid() or not os.path.isdir(ours) or os.path.islink(ours):
-        return tempfile.mkdtemp(prefix="smpnet-matplotlib-")
-    return ours
+        try:
+            os.mkdir(ours, 0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(ours)
+        # someone else's, a link, or one others may write in: not ours to use
+        if (st.st_uid != os.getuid() or not stat.S_ISDIR(st.st_mode)
+                or stat.S_IMODE(st.st_mode) & 0o022):
+            return tempfile.mkdtemp(prefix="smpnet-matplotlib-")
+        return ours
+    except OSError as e:   # a full or read-only temporary directory
+        raise BadInput(f"--plot: matplotlib's home cannot be written and neither can "
+                       f"{tempfile.gettempdir()} ({e.strerror or e})") from None
 
 
 def require():

@@ -24,7 +24,9 @@ def row(mode, k, runs, m):
         "tps": statistics.median(tps), "tps_samples": tps,
         "cycles_per_packet": statistics.median(cpp) if cpp else None,
         "cycles_per_transaction": statistics.median(cpt) if cpt else None,
-        "cpt_samples": cpt,
+        # per run, in run order (None: it completed no transaction), so that
+        # run r of one mode pairs with run r of another, as the verdict pairs them
+        "cpt_samples": [r["cycles_per_transaction"] for r in runs],
         "stack_work_per_call": runs[0]["stack_work_per_call"],
         "refcnt_atomics": sum(r["refcnt_atomics"] for r in runs) / packets if packets else 0.0,
         **{k: sum(r[k] for r in runs) for k in SUMMED},
