@@ -54,3 +54,14 @@ def test_bad_arguments(allowed):
     if absent < 1024:
         with pytest.raises(OSError):
             _core.futex_wake_cycles(absent, a, rounds=1, timeout_s=5)
+
+
+def test_a_thread_that_cannot_start_names_the_limit():
+    """pthread_create's EAGAIN under ulimit -u (or kernel.threads-max) said
+    only "Resource temporarily unavailable" (a non-root user's limit: root
+    is exempt, so this checks the message pair_run's callers raise)."""
+    import errno
+    e = _core.pair_run_error(errno.EAGAIN)
+    assert isinstance(e, OSError) and e.errno == errno.EAGAIN
+    assert "ulimit -u" in str(e) and "kernel.threads-max" in str(e)
+    assert "ulimit" not in str(_core.pair_run_error(errno.EPERM))

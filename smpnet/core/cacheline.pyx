@@ -118,7 +118,7 @@ def line_round_trip_cycles(int cpu_a, int cpu_b, uint32_t blocks=20, double time
             p.deadline_ns = mono_ns() + <uint64_t>(timeout_s * 1e9)
             rc = pair_run(line_answerer, line_asker, &p, &p.stop, NULL)
         if rc:
-            raise OSError(rc, "pthread_create failed")
+            raise pair_run_error(rc)
         if p.pin_err:
             raise OSError(p.pin_err, f"cannot run on real CPU {cpu_a} and {cpu_b}")
         if p.done == 0:

@@ -323,7 +323,7 @@ def ipi_cycles(int sender_cpu, int target_cpu, uint32_t rounds=500, double timeo
             p.deadline_ns = mono_ns() + <uint64_t>(timeout_s * 1e9)
             rc = pair_run(ipi_peer, ipi_sender, &p, &p.stop, ipi_release)
         if rc:
-            raise OSError(rc, "pthread_create failed")
+            raise pair_run_error(rc)
         if p.pin_err:
             raise OSError(p.pin_err, f"cannot run on real CPU {target_cpu} and {sender_cpu}")
         if p.err == EAGAIN:

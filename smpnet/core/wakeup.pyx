@@ -130,6 +130,16 @@ cdef int pair_run(pair_thread waiter, pair_thread measurer, void *arg, uint32_t 
     return rc0 or rc1
 
 
+def pair_run_error(int rc):
+    """The OSError for pair_run()'s pthread_create error `rc`, naming the
+    limit behind EAGAIN (the kernel's answer when this user's processes and
+    threads are at RLIMIT_NPROC, or the system at kernel.threads-max)."""
+    if rc == EAGAIN:
+        return OSError(rc, "pthread_create failed: this user's processes and threads are at "
+                           "their limit (ulimit -u) or the system's (kernel.threads-max)")
+    return OSError(rc, "pthread_create failed")
+
+
 cdef inline bint wake_wait_step(wake_pair *p) noexcept nogil:
     return pair_wait_step(&p.stop, p.deadline_ns, p.same_cpu)
 
@@ -244,7 +254,7 @@ def futex_wake_cycles(int waker_cpu, int sleeper_cpu, uint32_t rounds=1000,
             p.deadline_ns = mono_ns() + <uint64_t>(timeout_s * 1e9)
             rc = pair_run(wake_sleeper, wake_waker, &p, &p.stop, wake_release)
         if rc:
-            raise OSError(rc, "pthread_create failed")
+            raise pair_run_error(rc)
         if p.pin_err:
             raise OSError(p.pin_err, f"cannot run on real CPU {sleeper_cpu} and {waker_cpu}")
         if p.woken == 0:
