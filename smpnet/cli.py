@@ -161,7 +161,7 @@ def cmd_experiment(args):
     if picture is not None and out.rows:   # after the result is saved: a picture is extra
         from .report import plot
         try:
-            plot.write(e, out.rows, picture, env["machine"], env["warnings"])
+            plot.write(e, out.rows, picture, env["machine"], seen)
         except OSError as err:
             problems.append(f"picture not written to {picture}: {err.strerror or err}")
     return _exit_rule(args.command, problems)

@@ -659,7 +659,10 @@ def test_the_picture_shows_seed_003s_paired_difference_with_its_interval(capsys)
     assert xs[k] == pytest.approx(v["measured"])
     assert [segments[k][0][0], segments[k][1][0]] == pytest.approx(v["interval"])
     plt.close(fig)
-    lines = plot.footer(env["machine"], ["competing load during the run: other processes "
-                                         "used 40 % of CPU 0 during the run; its verdicts ..."])
-    assert env["machine"]["cpu_model"] in lines[0] and lines[1].startswith("competing load")
+    lines = plot.footer(env["machine"], {"high": True,
+                                         "why": "other processes used 40 % of CPU 0"})
+    assert env["machine"]["cpu_model"] in lines[0]
+    assert lines[1] == "competing load during the run: other processes used 40 % of CPU 0"
+    assert plot.footer(env["machine"], {"high": False, "why": None})[1] == \
+        "no competing load seen on these CPUs"
     assert plot.footer(env["machine"])[1] == "no competing load seen on these CPUs"

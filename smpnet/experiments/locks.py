@@ -206,7 +206,10 @@ def plot(ax, rows):
     beside zero and the seed's 14 cycles."""
     lock_rows = [r for r in rows if r["algo"]]
     tests = list(dict.fromkeys(r["test"] for r in lock_rows))
-    sides = list(dict.fromkeys((r["algo"], r.get("kernel_build", "inline")) for r in lock_rows))
+    by_side = {}                # (algo, build): its rows
+    for r in lock_rows:
+        by_side.setdefault((r["algo"], r.get("kernel_build", "inline")), []).append(r)
+    sides = list(by_side)
     several_builds = len({b for _, b in sides}) > 1
     name = {s: f"{s[0]}, {s[1]}" if several_builds else s[0] for s in sides}
     short = {s: f"{s[0]}\n{s[1]}" if several_builds else s[0] for s in sides}
@@ -215,8 +218,7 @@ def plot(ax, rows):
     left, right = fig.add_subplot(1, 3, (1, 2)), fig.add_subplot(1, 3, 3)
     width = 0.8 / max(len(sides), 1)
     for i, side in enumerate(sides):
-        mine = {r["test"]: r for r in lock_rows
-                if (r["algo"], r.get("kernel_build", "inline")) == side}
+        mine = {r["test"]: r for r in by_side[side]}
         ys = [mine[t]["cycles"] if t in mine else 0 for t in tests]
         err = [[max(0.0, mine[t]["cycles"] - mine[t]["cycles_min"]) if t in mine else 0
                 for t in tests],
@@ -233,8 +235,7 @@ def plot(ax, rows):
     # seed 003: irqsave - irq, where both ran with enough rounds for an interval
     found = []
     for side in sides:
-        mine = [r for r in lock_rows if (r["algo"], r.get("kernel_build", "inline")) == side]
-        d = lockbench.paired(mine, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", side[0],
+        d = lockbench.paired(by_side[side], "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", side[0],
                              lockbench.per_op_diff)
         if d:
             found.append((short[side], d[0], d[1]))

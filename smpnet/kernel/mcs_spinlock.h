@@ -97,12 +97,15 @@ static inline int clh_node_reclaim(struct smp_header *hdr, struct mcs_node *node
 	uint64_t key = __atomic_load_n(&node->lock, __ATOMIC_ACQUIRE);
 	uint32_t tail = mcs_encode(cpu, idx);
 
+	spinlock_t *l;
+
 	if (!key || READ_ONCE(node->next) != CLH_NODE || READ_ONCE(node->locked))
 		return 0;
-	if (READ_ONCE(spin_lock_of_key(hdr, key)->val) != tail)	/* spare the line */
+	l = spin_lock_of_key(hdr, key);
+	if (READ_ONCE(l->val) != tail)	/* spare the line */
 		return 0;
-	if (!__atomic_compare_exchange_n(&spin_lock_of_key(hdr, key)->val, &tail, 0, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+	if (!__atomic_compare_exchange_n(&l->val, &tail, 0, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
 		return 0;
 	__atomic_store_n(&node->lock, 0, __ATOMIC_RELEASE);
 	return 1;
@@ -123,19 +126,26 @@ static inline int mcs_node_get(struct mcs_node *nodes, uint64_t key)
 	return -1;
 }
 
-/* A node this CPU holds lock `key` with, searched for (an unlock of
+/* Whether `node` is the one this CPU holds lock `key` with. A held CLH
+ * node has `locked` set: a released one of the same lock may still wait
+ * for its successor to free it. */
+static __always_inline int mcs_node_holds(const struct mcs_node *node, uint64_t key,
+					  const int clh)
+{
+	return __atomic_load_n(&node->lock, __ATOMIC_RELAXED) == key &&
+	       (!clh || READ_ONCE(node->locked));
+}
+
+/* The node this CPU holds lock `key` with, searched for (an unlock of
  * another lock than the last one taken); -1 if none (an unlock of a lock
- * this CPU does not hold, which then does nothing). A held CLH node has
- * `locked` set: a released one of the same lock may still wait for its
- * successor to free it. */
+ * this CPU does not hold, which then does nothing). */
 static __attribute__((noinline)) int mcs_node_find(struct mcs_node *nodes, uint64_t key,
 						   const int clh)
 {
 	int i;
 
 	for (i = 0; i < MCS_NODES; i++)
-		if (__atomic_load_n(&nodes[i].lock, __ATOMIC_RELAXED) == key &&
-		    (!clh || READ_ONCE(nodes[i].locked)))
+		if (mcs_node_holds(&nodes[i], key, clh))
 			return i;
 	return -1;
 }
@@ -147,8 +157,7 @@ static __always_inline int mcs_node_held(struct cpu_ctx *c, struct mcs_node *nod
 {
 	int idx = c->mcs_node_held;
 
-	if (likely(__atomic_load_n(&nodes[idx].lock, __ATOMIC_RELAXED) == key &&
-		   (!clh || READ_ONCE(nodes[idx].locked))))
+	if (likely(mcs_node_holds(&nodes[idx], key, clh)))
 		return idx;
 	return mcs_node_find(nodes, key, clh);
 }

@@ -96,16 +96,14 @@ def write_all(env, directory):
         stage = stages.get(e.name, {})
         rows = stage.get("results")
         if e.plot is not None and rows:
-            load = stage.get("load") or {}
-            warnings = ([f"competing load during the stage: {load['why']}"]
-                        if load.get("high") else [])
-            made.append(write(e, rows, directory, env.get("machine"), warnings))
+            made.append(write(e, rows, directory, env.get("machine"), stage.get("load")))
     return made
 
 
-def footer(machine, warnings=()):
+def footer(machine, load=None):
     """The lines under a picture: the machine it was measured on, the date,
-    and the load that makes its figures less reliable, if any was seen."""
+    and the load that makes its figures less reliable, if any was seen
+    (`load`: load.around()'s facts, as a result records them)."""
     import textwrap
     import time
 
@@ -119,12 +117,13 @@ def footer(machine, warnings=()):
         what.append(f"CPUs {format_cpus(m['selected_cpus'])}")
     what.append(f"smpnet {m.get('smpnet', '?')}")
     what.append(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
-    load = [w for w in warnings if w.startswith("competing load")]
-    lines = ["; ".join(what)] + (load or ["no competing load seen on these CPUs"])
+    seen = (f"competing load during the run: {load['why']}" if load and load.get("high")
+            else "no competing load seen on these CPUs")
+    lines = ["; ".join(what), seen]
     return [x for line in lines for x in textwrap.wrap(line, 150)]
 
 
-def write(e, rows, directory, machine=None, warnings=()):
+def write(e, rows, directory, machine=None, load=None):
     """Experiment e's picture of `rows` as DIR/NAME.png, with the footer of
     the machine and run (footer()); returns its path."""
     import matplotlib
@@ -136,7 +135,7 @@ def write(e, rows, directory, machine=None, warnings=()):
     e.plot(ax, rows)
     for a in fig.axes:
         a.grid(True, alpha=0.3)
-    lines = footer(machine, warnings)
+    lines = footer(machine, load)
     # the footer's height in figure units, then everything above it; a
     # title that would not fit is wrapped by the experiment, and kept in
     fig.tight_layout(rect=(0, 0.035 * len(lines) * 5.5 / fig.get_size_inches()[1], 1, 1))
