@@ -179,6 +179,26 @@ def test_the_entry_a_cpu_keeps_is_used_for_its_own_lock_only(allowed):
         c.spin_unlock(0)
 
 
+def test_a_lock_taken_over_and_over_is_found_in_the_side_table_once(allowed):
+    """pthread's mutex (and any lock's entry) is searched for when the CPU
+    turns to another lock, not at every lock and unlock: the timed loop's
+    one lock costs one search, as a kernel caller holds its lock's address."""
+    with lock_machine([allowed[0]], n=2) as m:
+        reg = region(m)
+        for i in range(2):
+            _core.lock_init(m.segment.buf, reg, i, _core.LOCK_ALGOS["pthread"], i)
+        c = _core.Cpu(m.segment.buf, 0, lock_region=reg)
+        for _ in range(50):
+            c.spin_lock(0)
+            c.spin_unlock(0)
+        assert c.lock_info_searches == 1
+        order = [1, 0, 0, 1] * 5              # lock 1, lock 0, unlock 0, unlock 1
+        for k, i in enumerate(order):
+            (c.spin_lock if k % 4 < 2 else c.spin_unlock)(i)
+        changes = sum(a != b for a, b in zip([0] + order, order))
+        assert changes == 11 and c.lock_info_searches == 1 + changes
+
+
 def test_a_full_side_table_is_one_clear_error(allowed):
     per = layout.LOCK_INFO_PER_CPU
     with lock_machine([allowed[0]], n=per + 1) as m:

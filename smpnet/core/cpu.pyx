@@ -125,6 +125,13 @@ cdef class Cpu:
     def preempt_count(self):
         return self.c.irq.preempt_count
 
+    @property
+    def lock_info_searches(self):
+        """How many times this CPU searched the lock side table for the lock
+        it was taking or releasing (once per change of lock: the entry found
+        is kept, as a kernel caller keeps its lock's address)."""
+        return self.c.lock_info_searches
+
     def set_ipi_costs(self, uint64_t send_cycles=0, uint64_t entry_cycles=0):
         """What IPIs cost on this CPU: each one it sends spins `send_cycles`
         and returns (the send alone, as smp_call_function_single_async():

@@ -81,20 +81,25 @@ static inline struct lock_info *lock_info(const struct smp_header *hdr, const sp
 
 /* The entry of a lock being taken or released: spin_lock_init() gave every
  * lock one (Python's callers check before they take one), so none is a bug.
- * The entry found last is kept in the CPU's context and used again while
- * its key is still this lock's (one load, in the line the entry's mutex is
- * in): a caller that takes one lock over and over holds it, as a kernel
- * caller holds its lock's address, and the hash search (an integer
- * division, a probe) is paid once, not at every lock and unlock. */
+ * The CPU keeps the lock it found an entry for last, and that entry: a
+ * caller that takes one lock over and over holds it, as a kernel caller
+ * holds its lock's address (pthread's mutex, the kernel's lock itself), and
+ * pays one compare of the lock's address, not the hash search (an integer
+ * division, a probe) nor a check of the entry's key. The pair stays true:
+ * an entry's key is set once, when the lock is first initialised, and never
+ * freed while the segment is mapped, and a cpu_ctx lives inside one
+ * mapping. */
 static inline struct lock_info *spin_lock_info(struct cpu_ctx *c, const spinlock_t *l)
 {
-	struct lock_info *li = c->last_lock_info;
+	struct lock_info *li;
 
-	if (likely(li && __atomic_load_n(&li->key, __ATOMIC_ACQUIRE) == spin_lock_key(c->hdr, l)))
-		return li;
+	if (likely(c->last_lock == l))
+		return c->last_lock_info;
 	li = lock_info(c->hdr, l);
 	BUG_UNLESS(li);
+	c->lock_info_searches++;
 	c->last_lock_info = li;
+	c->last_lock = l;
 	return li;
 }
 

@@ -41,9 +41,11 @@ struct cpu_ctx {
 					 * kernel is built with one; -1: each lock's own */
 	int kbuild;			/* the kernel build the lock entry points follow
 					 * (spinlock_api_smp.h's enum kernel_build) */
-	struct lock_info *last_lock_info;	/* the side-table entry this CPU found
-					 * last (lockdep.h's spin_lock_info()), checked by
-					 * its key before use; NULL: none yet */
+	const struct spinlock *last_lock;	/* the lock this CPU found the entry of
+					 * last (lockdep.h's spin_lock_info()); NULL: none yet */
+	struct lock_info *last_lock_info;	/* and that entry: a lock keeps its entry
+					 * for the segment's life */
+	uint64_t lock_info_searches;	/* side-table searches spin_lock_info() made */
 	int irq_stack_count;		/* on the softirq stack (2.6.24's pda_irqcount):
 					 * do_softirq()'s switch, irqflags.h */
 	int mcs_node_held;		/* the MCS/CLH node this CPU's last acquire
@@ -67,7 +69,9 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->irq_entry_cycles = 0;
 	c->lock_algo = -1;
 	c->kbuild = 0;			/* KBUILD_INLINE */
+	c->last_lock = NULL;
 	c->last_lock_info = NULL;
+	c->lock_info_searches = 0;
 	c->irq_stack_count = 0;
 	c->mcs_node_held = 0;
 }

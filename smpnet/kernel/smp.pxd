@@ -16,6 +16,7 @@ cdef extern from "smp.h" nogil:
         uint64_t irq_entry_cycles
         int lock_algo
         int kbuild
+        uint64_t lock_info_searches
 
     void cpu_ctx_init(cpu_ctx *c, smp_header *hdr, int cpu, int check, int popf)
     int smp_should_stop(const smp_header *hdr)
