@@ -1,4 +1,5 @@
 """Spinlocks: mutual exclusion, dead holders, the checker, the CLI."""
+import contextlib
 import json
 import os
 import re
@@ -157,17 +158,23 @@ def test_a_locks_algorithm_and_id_live_in_the_side_table_not_in_its_word(allowed
         assert out[0][0] == 5 and int(m.region("locks")[0]["lock"]["val"]) == 5 * 0x10001
 
 
+@contextlib.contextmanager
+def two_pthread_locks(cpu):
+    """A Cpu driven from Python, with locks 0 and 1 pthread mutexes."""
+    with lock_machine([cpu], n=2) as m:
+        reg = region(m)
+        for i in range(2):
+            _core.lock_init(m.segment.buf, reg, i, _core.LOCK_ALGOS["pthread"], i)
+        yield _core.Cpu(m.segment.buf, 0, lock_region=reg)
+
+
 def test_the_entry_a_cpu_keeps_is_used_for_its_own_lock_only(allowed):
     """A CPU keeps the side-table entry it found last (spin_lock_info), so
     one lock taken over and over is not searched for again; taking a second
     lock must still find the second's: with pthread, the first's mutex
     taken again by its holder would be refused (an error-checking mutex)
     and a hint used for the wrong lock would show."""
-    with lock_machine([allowed[0]], n=2) as m:
-        reg = region(m)
-        for i in range(2):
-            _core.lock_init(m.segment.buf, reg, i, _core.LOCK_ALGOS["pthread"], i)
-        c = _core.Cpu(m.segment.buf, 0, lock_region=reg)
+    with two_pthread_locks(allowed[0]) as c:
         for _ in range(3):
             c.spin_lock(0)
             c.spin_lock(1, timeout=0.5)      # lock 0's mutex would be EDEADLK here
@@ -183,11 +190,7 @@ def test_a_lock_taken_over_and_over_is_found_in_the_side_table_once(allowed):
     """pthread's mutex (and any lock's entry) is searched for when the CPU
     turns to another lock, not at every lock and unlock: the timed loop's
     one lock costs one search, as a kernel caller holds its lock's address."""
-    with lock_machine([allowed[0]], n=2) as m:
-        reg = region(m)
-        for i in range(2):
-            _core.lock_init(m.segment.buf, reg, i, _core.LOCK_ALGOS["pthread"], i)
-        c = _core.Cpu(m.segment.buf, 0, lock_region=reg)
+    with two_pthread_locks(allowed[0]) as c:
         for _ in range(50):
             c.spin_lock(0)
             c.spin_unlock(0)
