@@ -46,8 +46,8 @@ from smpnet.kernel.spinlock_api_smp cimport (
     spin_lock_irqsave, spin_unlock_irqrestore, spin_lock_variant, spin_unlock_variant,
     SPIN_NR_VARIANTS, spin_variant_names, VARIANT_PLAIN, VARIANT_BH, VARIANT_IRQ,
     VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK, VARIANT_IRQ_DISABLE_BEFORE_LOCK,
-    KBUILD_NR, kernel_build_names, SPIN_NR_ENTRIES, spin_entry_names, kbuild_calls_of,
-    RETHUNK_MODELLED)
+    SPIN_NR_ENTRIES, spin_entry_names, kbuild_calls_of)
+from smpnet.kernel.kernel_build cimport KBUILD_NR, kernel_build_names, RETHUNK_MODELLED
 from smpnet.kernel.reference cimport ref_spin_lock_unlock
 from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lock_loop_t,
                                        tb_lock_loop_of, tb_cpu_loop_of, TB_VARIANT_IRQSAVE_NOPUSHF,

@@ -4,7 +4,9 @@ a crash, a hang or a failed check names the variant; an unchanged file is
 not built twice; the examples run. No test asserts a timing."""
 import json
 import pathlib
+import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -13,7 +15,7 @@ from smpnet.cli import main
 from smpnet.errors import BadInput
 from smpnet.experiments.ab import build, figures
 
-from conftest import open_segments
+from conftest import X86, open_segments
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -97,6 +99,30 @@ def test_the_cache_key_follows_source_headers_flags_and_build_options(tmp_path, 
     assert key == build.build_key(src, build.options_macros(3, False, False), False)
     (headers / "spinlock.h").write_text((headers / "spinlock.h").read_text() + "\n")
     assert key != build.build_key(src, build.options_macros(3, False, False), False)
+
+
+BH = """#include <smpnet.h>
+SMPNET_STATE(struct smpnet_none, struct smpnet_none);
+SMPNET_VARIANT(bh) { local_bh_disable(); local_bh_enable(); }
+SMPNET_VARIANT(preempt) { preempt_disable(); preempt_enable(); }
+"""
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_a_users_local_bh_enable_follows_the_kernel_build():
+    """A user's local_bh_enable() is the kernel's: a call of
+    __local_bh_enable_ip() in every x86 build (returning through the thunk
+    in a +safe-ret one), the body inline in `inline` alone."""
+    for name, called in (("inline", None), ("x86-nopreempt", "__local_bh_enable_ip_0_0"),
+                         ("x86-preempt+safe-ret", "__local_bh_enable_ip_0_1")):
+        if name.endswith("+safe-ret") and not smpnet._core.RETURN_THUNK_MODELLED:
+            continue
+        obj = build.build(BH, "bh.c", smpnet._core.LOCK_ALGOS["qspinlock"],
+                          kbuild=smpnet._core.KERNEL_BUILDS[name])
+        asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", obj.path],
+                             capture_output=True, text=True, check=True).stdout
+        calls = set(re.findall(r"\b(?:call|jmp) +[0-9a-f]+ <(__local_bh_enable_ip_\w+)>", asm))
+        assert calls == ({called} if called else set()), name
 
 
 def test_an_object_of_another_layout_is_refused():

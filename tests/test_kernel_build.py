@@ -11,6 +11,7 @@ from conftest import X86, code_of
 from smpnet import Machine, _core
 from smpnet.errors import BadInput
 from smpnet.machine import kernel_build, layout
+from smpnet.measure.time_bench import BUILT
 
 # the entry points each variant's timed loop reaches, lock then unlock
 ENTRIES = {"PLAIN": ("spin_lock", "spin_unlock"), "BH": ("spin_lock_bh", "spin_unlock_bh"),
@@ -112,10 +113,9 @@ def test_each_loop_calls_exactly_the_entry_points_its_build_makes_calls(core_fun
     checked = 0
     for build in kernel_build.BUILDS:
         calls = set(kernel_build.calls_of(build))
-        tag = "KBUILD_" + build.upper().replace("-", "_").replace("+SAFE_RET", "_SRSO")
         for variant, (lock, unlock) in ENTRIES.items():
             body = code_of(core_functions,
-                           f"tb_lock_loop_VARIANT_{variant}_SPIN_QSPINLOCK_{tag}_0_0")
+                           f"tb_lock_loop_VARIANT_{variant}_SPIN_QSPINLOCK_{_tag(build)}_0_0")
             called = direct_calls(body)
             assert not re.search(r"\bcall +\*", body), "a call through a pointer"
             for entry in (lock, unlock):
@@ -129,6 +129,30 @@ def test_each_loop_calls_exactly_the_entry_points_its_build_makes_calls(core_fun
                     assert any(r.startswith("do_raw_spin_") for r in raw) == debug
                 checked += 1
     assert checked == len(kernel_build.BUILDS) * len(ENTRIES) * 2
+
+
+def _tag(build):
+    return "KBUILD_" + build.upper().replace("-", "_").replace("+SAFE_RET", "_SRSO")
+
+
+@pytest.mark.skipif(not X86, reason="reads x86 code")
+def test_local_bh_enable_calls_its_out_of_line_copy_in_every_x86_build(core_functions):
+    """include/linux/bottom_half.h's local_bh_enable() calls
+    __local_bh_enable_ip(), which kernel/softirq.c keeps out of line in
+    every kernel: time_bench's local_BH_disable_enable loop calls the copy
+    that returns as its build returns in every x86 build and inlines the
+    body in `inline` alone; every spin_unlock_bh copy calls (or tail-calls) it."""
+    for build in kernel_build.BUILDS:
+        thunk = int(build.endswith("+safe-ret"))
+        loop = code_of(core_functions,
+                       f"tb_cpu_loop_TB_OP_LOCAL_BH_DISABLE_ENABLE_{_tag(build)}_0_0")
+        bh = {f for f in direct_calls(loop) if f.startswith("__local_bh_enable_ip_")}
+        assert bh == (set() if build == "inline" else {f"__local_bh_enable_ip_0_{thunk}"}), build
+    for name in core_functions:
+        m = re.match(r"_raw_spin_unlock_bh_\w+_([01])_[01]_([01])$", name)
+        if m:
+            assert f"__local_bh_enable_ip_{m[1]}_{m[2]}" in direct_calls(
+                code_of(core_functions, name)), name
 
 
 def returns_of(body):
@@ -145,7 +169,7 @@ def test_safe_ret_copies_return_only_through_the_thunk_and_the_others_never(core
     SRSO's safe RET: a call to a `lea 8(%rsp), %rsp; ret`, so every return
     goes to an address the return stack did not predict."""
     copies = [n for n in core_functions
-              if re.match(r"(_raw_spin_|do_raw_spin_).*_[01]_[01]$", n)]
+              if re.match(r"(_raw_spin_|do_raw_spin_|__local_bh_enable_ip_).*[01]_[01]$", n)]
     assert len(copies) >= 2 * 10 * len(_core.LOCK_ALGOS)
     for name in copies:
         body = code_of(core_functions, name)
@@ -235,8 +259,14 @@ def test_locks_runs_the_suite_once_per_build_with_a_verdict_each(tmp_path, capsy
     assert env["params"]["kernel_build"] == ["inline", "x86-nopreempt"]
     lock_rows = [r for r in env["results"] if r["algo"]]
     assert {r["kernel_build"] for r in lock_rows} == {"inline", "x86-nopreempt"}
-    # the tests on no lock run once, with the first build
-    assert {r["kernel_build"] for r in env["results"] if not r["algo"]} == {"inline"}
+    # the tests on no lock run once, with the first build, but local_bh_enable()'s, a call
+    # in x86 builds
+    assert {r["kernel_build"] for r in env["results"]
+            if not r["algo"] and r["test"] not in BUILT} == {"inline"}
+    assert BUILT == ("local_BH_disable_enable",)
+    assert [r["kernel_build"] for r in env["results"]
+            if r["test"] in BUILT] == ["inline", "x86-nopreempt"]
+    assert re.search(r"^local_BH_disable_enable +- +x86-nopreempt ", text, re.M)
     assert [v["kernel_build"] for v in env["verdicts"]] == ["inline", "x86-nopreempt"]
     assert [v["machine_fact"]["model_calls"] for v in env["verdicts"]] == [
         [], ["spin_lock_irqsave", "spin_unlock_irqrestore", "spin_lock_irq"]]

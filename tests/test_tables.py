@@ -18,7 +18,7 @@ KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "smpnet"
 TABLES = {
     "LOCK_ALGOS": ("spinlock_types.h", "SPIN_ALGO_TABLE", "SPIN_NR_ALGOS"),
     "LOCK_VARIANTS": ("spinlock_api_smp.h", "SPIN_VARIANT_TABLE", "SPIN_NR_VARIANTS"),
-    "KERNEL_BUILDS": ("spinlock_api_smp.h", "KERNEL_BUILD_TABLE", "KBUILD_NR"),
+    "KERNEL_BUILDS": ("kernel_build.h", "KERNEL_BUILD_TABLE", "KBUILD_NR"),
     "DEFER_STRATEGIES": ("skbuff.h", "DEFER_STRATEGY_TABLE", "DEFER_NR_STRATEGIES"),
     "LOOPBACK_MODES": ("loopback.h", "LO_MODE_TABLE", "LO_NR_MODES"),
     "PROBE_MODES": ("neighbour.h", "PROBE_MODE_TABLE", "NR_PROBE_MODES"),

@@ -123,11 +123,12 @@ cdef int tb_test(str name, tb_loop_t loop, tb_needs needs, int variant, bint sui
         raise RuntimeError("more time_bench tests than TB_MAX_TESTS")
     if loop == NULL:
         # time_bench.h has its loop for every combination: a lock test's per
-        # algorithm, checker and restore mode; an IRQ test's (`op`) per
-        # checker and restore mode
+        # algorithm, checker, restore mode and kernel build; an IRQ test's
+        # (`op`) per checker, restore mode and kernel build
         for algo in range(SPIN_NR_ALGOS if needs == TB_NEEDS_LOCK else 1):
-            for mode in range(4 * KBUILD_NR if needs == TB_NEEDS_LOCK else 4):
-                if (tb_cpu_loop_of(op, mode >> 1, mode & 1) if needs != TB_NEEDS_LOCK else
+            for mode in range(4 * KBUILD_NR):
+                if (tb_cpu_loop_of(op, (mode >> 1) & 1, mode & 1, mode >> 2)
+                        if needs != TB_NEEDS_LOCK else
                         tb_lock_loop_of(variant, algo, (mode >> 1) & 1, mode & 1,
                                         mode >> 2)) == NULL:
                     raise RuntimeError(f"time_bench.h has no {name!r} loop for mode {mode}")
@@ -164,6 +165,9 @@ tb_test("spin_lock_unlock_irqsave_nopushf", NULL, TB_NEEDS_LOCK, TB_VARIANT_IRQS
 TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _, _ in tb_rows)
 TIME_BENCH_NAMES = tuple(name for name, _ in TIME_BENCH_TESTS)
 TIME_BENCH_NEEDS = dict(TIME_BENCH_TESTS)
+# the tests on no lock whose loop the kernel build shapes (local_bh_enable(), a call in x86 builds)
+TIME_BENCH_BUILT = tuple(name for name, needs, _, _, op in tb_rows
+                         if needs != TB_NEEDS_LOCK and op == TB_OP_LOCAL_BH_DISABLE_ENABLE)
 # the kernel suite, in order: (name, the lock variant it measures or None)
 TIME_BENCH_SUITE = tuple((name, {v: k for k, v in LOCK_VARIANTS.items()}.get(variant))
                          for name, _, variant, suite, _ in tb_rows if suite)
@@ -174,8 +178,9 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
     """Run one round of a time_bench test: (cycles, wall_ns) for `loops` ops.
 
     Tests of the IRQ model need `seg` and `cpu` (whose irq_cpustat they
-    use); lock tests also a lock_slot region and index, and run with the
-    entry points of kernel build `kbuild` (KERNEL_BUILDS).
+    use); lock tests also a lock_slot region and index. Both run with the
+    lock entry points and local_bh_enable() of kernel build `kbuild`
+    (KERNEL_BUILDS).
     """
     cdef int idx
     try:
@@ -214,7 +219,7 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
         if lock_fn == NULL:
             raise ValueError(f"no {test!r} loop for lock algorithm {t.li.algo}")
     elif fn == NULL:
-        lock_fn = tb_cpu_loop_of(tb_rows[idx][4], check, popf)
+        lock_fn = tb_cpu_loop_of(tb_rows[idx][4], check, popf, kbuild)
     cdef uint64_t cycles, w0, w1
     cdef bint has_cpu = needs != 0
     with nogil:

@@ -9,6 +9,7 @@ from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
 from ..machine import kernel_build
 from ..machine.cpus import format_cpus
 from ..measure import stats
+from ..measure.time_bench import BUILT
 from ..report import report
 from ..report.report import table
 from ..seeds import SEED_003
@@ -60,7 +61,7 @@ def _seed_algo(p):
 
 def seconds(p, cpus):
     n = len(lockbench.suite_plan(p["algo"], p["variant"]))
-    n_locks = len(lockbench.suite_plan(p["algo"], p["variant"], locks_only=True))
+    n_locks = len(lockbench.suite_plan(p["algo"], p["variant"], locks_only=True, built_too=True))
     n_seed = len(lockbench.suite_plan([_seed_algo(p)], SEED_003_VARIANTS, locks_only=True))
     return lockbench.suite_seconds(n + n_locks * (len(_builds(p)) - 1)
                                    + n_seed * len(p.get("seed_003_builds", [])),
@@ -69,10 +70,11 @@ def seconds(p, cpus):
 
 def run(cpus, p, progress=None):
     """The suite once per kernel build (the tests on no lock with the first
-    only: the build shapes nothing else), each with its own seed 003
-    verdict; then, for each of `seed_003_builds` (`all`'s), seed 003's
-    rows alone."""
-    runs = [(b, p["algo"], p["variant"]) for b in _builds(p)]
+    only, but local_BH_disable_enable, which the build shapes too), each
+    with its own seed 003 verdict; then, for each of `seed_003_builds`
+    (`all`'s), seed 003's rows alone."""
+    builds = _builds(p)
+    runs = [(b, p["algo"], p["variant"]) for b in builds]
     runs += [(b, [_seed_algo(p)], SEED_003_VARIANTS) for b in p.get("seed_003_builds", [])]
     rows, verdicts, reports = [], [], {}
     for i, (build, algos, variants) in enumerate(runs):
@@ -81,7 +83,7 @@ def run(cpus, p, progress=None):
         some, found = lockbench.run_suite(
             p["cpu"], algos, variants, loops=p["loops"], rounds=p["rounds"],
             restore=p["restore"], check=p["check"], progress=progress, locks_only=i > 0,
-            build=build)
+            build=build, built_too=i < len(builds))
         rows += some
         for k, n in found.items():
             reports[k] = reports.get(k, 0) + n
@@ -118,6 +120,12 @@ def plan(cpus, quick):
             "loops": None, "rounds": rounds, "cpu": cpus[0]}
 
 
+def _built(r):
+    """Whether the row's figure is its kernel build's: a lock test's, or a
+    test on no lock that the build shapes (time_bench.BUILT)."""
+    return bool(r.get("algo")) or r["test"] in BUILT
+
+
 def time_bench_row_line(r):
     """A result row in time_bench's line format, algorithm appended."""
     period = r["wall_s"] / r["rounds"] if r["rounds"] else 0.0
@@ -125,7 +133,7 @@ def time_bench_row_line(r):
             f"(step:0) - (measurement period time:{period:.9f} sec "
             f"time_interval:{round(period * 1e9)}) - "
             f"(invoke count:{r['loops']} tsc_interval:{round(r['cycles'] * r['loops'])})")
-    tags = [t for t in (r.get("algo"), r.get("kernel_build") if r.get("algo") else None) if t]
+    tags = [t for t in (r.get("algo"), r.get("kernel_build") if _built(r) else None) if t]
     return line + (f" [{', '.join(tags)}]" if tags else "")
 
 
@@ -139,7 +147,7 @@ def text(env, extra):
               for b in _builds(p) + p.get("seed_003_builds", [])]
     lines += [time_bench_row_line(r) for r in rows]
     lines.append("")
-    cells = [(r["test"], r["algo"] or "-", r.get("kernel_build", "inline") if r["algo"] else "-",
+    cells = [(r["test"], r["algo"] or "-", r.get("kernel_build", "inline") if _built(r) else "-",
               r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"]) for r in rows]
     lines.append("Summary, per op (median of rounds, with min and max):")
     lines.append(table(cells, ["test", "algo", "build", "cycles", "min", "max", "ns"]))

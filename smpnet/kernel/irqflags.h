@@ -17,6 +17,7 @@
 #define SMPNET_IRQFLAGS_H
 
 #include "atomic.h"
+#include "kernel_build.h"
 #include "lockdep.h"
 #include "preempt.h"
 #include "smp.h"
@@ -324,9 +325,42 @@ static __always_inline void __local_bh_enable(struct cpu_ctx *c, const int check
 	c->irq->preempt_count -= 1;
 }
 
+/* The kernel's local_bh_enable() is a call of __local_bh_enable_ip(),
+ * which kernel/softirq.c keeps out of line in every kernel
+ * (include/linux/bottom_half.h declares it extern; no Kconfig option
+ * inlines it), returning through the return thunk where the kernel does:
+ * one noinline copy per checker and return, called in every x86 build;
+ * inline in the inline build only (smpnet's model before builds). */
+#define DEFINE_LOCAL_BH_ENABLE_IP(check, t)						\
+	static __attribute__((noinline)) RETURN_VIA_##t void				\
+	__local_bh_enable_ip_##check##_##t(struct cpu_ctx *c)				\
+	{										\
+		__local_bh_enable(c, check);						\
+	}
+DEFINE_LOCAL_BH_ENABLE_IP(0, 0)
+DEFINE_LOCAL_BH_ENABLE_IP(0, 1)
+DEFINE_LOCAL_BH_ENABLE_IP(1, 0)
+DEFINE_LOCAL_BH_ENABLE_IP(1, 1)
+
+static void (*const __local_bh_enable_ip_copies[2][2])(struct cpu_ctx *c) = {
+	{ __local_bh_enable_ip_0_0, __local_bh_enable_ip_0_1 },
+	{ __local_bh_enable_ip_1_0, __local_bh_enable_ip_1_1 },
+};
+
+/* local_bh_enable() as kernel build `build` has it: with constant
+ * arguments (the timed loops, a user's object) a direct call or the body */
+static __always_inline void local_bh_enable_ip(struct cpu_ctx *c, const int check,
+					       const int build)
+{
+	if (kbuild_shape(build) != KBUILD_INLINE)
+		__local_bh_enable_ip_copies[check != 0][kbuild_rethunk(build)](c);
+	else
+		__local_bh_enable(c, check);
+}
+
 static inline void local_bh_enable(struct cpu_ctx *c)
 {
-	__local_bh_enable(c, c->check);
+	local_bh_enable_ip(c, c->check, c->kbuild);
 }
 
 #endif

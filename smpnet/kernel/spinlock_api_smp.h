@@ -35,7 +35,7 @@
  * srso_alias_safe_ret; ud2`, and srso_alias_safe_ret `lea 8(%rsp), %rsp;
  * ret; int3`): GCC's function_return("thunk-extern") ends each copy in a
  * `jmp __x86_return_thunk` (-mfunction-return, as the kernel's
- * MITIGATION_RETHUNK builds it) and that thunk, defined below, runs the
+ * MITIGATION_RETHUNK builds it) and that thunk (kernel_build.h) runs the
  * same instructions, so every return mispredicts as the kernel's does.
  * Not reproduced: the thunk's BTB alias with srso_alias_untrain_ret (an
  * address the kernel's link places; it matters for the attack, not the
@@ -52,68 +52,8 @@
 /* The lock algorithms (the kernel's spinlock.h includes its
  * spinlock_api_smp.h; here the entry points include the algorithms, so
  * the code that takes locks includes this file). */
+#include "kernel_build.h"
 #include "spinlock.h"
-
-/* ---------------------------------------------------------------- builds */
-
-/* Enumerator, and its name as Python offers it (--kernel-build). */
-#define KERNEL_BUILD_TABLE(X)						\
-	X(KBUILD_INLINE,		"inline")			\
-	X(KBUILD_X86_NOPREEMPT,		"x86-nopreempt")		\
-	X(KBUILD_X86_PREEMPT,		"x86-preempt")			\
-	X(KBUILD_X86_DEBUG,		"x86-debug")			\
-	X(KBUILD_X86_NOPREEMPT_SRSO,	"x86-nopreempt+safe-ret")	\
-	X(KBUILD_X86_PREEMPT_SRSO,	"x86-preempt+safe-ret")		\
-	X(KBUILD_X86_DEBUG_SRSO,	"x86-debug+safe-ret")
-
-SMP_ENUM(kernel_build, KERNEL_BUILD_TABLE, KBUILD_NR);
-
-/* A +safe-ret build is its plain build's shape (what is a call) with the
- * return thunk: the first KBUILD_NR_SHAPES builds, then the x86 ones again. */
-#define KBUILD_NR_SHAPES	(KBUILD_X86_DEBUG + 1)
-_Static_assert(KBUILD_NR == 2 * KBUILD_NR_SHAPES - 1, "every x86 build has its +safe-ret");
-
-static __always_inline int kbuild_shape(const int build)
-{
-	return build >= KBUILD_NR_SHAPES ? build - KBUILD_NR_SHAPES + KBUILD_X86_NOPREEMPT : build;
-}
-
-static __always_inline int kbuild_rethunk(const int build)
-{
-	return build >= KBUILD_NR_SHAPES;
-}
-
-/* ---------------------------------------------------------------- the return thunk */
-
-/* GCC only: clang has no function_return attribute, and the thunk is x86's.
- * Elsewhere the +safe-ret copies return as the others do; the core says so
- * (RETHUNK_MODELLED), and Python refuses those builds. */
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__clang__)
-#define RETHUNK_MODELLED	1
-#define __rethunk		__attribute__((function_return("thunk-extern")))
-/* Hidden: the core and each user's object have their own. */
-__asm__(".pushsection .text.__x86.return_thunk,\"ax\",@progbits\n"
-	"\t.p2align 6\n"
-	"\t.globl __x86_return_thunk\n"
-	"\t.hidden __x86_return_thunk\n"
-	"\t.type __x86_return_thunk, @function\n"
-	"__x86_return_thunk:\n"
-	"\tcall smpnet_srso_safe_ret\n"
-	"\tud2\n"
-	"\t.size __x86_return_thunk, .-__x86_return_thunk\n"
-	"smpnet_srso_safe_ret:\n"
-#ifdef __x86_64__
-	"\tlea 8(%rsp), %rsp\n"
-#else
-	"\tlea 4(%esp), %esp\n"
-#endif
-	"\tret\n"
-	"\tint3\n"
-	".popsection\n");
-#else
-#define RETHUNK_MODELLED	0
-#define __rethunk
-#endif
 
 /* The entry points, in kernel_build.py's order. */
 #define SPIN_ENTRY_TABLE(X)						\
@@ -217,10 +157,6 @@ struct raw_spin_debug_ops {
 	void (*unlock)(struct cpu_ctx *c, spinlock_t *l);
 };
 
-/* a copy's return: 0 a plain `ret`, 1 through the return thunk */
-#define RETURN_VIA_0
-#define RETURN_VIA_1	__rethunk
-
 #define DEFINE_DO_RAW_SPIN_DEBUG(algo, check, t)					\
 	static __attribute__((noinline)) RETURN_VIA_##t int				\
 	do_raw_spin_lock_##algo##_##check##_##t(struct cpu_ctx *c, spinlock_t *l)	\
@@ -287,11 +223,14 @@ static __always_inline int __spin_lock_bh(struct cpu_ctx *c, spinlock_t *l,
 	return __do_raw_spin_lock(c, l, algo, check, debug);
 }
 
+/* `build`: what __local_bh_enable_ip() is in it (irqflags.h): the kernel's
+ * __raw_spin_unlock_bh() calls it, out of line, from inside the call */
 static __always_inline void __spin_unlock_bh(struct cpu_ctx *c, spinlock_t *l,
-					     const int algo, const int check, const int debug)
+					     const int algo, const int check, const int debug,
+					     const int build)
 {
 	__do_raw_spin_unlock(c, l, algo, check, debug);
-	__local_bh_enable(c, check);
+	local_bh_enable_ip(c, check, build);
 }
 
 static __always_inline int __spin_lock_irq(struct cpu_ctx *c, spinlock_t *l,
@@ -389,7 +328,8 @@ struct lockfunc_ops {
 	DEFINE_LOCKFUNC_1(int, lock_bh, (struct cpu_ctx *c, spinlock_t *l),		\
 		return __spin_lock_bh(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)	\
 	DEFINE_LOCKFUNC_1(void, unlock_bh, (struct cpu_ctx *c, spinlock_t *l),		\
-		__spin_unlock_bh(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)		\
+		__spin_unlock_bh(c, l, a, k, LOCKFUNC_DEBUG(d, t), KBUILD_X86_RETURNING(t)),	\
+		a, k, d, t)								\
 	DEFINE_LOCKFUNC_1(int, lock_irq, (struct cpu_ctx *c, spinlock_t *l),		\
 		return __spin_lock_irq(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)	\
 	DEFINE_LOCKFUNC_1(void, unlock_irq, (struct cpu_ctx *c, spinlock_t *l),		\
@@ -473,7 +413,7 @@ static __always_inline void _raw_spin_unlock_bh(struct cpu_ctx *c, spinlock_t *l
 	if (kbuild_calls(build, ENTRY_SPIN_UNLOCK_BH))
 		LOCKFUNC_OF(algo, check, build).unlock_bh(c, l);
 	else
-		__spin_unlock_bh(c, l, algo, check, 0);
+		__spin_unlock_bh(c, l, algo, check, 0, build);
 }
 
 static __always_inline int _raw_spin_lock_irq(struct cpu_ctx *c, spinlock_t *l, const int algo,

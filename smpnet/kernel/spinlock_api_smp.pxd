@@ -2,14 +2,10 @@ from smpnet.kernel.smp cimport cpu_ctx
 from smpnet.kernel.spinlock_types cimport spinlock_t
 
 cdef extern from "spinlock_api_smp.h" nogil:
-    # the kernel builds and the lock entry points each makes a call or inline code
-    enum: KBUILD_NR
-    const char *const kernel_build_names[]
+    # the lock entry points each kernel build (kernel_build.h) makes a call or inline code
     enum: SPIN_NR_ENTRIES
     const char *const spin_entry_names[]
     int kbuild_calls_of(int build, int entry)
-    # 1 where the +safe-ret builds' copies return through the return thunk
-    enum: RETHUNK_MODELLED
 
     enum: VARIANT_PLAIN
     enum: VARIANT_BH

@@ -76,15 +76,16 @@ typedef uint64_t (*tb_lock_loop_t)(struct cpu_ctx *c, spinlock_t *l, uint64_t lo
  * SPIN_ALGO_TABLE. */
 #define TB_MODES(X, ...)								\
 	X(__VA_ARGS__, 0, 0) X(__VA_ARGS__, 0, 1) X(__VA_ARGS__, 1, 0) X(__VA_ARGS__, 1, 1)
-#define TB_LOCK_MODES(X, variant, algo)							\
-	TB_MODES(X, variant, algo, KBUILD_INLINE)					\
-	TB_MODES(X, variant, algo, KBUILD_X86_NOPREEMPT)				\
-	TB_MODES(X, variant, algo, KBUILD_X86_PREEMPT)					\
-	TB_MODES(X, variant, algo, KBUILD_X86_DEBUG)					\
-	TB_MODES(X, variant, algo, KBUILD_X86_NOPREEMPT_SRSO)				\
-	TB_MODES(X, variant, algo, KBUILD_X86_PREEMPT_SRSO)				\
-	TB_MODES(X, variant, algo, KBUILD_X86_DEBUG_SRSO)
-_Static_assert(KBUILD_NR == 7, "a new kernel build needs its line in TB_LOCK_MODES");
+#define TB_BUILDS(M, ...)								\
+	M(__VA_ARGS__, KBUILD_INLINE)							\
+	M(__VA_ARGS__, KBUILD_X86_NOPREEMPT)						\
+	M(__VA_ARGS__, KBUILD_X86_PREEMPT)						\
+	M(__VA_ARGS__, KBUILD_X86_DEBUG)						\
+	M(__VA_ARGS__, KBUILD_X86_NOPREEMPT_SRSO)					\
+	M(__VA_ARGS__, KBUILD_X86_PREEMPT_SRSO)						\
+	M(__VA_ARGS__, KBUILD_X86_DEBUG_SRSO)
+_Static_assert(KBUILD_NR == 7, "a new kernel build needs its line in TB_BUILDS");
+#define TB_LOCK_MODES(X, variant, algo)	TB_BUILDS(TB_MODES, X, variant, algo)
 #define TB_LOCK_VARIANTS(X, algo)							\
 	TB_LOCK_MODES(X, VARIANT_PLAIN, algo)						\
 	TB_LOCK_MODES(X, VARIANT_BH, algo)						\
@@ -117,12 +118,13 @@ static inline tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, i
 
 /* ---------------------------------------------------------------- the IRQ tests' loops */
 
-/* The IRQ-model tests whose ops test the checker or the restore mode,
+/* The IRQ-model tests whose ops test the checker or the restore mode (or,
+ * local_bh_enable(), follow the kernel build: a call in the x86 ones),
  * specialised the same way, with the lock loops' type (`l` unused). */
 enum tb_cpu_op { TB_OP_LOCAL_BH_DISABLE_ENABLE, TB_OP_LOCAL_IRQ_SAVE_RESTORE, TB_NR_CPU_OPS };
 
 static __always_inline uint64_t tb_cpu_loop(struct cpu_ctx *c, uint64_t loops, const int op,
-					    const int check, const int popf)
+					    const int check, const int popf, const int build)
 {
 	uint64_t i, t0 = tsc_start();
 	unsigned long flags;
@@ -133,34 +135,36 @@ static __always_inline uint64_t tb_cpu_loop(struct cpu_ctx *c, uint64_t loops, c
 			__local_irq_restore(c, flags, check, popf);
 		} else {
 			local_bh_disable(c);
-			__local_bh_enable(c, check);
+			local_bh_enable_ip(c, check, build);
 		}
 	}
 	return tsc_stop() - t0;
 }
 
-#define TB_CPU_LOOP(op, check, popf)							\
-	static uint64_t tb_cpu_loop_##op##_##check##_##popf(				\
+#define TB_CPU_LOOP(op, build, check, popf)						\
+	static uint64_t tb_cpu_loop_##op##_##build##_##check##_##popf(			\
 		struct cpu_ctx *c, spinlock_t *l, uint64_t loops)			\
 	{										\
 		(void)l;								\
-		return tb_cpu_loop(c, loops, op, check, popf);				\
+		return tb_cpu_loop(c, loops, op, check, popf, build);			\
 	}
-#define TB_CPU_LOOP_ENTRY(op, check, popf)						\
-	[op][check][popf] = tb_cpu_loop_##op##_##check##_##popf,
+#define TB_CPU_LOOP_ENTRY(op, build, check, popf)					\
+	[op][build][check][popf] = tb_cpu_loop_##op##_##build##_##check##_##popf,
 #define TB_CPU_OPS(X)									\
-	TB_MODES(X, TB_OP_LOCAL_BH_DISABLE_ENABLE)					\
-	TB_MODES(X, TB_OP_LOCAL_IRQ_SAVE_RESTORE)
+	TB_BUILDS(TB_MODES, X, TB_OP_LOCAL_BH_DISABLE_ENABLE)				\
+	TB_BUILDS(TB_MODES, X, TB_OP_LOCAL_IRQ_SAVE_RESTORE)
 
 TB_CPU_OPS(TB_CPU_LOOP)
 
-static const tb_lock_loop_t tb_cpu_loops[TB_NR_CPU_OPS][2][2] = { TB_CPU_OPS(TB_CPU_LOOP_ENTRY) };
+static const tb_lock_loop_t tb_cpu_loops[TB_NR_CPU_OPS][KBUILD_NR][2][2] = {
+	TB_CPU_OPS(TB_CPU_LOOP_ENTRY)
+};
 
-static inline tb_lock_loop_t tb_cpu_loop_of(int op, int check, int popf)
+static inline tb_lock_loop_t tb_cpu_loop_of(int op, int check, int popf, int build)
 {
-	if (op < 0 || op >= TB_NR_CPU_OPS)
+	if (op < 0 || op >= TB_NR_CPU_OPS || build < 0 || build >= KBUILD_NR)
 		return NULL;
-	return tb_cpu_loops[op][check != 0][popf != 0];
+	return tb_cpu_loops[op][build][check != 0][popf != 0];
 }
 
 #endif

@@ -10,4 +10,4 @@ cdef extern from "time_bench.h" nogil:
     enum: TB_VARIANT_IRQSAVE_NOPUSHF
     enum: TB_OP_LOCAL_BH_DISABLE_ENABLE
     enum: TB_OP_LOCAL_IRQ_SAVE_RESTORE
-    tb_lock_loop_t tb_cpu_loop_of(int op, int check, int popf)
+    tb_lock_loop_t tb_cpu_loop_of(int op, int check, int popf, int build)

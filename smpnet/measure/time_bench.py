@@ -36,6 +36,8 @@ MIN_LOOPS = 1000
 # spin_lock_unlock_irqsave_nopushf (irqsave's control: all of it but the
 # pushf; pop) are smpnet's instruments, not in it.
 SUITE = _core.TIME_BENCH_SUITE
+# the suite's tests on no lock that the kernel build shapes (their rows name it)
+BUILT = _core.TIME_BENCH_BUILT
 TEST_OF_VARIANT = {v: t for t, v in SUITE if v}
 
 

@@ -10,7 +10,7 @@ from ...experiment import bounded, parse_list
 from ...machine import kernel_build, layout, sysinfo
 from ...machine.machine import Machine
 from ...measure import stats, verdict_facts
-from ...measure.time_bench import MAX_ATTEMPTS, MIN_ROUND_S, SUITE, interleaved
+from ...measure.time_bench import BUILT, MAX_ATTEMPTS, MIN_ROUND_S, SUITE, interleaved
 from ...seeds import SEED_003
 
 # names of enum spin_algo and enum spin_variant, in the C order
@@ -152,15 +152,16 @@ AA = "spin_lock_unlock_irq (A/A)"
 MEASURES = {AA: "spin_lock_unlock_irq"}   # the time_bench test a plan entry runs
 
 
-def suite_plan(algos, variants, locks_only=False):
+def suite_plan(algos, variants, locks_only=False, built_too=False):
     """The suite's (test, algorithm or None) pairs, in order (locks_only:
-    its lock tests only), then the instruments: the bare-C baseline on each
-    algorithm when spin_lock_unlock runs (plain), irqsave's control when
-    irqsave runs, seed 003's A/A control when its verdict can be given."""
+    its lock tests only, and with built_too the tests on no lock that the
+    kernel build shapes, BUILT), then the instruments: the bare-C baseline
+    on each algorithm when spin_lock_unlock runs (plain), irqsave's control
+    when irqsave runs, seed 003's A/A control when its verdict can be given."""
     plan = []
     for test, variant in SUITE:
         if variant is None:
-            plan += [] if locks_only else [(test, None)]
+            plan += [] if locks_only and not (built_too and test in BUILT) else [(test, None)]
         elif variant in variants:
             plan.extend((test, algo) for algo in algos)
     for algo in algos:
@@ -241,22 +242,22 @@ def new_reports(before, after):
 
 
 def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=False,
-              progress=None, locks_only=False, build="inline"):
+              progress=None, locks_only=False, build="inline", built_too=False):
     """The uncontended suite on real CPU `cpu`, with its instruments, all
     interleaved round by round (time_bench.interleaved), the lock entry
-    points shaped as kernel build `build` makes them. Returns (rows in
-    suite_plan's order, checker reports); derived() adds the figures that
-    pair rounds."""
-    plan = measuring_order(suite_plan(algos, variants, locks_only))
+    points and local_bh_enable() shaped as kernel build `build` makes them.
+    Returns (rows in suite_plan's order, checker reports); derived() adds
+    the figures that pair rounds."""
+    plan = measuring_order(suite_plan(algos, variants, locks_only, built_too))
 
     def bench(ctx):
         region = ctx.machine.segment.region_names.index("locks")
         entries = []
         for test, algo in plan:
-            where = dict(seg=ctx.seg, cpu=0, check=check, popf=restore == "popf")
+            where = dict(seg=ctx.seg, cpu=0, check=check, popf=restore == "popf",
+                         kbuild=_core.KERNEL_BUILDS[build])
             if algo is not None:
-                where.update(lock_region=region, lock_index=algos.index(algo),
-                             kbuild=_core.KERNEL_BUILDS[build])
+                where.update(lock_region=region, lock_index=algos.index(algo))
             entries.append((MEASURES.get(test, test), where))
         results = interleaved(entries, loops=loops, rounds=rounds, progress=progress)
         return [(test, algo, r) for (test, algo), r in zip(plan, results)]
@@ -266,7 +267,7 @@ def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=
         results = m.run(bench, expected=suite_seconds(len(plan), loops, rounds, SLOWEST_OP_S))[0]
         reports = checker_reports(m)
     rows = []
-    order = suite_plan(algos, variants, locks_only)
+    order = suite_plan(algos, variants, locks_only, built_too)
     for test, algo, r in sorted(results, key=lambda x: order.index(x[:2])):
         rows.append({
             "test": test, "algo": algo, "variant": dict(SUITE).get(test), "restore": restore,
