@@ -278,11 +278,11 @@ def test_a_node_given_up_in_a_queue_lets_nobody_in_while_the_lock_is_held(allowe
                       for cpu in range(3))
         c0.spin_lock(0)
         with pytest.raises(RuntimeError, match="aborted"):
-            c1.spin_lock(0)
+            c1.spin_lock(0, timeout=0.2)
         c1.spin_lock(1)
         c1.spin_unlock(1)
         with pytest.raises(RuntimeError, match="aborted"):
-            c2.spin_lock(0)         # CPU 0 still holds it
+            c2.spin_lock(0, timeout=0.2)    # CPU 0 still holds it
 
 
 @pytest.mark.parametrize("algo", QUEUE_LOCKS)
@@ -297,7 +297,7 @@ def test_initialising_a_lock_again_frees_the_nodes_left_marked_for_it(allowed, a
         c1 = _core.Cpu(m.segment.buf, 1, lock_region=reg, timeout=0.2)
         c0.spin_lock(0)
         with pytest.raises(RuntimeError):
-            c1.spin_lock(0)
+            c1.spin_lock(0, timeout=0.2)
         c0.spin_unlock(0)
         init(m, algo, n=1)
         assert nodes_in_use(m) == [0, 0]
