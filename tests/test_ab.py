@@ -123,6 +123,11 @@ def test_a_users_local_bh_enable_follows_the_kernel_build():
                              capture_output=True, text=True, check=True).stdout
         calls = set(re.findall(r"\b(?:call|jmp) +[0-9a-f]+ <(__local_bh_enable_ip_\w+)>", asm))
         assert calls == ({called} if called else set()), name
+        if called:   # the copy returns as its build returns: by the thunk, or a ret
+            body = re.search(rf"<{called}>:\n(.*?)(?:\n\n|\Z)", asm, re.S)[1]
+            thunked = bool(re.search(r"\bjmp +[0-9a-f]+ <__x86_return_thunk>", body))
+            assert thunked == name.endswith("+safe-ret")
+            assert bool(re.search(r"\tret\b", body)) != thunked, name
 
 
 def test_an_object_of_another_layout_is_refused():

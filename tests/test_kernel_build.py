@@ -45,7 +45,8 @@ def test_the_core_and_kconfig_agree_on_what_each_build_calls():
 CONFIGS = {   # what such a kernel's config says (the options' results)
     "x86-preempt": "CONFIG_PREEMPTION=y\nCONFIG_PREEMPT_DYNAMIC=y\nCONFIG_UNINLINE_SPIN_UNLOCK=y\n",
     "x86-nopreempt": "CONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_INLINE_SPIN_UNLOCK_IRQ=y\n",
-    "x86-debug": "CONFIG_PREEMPTION=y\nCONFIG_DEBUG_SPINLOCK=y\nCONFIG_UNINLINE_SPIN_UNLOCK=y\n",
+    "x86-debug": "CONFIG_PREEMPTION=y\nCONFIG_DEBUG_SPINLOCK=y\nCONFIG_UNINLINE_SPIN_UNLOCK=y\n"
+                 "CONFIG_TRACE_IRQFLAGS=y\n",
 }
 
 
@@ -61,6 +62,8 @@ def test_host_is_the_build_whose_calls_the_hosts_config_makes(tmp_path, build):
     assert build in kernel_build.describe_model(build, record)
     assert "the host's build" in kernel_build.describe_model(build, record)
     assert "the host's build" not in kernel_build.describe_model("inline", record)
+    # what no build models is said: lockdep's traced IRQ state, local_bh_disable() a call
+    assert ("TRACE_IRQFLAGS" in kernel_build.describe(facts)) == (build == "x86-debug")
 
 
 SRSO = {"Mitigation: Safe RET": True, "Vulnerable: Safe RET, no microcode": True,
@@ -148,11 +151,15 @@ def test_local_bh_enable_calls_its_out_of_line_copy_in_every_x86_build(core_func
                        f"tb_cpu_loop_TB_OP_LOCAL_BH_DISABLE_ENABLE_{_tag(build)}_0_0")
         bh = {f for f in direct_calls(loop) if f.startswith("__local_bh_enable_ip_")}
         assert bh == (set() if build == "inline" else {f"__local_bh_enable_ip_0_{thunk}"}), build
+    copies = 0
     for name in core_functions:
         m = re.match(r"_raw_spin_unlock_bh_\w+_([01])_[01]_([01])$", name)
         if m:
             assert f"__local_bh_enable_ip_{m[1]}_{m[2]}" in direct_calls(
                 code_of(core_functions, name)), name
+            copies += 1
+    # one per algorithm, checker, debug setting and return
+    assert copies == len(_core.LOCK_ALGOS) * 8
 
 
 def returns_of(body):
@@ -263,13 +270,25 @@ def test_locks_runs_the_suite_once_per_build_with_a_verdict_each(tmp_path, capsy
     # in x86 builds
     assert {r["kernel_build"] for r in env["results"]
             if not r["algo"] and r["test"] not in BUILT} == {"inline"}
-    assert BUILT == ("local_BH_disable_enable",)
     assert [r["kernel_build"] for r in env["results"]
             if r["test"] in BUILT] == ["inline", "x86-nopreempt"]
     assert re.search(r"^local_BH_disable_enable +- +x86-nopreempt ", text, re.M)
     assert [v["kernel_build"] for v in env["verdicts"]] == ["inline", "x86-nopreempt"]
     assert [v["machine_fact"]["model_calls"] for v in env["verdicts"]] == [
         [], ["spin_lock_irqsave", "spin_unlock_irqrestore", "spin_lock_irq"]]
+
+
+def test_each_suite_entry_runs_under_its_build_the_built_tests_on_no_lock_too():
+    """A later build's plan (locks_only, built_too) holds the lock tests and
+    local_BH_disable_enable, and the harness runs each under that build."""
+    from smpnet.experiments.common import lockbench
+    plan = lockbench.suite_plan(["tas"], ["plain", "bh"], locks_only=True, built_too=True)
+    assert [t for t, a in plan if a is None] == ["local_BH_disable_enable"] == list(BUILT)
+    assert ("spin_lock_unlock_bh", "tas") in plan
+    for build in ("x86-nopreempt", "inline"):
+        entries = lockbench.suite_entries(plan, ["tas"], None, 3, False, "sti", build)
+        assert {w["kbuild"] for _, w in entries} == {_core.KERNEL_BUILDS[build]}
+        assert all(("lock_region" in w) == (t not in BUILT) for t, w in entries)
 
 
 @pytest.mark.parametrize("arg, message", [

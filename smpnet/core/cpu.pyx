@@ -38,7 +38,8 @@ cdef class Cpu:
 
     def __init__(self, seg, int cpu, bint check=False, bint popf=False, int lock_region=-1,
                  double timeout=5.0, int kbuild=0):
-        """`kbuild`: the kernel build its lock entry points follow (KERNEL_BUILDS)."""
+        """`kbuild`: the kernel build its lock entry points and local_bh_enable()
+        follow (KERNEL_BUILDS)."""
         check_enum(kbuild, KBUILD_NR, "kernel build")
         if not 0 < timeout <= 3600:
             raise ValueError(f"timeout must be in (0, 3600] s, got {timeout}")

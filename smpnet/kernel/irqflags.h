@@ -330,7 +330,9 @@ static __always_inline void __local_bh_enable(struct cpu_ctx *c, const int check
  * (include/linux/bottom_half.h declares it extern; no Kconfig option
  * inlines it), returning through the return thunk where the kernel does:
  * one noinline copy per checker and return, called in every x86 build;
- * inline in the inline build only (smpnet's model before builds). */
+ * inline in the inline build only (smpnet's model before builds). The
+ * copy is smpnet's body: not the kernel's WARN_ON_ONCE(in_hardirq()) nor,
+ * in a PREEMPTION build, its preempt_check_resched(). */
 #define DEFINE_LOCAL_BH_ENABLE_IP(check, t)						\
 	static __attribute__((noinline)) RETURN_VIA_##t void				\
 	__local_bh_enable_ip_##check##_##t(struct cpu_ctx *c)				\
@@ -342,20 +344,19 @@ DEFINE_LOCAL_BH_ENABLE_IP(0, 1)
 DEFINE_LOCAL_BH_ENABLE_IP(1, 0)
 DEFINE_LOCAL_BH_ENABLE_IP(1, 1)
 
-static void (*const __local_bh_enable_ip_copies[2][2])(struct cpu_ctx *c) = {
-	{ __local_bh_enable_ip_0_0, __local_bh_enable_ip_0_1 },
-	{ __local_bh_enable_ip_1_0, __local_bh_enable_ip_1_1 },
-};
-
-/* local_bh_enable() as kernel build `build` has it: with constant
- * arguments (the timed loops, a user's object) a direct call or the body */
+/* local_bh_enable() as kernel build `build` has it: the body inline, or a
+ * direct call of the copy (with constant arguments, the timed loops and a
+ * user's object, one of the four; with run-time ones, a test and a direct
+ * call, never one through a pointer, which the kernel does not make) */
 static __always_inline void local_bh_enable_ip(struct cpu_ctx *c, const int check,
 					       const int build)
 {
-	if (kbuild_shape(build) != KBUILD_INLINE)
-		__local_bh_enable_ip_copies[check != 0][kbuild_rethunk(build)](c);
-	else
+	if (kbuild_shape(build) == KBUILD_INLINE)
 		__local_bh_enable(c, check);
+	else if (check)
+		kbuild_rethunk(build) ? __local_bh_enable_ip_1_1(c) : __local_bh_enable_ip_1_0(c);
+	else
+		kbuild_rethunk(build) ? __local_bh_enable_ip_0_1(c) : __local_bh_enable_ip_0_0(c);
 }
 
 static inline void local_bh_enable(struct cpu_ctx *c)

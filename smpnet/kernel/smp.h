@@ -39,8 +39,8 @@ struct cpu_ctx {
 	int lock_algo;			/* the algorithm of every lock this CPU takes by the
 					 * kernel's names (spinlock.h's spin_algo()), as a
 					 * kernel is built with one; -1: each lock's own */
-	int kbuild;			/* the kernel build the lock entry points follow
-					 * (spinlock_api_smp.h's enum kernel_build) */
+	int kbuild;			/* the kernel build the lock entry points and
+					 * local_bh_enable() follow (kernel_build.h) */
 	const struct spinlock *last_lock;	/* the lock this CPU found the entry of
 					 * last (lockdep.h's spin_lock_info()); NULL: none yet */
 	struct lock_info *last_lock_info;	/* and that entry: a lock keeps its entry

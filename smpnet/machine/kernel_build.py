@@ -58,7 +58,8 @@ UNINLINE_UNLOCK = "UNINLINE_SPIN_UNLOCK"
 
 # The config options a result records, besides those above.
 OPTIONS = ("PREEMPTION", "PREEMPT_DYNAMIC", "PREEMPT_NONE", "PREEMPT_VOLUNTARY", "PREEMPT",
-           "DEBUG_SPINLOCK", "PARAVIRT", "PARAVIRT_SPINLOCKS", "MITIGATION_RETHUNK")
+           "DEBUG_SPINLOCK", "PARAVIRT", "PARAVIRT_SPINLOCKS", "MITIGATION_RETHUNK",
+           "TRACE_IRQFLAGS")
 
 # sysfs's word on the return-thunk mitigations, per vulnerability
 VULNERABILITIES = ("retbleed", "spec_rstack_overflow")
@@ -135,6 +136,9 @@ def describe(facts):
         line += "; PARAVIRT_SPINLOCKS"
     if o.get("MITIGATION_RETHUNK"):
         line += "; MITIGATION_RETHUNK"
+    if o.get("TRACE_IRQFLAGS"):
+        line += ("; TRACE_IRQFLAGS (local_bh_disable() a call and IRQ state traced, which no "
+                 "build models)")
     return line + f"; --kernel-build host models {host_model(facts)[0]}"
 
 

@@ -241,6 +241,21 @@ def new_reports(before, after):
     return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
 
 
+def suite_entries(plan, algos, seg, region, check, restore, build):
+    """The harness's (time_bench test, where) for each of `plan`'s (test,
+    algorithm or None): on CPU 0 of segment `seg`, a lock test on its
+    algorithm's lock in `region`; every one with kernel build `build`
+    (the lock tests' entry points, local_BH_disable_enable's call)."""
+    entries = []
+    for test, algo in plan:
+        where = dict(seg=seg, cpu=0, check=check, popf=restore == "popf",
+                     kbuild=_core.KERNEL_BUILDS[build])
+        if algo is not None:
+            where.update(lock_region=region, lock_index=algos.index(algo))
+        entries.append((MEASURES.get(test, test), where))
+    return entries
+
+
 def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=False,
               progress=None, locks_only=False, build="inline", built_too=False):
     """The uncontended suite on real CPU `cpu`, with its instruments, all
@@ -252,13 +267,7 @@ def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=
 
     def bench(ctx):
         region = ctx.machine.segment.region_names.index("locks")
-        entries = []
-        for test, algo in plan:
-            where = dict(seg=ctx.seg, cpu=0, check=check, popf=restore == "popf",
-                         kbuild=_core.KERNEL_BUILDS[build])
-            if algo is not None:
-                where.update(lock_region=region, lock_index=algos.index(algo))
-            entries.append((MEASURES.get(test, test), where))
+        entries = suite_entries(plan, algos, ctx.seg, region, check, restore, build)
         results = interleaved(entries, loops=loops, rounds=rounds, progress=progress)
         return [(test, algo, r) for (test, algo), r in zip(plan, results)]
 
