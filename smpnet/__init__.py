@@ -16,7 +16,7 @@ def __getattr__(name):
         try:
             value = version("smpnet")
         except PackageNotFoundError:  # running from a source tree
-            value = "0.3.0+src"
+            value = "0.4.0+src"
     elif name == "_core":
         import importlib
         try:

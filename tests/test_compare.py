@@ -611,8 +611,9 @@ def test_every_experiment_has_a_compare_run_above():
 
 def test_rows_run_under_other_conditions_are_named_and_not_judged(capsys, results, tmp_path):
     """Another calibration profile: that table's rows are not judged, and
-    the warning names both profiles; a load warning in either input, or
-    another CPU model: no row is judged, and the warning reaches compare's."""
+    the warning names both profiles; a load warning in either input,
+    another CPU model or another smpnet (its model): no row is judged, and
+    the warning reaches compare's."""
     a = _quiet(results["all"][0], tmp_path)
     env = json.loads(a.read_text())
     stage = next(s for s in env["results"] if s["stage"] == "loopback")
@@ -631,7 +632,8 @@ def test_rows_run_under_other_conditions_are_named_and_not_judged(capsys, result
                               "competing load during the run: other processes used 50 % of "
                               "CPUs 0-1; its figures are less reliable"), "warns of load"),
                          (lambda e: e["machine"].update(cpu_model="Other CPU"),
-                          "another machine: cpu model")):
+                          "another machine: cpu model"),
+                         (lambda e: e["machine"].update(smpnet="0.0.1"), "another smpnet")):
         env = json.loads(a.read_text())
         change(env)
         c = _write(tmp_path / "c.json", env)

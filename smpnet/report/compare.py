@@ -110,6 +110,10 @@ def _condition_differences(a, b):
             out.setdefault(None, []).append(
                 f"another machine: {k.replace('_', ' ')} {ma.get(k)!r} in {a.path}, "
                 f"{mb.get(k)!r} in {b.path}")
+    if ma.get("smpnet") != mb.get("smpnet"):   # the model itself may have changed
+        out.setdefault(None, []).append(
+            f"another smpnet, whose model may differ: {ma.get('smpnet')!r} in {a.path}, "
+            f"{mb.get('smpnet')!r} in {b.path}")
     pa, pb = ca.get("calibration", {}), cb.get("calibration", {})
     for name in set(pa) & set(pb):
         if pa[name] != pb[name]:

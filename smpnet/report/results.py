@@ -103,14 +103,15 @@ CONDITION_WARNINGS = (("load", "competing load"),
 
 def conditions(env, params):
     """What a result's figures depend on beyond the code measured: the
-    machine ({cpu_model, kernel, hypervisor}), each table's calibration
+    machine ({cpu_model, kernel, hypervisor}) and the smpnet that modelled
+    it (`machine.smpnet`: its version), each table's calibration
     profile (its params' `calibration`, None without), and its warnings of
     load or placement ([(what, warning)]). Fields of the wrong type count as
     absent: conditions only decide whether rows are judged."""
     machine = env.get("machine") if isinstance(env.get("machine"), dict) else {}
     warnings = env.get("warnings") if isinstance(env.get("warnings"), list) else []
     return {
-        "machine": {k: machine.get(k) for k in ("cpu_model", "kernel", "hypervisor")
+        "machine": {k: machine.get(k) for k in ("cpu_model", "kernel", "hypervisor", "smpnet")
                     if isinstance(machine.get(k), (str, type(None)))},
         "calibration": {name: (p.get("calibration") if isinstance(p, dict) else None)
                         for name, p in params.items()},
