@@ -13,32 +13,32 @@ from ..measure.time_bench import BUILT
 from ..report import report
 from ..report.report import table
 from ..seeds import SEED_003
-from .common import lockbench
+from .common import lockbench, lockopts
 from .common.lockbench import ALGOS, VARIANTS
 
 ROUNDS = 20   # 10 blocks of two rounds: a 95 % interval from the 2nd to the 9th
 
 
 def add_options(p):
-    lockbench.add_lock_options(p, several_builds=True)
+    lockopts.add_lock_options(p, several_builds=True)
     p.add_argument("--loops", type=bounded("--loops"), metavar="N",
                    help="ops per round (default: calibrated to 10 ms per round)")
     p.add_argument("--rounds", type=bounded("--rounds"), metavar="R",
                    help=f"measured rounds per test, after one warm-up round (default: {ROUNDS})")
     p.add_argument("--contended", action="store_true",
                    help="every selected CPU hammers one shared lock (the contended experiment)")
-    lockbench.add_contended_options(p, "with --contended: ")
+    lockopts.add_contended_options(p, "with --contended: ")
 
 
 def params(args, cpus):
-    algos, host = lockbench.parse_algos(args.algo)
+    algos, host = lockopts.parse_algos(args.algo)
     variants = parse_list(args.variant, VARIANTS, "lock variant")
-    contended_only = [o for o in ("--ncpus",) + lockbench.CONTENDED_ONLY
+    contended_only = [o for o in ("--ncpus",) + lockopts.CONTENDED_ONLY
                       if getattr(args, o[2:].replace("-", "_")) is not None]
     contended_only += ["--oversubscribe"] if args.oversubscribe else []
     if contended_only:
         raise BadInput(f"{' and '.join(contended_only)}: for --contended runs only")
-    builds, record = lockbench.kernel_builds(args.kernel_build, several=True)
+    builds, record = lockopts.kernel_builds(args.kernel_build, several=True)
     return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants,
             "restore": args.restore, "check": args.check, "contended": False,
             "kernel_build": builds, "kernel_build_record": record, "seed_003_builds": [],
@@ -111,7 +111,7 @@ def plan(cpus, quick):
         algos, variants, rounds = ["qspinlock", "ticket", "tas"], ["plain", "irq", "irqsave"], 12
     else:
         algos, variants, rounds = list(ALGOS), list(VARIANTS), ROUNDS
-    host = lockbench.host_build()
+    host = lockopts.host_build()
     return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants, "restore": "sti",
             "check": False, "contended": False, "kernel_build": [host["kernel_build"]],
             "kernel_build_record": host["kernel_build_record"], "algo_host": None,
@@ -142,7 +142,7 @@ def text(env, extra):
     lines = [f"# time_bench suite on CPU {p['cpu']}: {p['rounds']} rounds after a warm-up, "
              f"restore={p['restore']}" + (", checker on" if p["check"] else "")]
     record = p.get("kernel_build_record")
-    lines += lockbench.algo_host_lines(p)
+    lines += lockopts.algo_host_lines(p)
     lines += [f"# kernel build: {kernel_build.describe_model(b, record)}"
               for b in _builds(p) + p.get("seed_003_builds", [])]
     lines += [time_bench_row_line(r) for r in rows]

@@ -24,7 +24,7 @@ from ...machine.cpus import format_cpus
 from ...machine.machine import Machine, run_seconds
 from ...measure import stats
 from ...measure.time_bench import MIN_ROUND_S, pass_order
-from ..common import lockbench
+from ..common import lockbench, lockopts
 from . import build, figures, rounds
 
 ALGOS = tuple(sorted(_core.LOCK_ALGOS, key=_core.LOCK_ALGOS.get))
@@ -45,7 +45,7 @@ def add_options(p):
                    help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
     p.add_argument("--check", action="store_true",
                    help="build with the lock/IRQ checker (timings then include it)")
-    lockbench.add_kernel_build_option(p)
+    lockopts.add_kernel_build_option(p)
     p.add_argument("--loops", type=bounded("--loops"), metavar="N",
                    help="uncontended: ops per round (default: calibrated to 10 ms a round)")
     p.add_argument("--rounds", type=bounded("--rounds"), metavar="R",
@@ -79,7 +79,7 @@ def params(args, cpus):
     """Read and build the file (BadInput for a file that cannot run, before
     anything runs) and validate the options. args.source: the file's text
     when the caller has it (smpnet.ab()), args.file then names it."""
-    args.algo, algo_host = lockbench.one_algo("--algo", args.algo)
+    args.algo, algo_host = lockopts.one_algo("--algo", args.algo)
     ncpus = getattr(args, "ncpus", None) or len(cpus)
     contended = ncpus >= 2 if args.contended is None else args.contended
     if contended and ncpus < 2:
@@ -92,7 +92,7 @@ def params(args, cpus):
     source = getattr(args, "source", None)
     if source is None:
         source = build.read_source(args.file)
-    builds, record = lockbench.kernel_builds(args.kernel_build)
+    builds, record = lockopts.kernel_builds(args.kernel_build)
     obj = build.build(source, args.file, _core.LOCK_ALGOS[args.algo], args.check,
                       args.restore == "popf", kbuild=_core.KERNEL_BUILDS[builds[0]])
     names = [v.name for v in obj.variants]

@@ -5,9 +5,7 @@ The library under the lock experiments (`locks`, `contended`) and `defer`,
 which measures seed 003's per-op cost the way the seed did.
 """
 from ... import _core
-from ...errors import BadInput
-from ...experiment import bounded, parse_list
-from ...machine import kernel_build, layout, sysinfo
+from ...machine import kernel_build, layout
 from ...machine.machine import Machine
 from ...measure import stats, verdict_facts
 from ...measure.time_bench import BUILT, MAX_ATTEMPTS, MIN_ROUND_S, SUITE, interleaved
@@ -22,124 +20,6 @@ RESTORES = ("sti", "popf")
 # 5-20 ns), and the slowest one the watchdog must wait for (the checker on).
 TYPICAL_OP_S = 10e-9
 SLOWEST_OP_S = 200e-9
-
-
-def add_kernel_build_option(p, several=False):
-    """--kernel-build: the shape of the lock entry points (one build, or
-    with `several` a list of them)."""
-    what = "kernel builds" if several else "the kernel build"
-    p.add_argument("--kernel-build", default=kernel_build.HOST, metavar="LIST" if several else "NAME",
-                   help=f"{what} the lock entry points follow, inline code or calls: "
-                        f"{', '.join(kernel_build.BUILDS)} or {kernel_build.HOST} (default: "
-                        f"{kernel_build.HOST}, the host's own, read from its config)")
-
-
-def kernel_builds(arg, several=False):
-    """--kernel-build's builds and the record of how they were chosen
-    (kernel_build.resolve); one only unless `several`."""
-    names = [n.strip() for n in arg.split(",")]
-    if any(not n for n in names):
-        raise BadInput(f"--kernel-build {arg!r}: an empty name")
-    if len(names) > 1 and not several:
-        raise BadInput(f"--kernel-build {arg!r}: one build here (the uncontended suite, "
-                       "locks without --contended, takes a list)")
-    return kernel_build.resolve(names)
-
-
-def host_build():
-    """A plan's kernel build: the host's, and how it was chosen."""
-    builds, record = kernel_builds(kernel_build.HOST)
-    return {"kernel_build": builds[0], "kernel_build_record": record}
-
-
-HOST_ALGO = "host"
-
-
-def host_algo():
-    """The lock a kernel on this host runs, as results record it:
-    {"algo", "why"} (kernel_build.host_lock())."""
-    algo, why = kernel_build.host_lock(sysinfo.cpuid_hypervisor(), kvm=sysinfo.cpuid_kvm())
-    return {"algo": algo, "why": why}
-
-
-def parse_algos(text):
-    """--algo's list (parse_list), `host` being the lock a kernel on this
-    host runs; (the algorithms, host_algo() or None)."""
-    items = [t.strip() for t in (text or "").split(",")]
-    if HOST_ALGO not in items:
-        return parse_list(text, ALGOS, "lock algorithm"), None
-    host = host_algo()
-    if host["algo"] in items:
-        raise BadInput(f"--algo {text!r}: host is {host['algo']} here, listed twice")
-    return (parse_list(",".join(host["algo"] if t == HOST_ALGO else t for t in items), ALGOS,
-                       "lock algorithm"), host)
-
-
-def algo_host_lines(p):
-    """What --algo host stood for, in a line, when it was asked."""
-    host = p.get("algo_host")
-    return [f"# --algo host: {host['algo']} ({host['why']})"] if host else []
-
-
-def one_algo(option, text):
-    """One algorithm (ab's --algo, defer's --lock), `host` allowed."""
-    if text == HOST_ALGO:
-        host = host_algo()
-        return host["algo"], host
-    if text not in ALGOS:
-        raise BadInput(f"{option} takes one lock algorithm: {', '.join(ALGOS)} or {HOST_ALGO}")
-    return text, None
-
-
-def add_lock_options(p, algo_default="qspinlock", several_builds=False):
-    """--algo, --variant, --restore, --check, --kernel-build: what every
-    lock experiment takes."""
-    p.add_argument("--algo", default=algo_default, metavar="LIST",
-                   help=f"lock algorithms: {','.join(ALGOS)}, all, or host (the one a kernel "
-                        f"on this host runs: info says which) (default: {algo_default})")
-    p.add_argument("--variant", default="all", metavar="LIST",
-                   help=f"lock variants: {','.join(VARIANTS)} or all (default: all)")
-    p.add_argument("--restore", choices=RESTORES, default="sti",
-                   help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
-    p.add_argument("--check", action="store_true",
-                   help="run the lock/IRQ checker and report what it finds")
-    add_kernel_build_option(p, several_builds)
-
-
-# A contended run's defaults. REPEAT rounds: with 10 paired rounds the
-# 95 % interval of a median (stats.median_ci) is the 2nd to 9th of the 10
-# values, so one disturbed round can neither make nor hide a difference
-# (at stats.MIN_SAMPLES = 6 it is [min, max], and one round decides);
-# docs/experiments/contended.md shows two runs' rankings agreeing with it.
-HOLD_CYCLES, THINK_CYCLES, DURATION, REPEAT = 0, 0, 0.2, 10
-
-# the options only a contended run takes (`locks` without --contended refuses them)
-CONTENDED_ONLY = ("--hold-cycles", "--think-cycles", "--duration", "--repeat", "--scale",
-                  "--rng-seed")
-
-
-def add_contended_options(p, which=""):
-    """The options of a contended run (`which`: the help's prefix). No
-    default here: a run that is not contended refuses them."""
-    for option, what, default in (
-            ("--hold-cycles", "critical-section lengths in TSC cycles", HOLD_CYCLES),
-            ("--think-cycles", "TSC cycles of work outside the lock between a release and the "
-                               "next acquire", THINK_CYCLES)):
-        p.add_argument(option, type=bounded(option), metavar="LIST",
-                       help=f"{which}{what}, a sweep such as 0,100,1000 (default: {default})")
-    p.add_argument("--duration", type=bounded("--duration"), metavar="S",
-                   help=f"{which}seconds per run of one algorithm and variant "
-                        f"(default: {DURATION})")
-    p.add_argument("--repeat", type=bounded("--repeat"), metavar="R",
-                   help=f"{which}rounds at each sweep point; each round runs every algorithm "
-                        f"and variant once, in a shuffled order (default: {REPEAT})")
-    p.add_argument("--scale", type=bounded("--scale"), metavar="LIST",
-                   help=f"{which}emulated CPU counts to run on, a sweep such as 1,2 (the "
-                        "first N selected CPUs; more than are selected with --oversubscribe, "
-                        "round-robin; default: all selected)")
-    p.add_argument("--rng-seed", type=bounded("--rng-seed"), metavar="N",
-                   help=f"{which}RNG seed of the rounds' order (default: a random one, "
-                        "recorded in the result)")
 
 
 # smpnet's instruments, run beside the suite on every selected algorithm

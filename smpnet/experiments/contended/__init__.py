@@ -17,23 +17,23 @@ from ...machine.machine import Machine
 from ...measure import stats
 from ...measure.time_bench import TEST_OF_VARIANT
 from ...report.report import table
-from ..common import lockbench
+from ..common import lockbench, lockopts
 from ..common.lockbench import ALGOS, VARIANTS
 from . import lockrank
 
 
 def add_options(p):
-    lockbench.add_lock_options(p)
-    lockbench.add_contended_options(p)
+    lockopts.add_lock_options(p)
+    lockopts.add_contended_options(p)
 
 
 def params(args, cpus):
     for option in ("loops", "rounds"):   # locks --contended: the suite's options
         if getattr(args, option, None) is not None:
             raise BadInput(f"--{option}: for the uncontended suite only, not --contended")
-    duration = lockbench.DURATION if args.duration is None else args.duration
-    hold = [lockbench.HOLD_CYCLES] if args.hold_cycles is None else args.hold_cycles
-    think = [lockbench.THINK_CYCLES] if args.think_cycles is None else args.think_cycles
+    duration = lockopts.DURATION if args.duration is None else args.duration
+    hold = [lockopts.HOLD_CYCLES] if args.hold_cycles is None else args.hold_cycles
+    think = [lockopts.THINK_CYCLES] if args.think_cycles is None else args.think_cycles
     for option, values in (("--hold-cycles", hold), ("--think-cycles", think)):
         for v in values:
             _check_cycles(option, v, duration, tsc.tsc_hz())
@@ -48,14 +48,14 @@ def params(args, cpus):
         scale = sorted(scale)
     seed = args.rng_seed if args.rng_seed is not None else \
         int.from_bytes(os.urandom(8), "little")
-    builds, record = lockbench.kernel_builds(args.kernel_build)
-    algos, host = lockbench.parse_algos(args.algo)
+    builds, record = lockopts.kernel_builds(args.kernel_build)
+    algos, host = lockopts.parse_algos(args.algo)
     return {"cpus": format_cpus(cpus), "algo": algos, "algo_host": host,
             "variant": parse_list(args.variant, VARIANTS, "lock variant"),
             "restore": args.restore, "check": args.check, "contended": True,
             "kernel_build": builds[0], "kernel_build_record": record,
             "duration_s": duration, "hold_cycles": hold, "think_cycles": think,
-            "repeat": lockbench.REPEAT if args.repeat is None else args.repeat,
+            "repeat": lockopts.REPEAT if args.repeat is None else args.repeat,
             "rng_seed": seed, "scale": scale,
             "ncpus": args.ncpus or len(cpus), "oversubscribe": args.oversubscribe}
 
@@ -123,7 +123,7 @@ def plan(cpus, quick):
     return {"cpus": format_cpus(cpus), "algo": list(ALGOS) if not quick else
             ["qspinlock", "ticket", "tas"], "variant": ["plain"] if quick else ["plain", "irq"],
             "restore": "sti", "check": False, "contended": True,
-            **lockbench.host_build(), "algo_host": None,
+            **lockopts.host_build(), "algo_host": None,
             "duration_s": 0.05 if quick else 0.1, "hold_cycles": [0], "think_cycles": [0],
             "repeat": 3 if quick else 6, "rng_seed": 0, "ncpus": len(cpus),
             "oversubscribe": False, "scale": list(range(1, len(cpus) + 1))}
@@ -264,7 +264,7 @@ def text(env, extra):
              f"[95 % interval].",
              "Kernel build: " + kernel_build.describe_model(p.get("kernel_build", "inline"),
                                                             p.get("kernel_build_record"))]
-    lines += lockbench.algo_host_lines(p)
+    lines += lockopts.algo_host_lines(p)
     for (k, hold, think), group in points.items():
         lines += ["", f"# {k} CPUs hammer one lock, hold {hold} cycles, think {think} cycles"]
         cells = [(r["algo"], r["variant"], _fig(r, "acq_per_s", 1e6, 2), _fig(r, "cycles"),

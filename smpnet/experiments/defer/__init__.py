@@ -16,7 +16,7 @@ from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
 from ...measure import stats
 from ...seeds import SEED_003_RATE
-from ..common import lockbench, net
+from ..common import lockbench, lockopts, net
 from . import defer_rows
 from .defer_ipi import AA, MEASURED, ipi_charges, ipi_figures, ipi_wake, verdict_point
 from .defer_text import plot, text
@@ -264,7 +264,7 @@ def add_options(p):
                         "here runs (default: qspinlock)")
     p.add_argument("--check", action="store_true",
                    help="run the lock/IRQ checker over every lock and flush")
-    lockbench.add_kernel_build_option(p)
+    lockopts.add_kernel_build_option(p)
     p.add_argument("--ipi-cycles", type=bounded("--ipi-cycles"), metavar="LIST",
                    help="also run every strategy with each IPI charged this many TSC cycles "
                         "on each side (the sender's send, the target's entry), a sweep such as "
@@ -276,9 +276,9 @@ def add_options(p):
 
 def params(args, cpus):
     strategies = parse_list(args.strategy, STRATEGIES, "defer strategy")
-    lock, lock_host = lockbench.one_algo("--lock", args.lock)
+    lock, lock_host = lockopts.one_algo("--lock", args.lock)
     n = args.ncpus or len(cpus)
-    builds, record = lockbench.kernel_builds(args.kernel_build)
+    builds, record = lockopts.kernel_builds(args.kernel_build)
     return {"cpus": format_cpus(cpus), "ncpus": n, "rx_cpus": args.rx_cpus,
             "kernel_build": builds[0], "kernel_build_record": record,
             "strategy": strategies, "skbs": args.skbs,
@@ -315,7 +315,7 @@ def plan(cpus, quick):
             "defer_max": DEFER_MAX, "batch": BATCH, "repeat": 6 if quick else 8,
             "lock": "qspinlock", "check": False, "oversubscribe": False,
             "ipi_cycles": [MEASURED], "ipi_entry_cycles": None, "lock_host": None,
-            **lockbench.host_build()}
+            **lockopts.host_build()}
 
 
 EXPERIMENT = Experiment(
