@@ -14,8 +14,9 @@ def add_kernel_build_option(p, several=False):
     with `several` a list of them)."""
     what = "kernel builds" if several else "the kernel build"
     p.add_argument("--kernel-build", default=kernel_build.HOST, metavar="LIST" if several else "NAME",
-                   help=f"{what} the lock entry points follow, inline code or calls: "
-                        f"{', '.join(kernel_build.BUILDS)} or {kernel_build.HOST} (default: "
+                   help=f"{what} the lock entry points and local_bh_enable() follow, inline "
+                        f"code or calls: {', '.join(kernel_build.BUILDS)} or {kernel_build.HOST} "
+                        "(default: "
                         f"{kernel_build.HOST}, the host's own, read from its config)")
 
 
