@@ -62,6 +62,8 @@ def test_host_is_the_build_whose_calls_the_hosts_config_makes(tmp_path, build):
     assert build in kernel_build.describe_model(build, record)
     assert "the host's build" in kernel_build.describe_model(build, record)
     assert "the host's build" not in kernel_build.describe_model("inline", record)
+    assert "local_bh_enable() a call" in kernel_build.describe_model(build)
+    assert "local_bh_enable()" not in kernel_build.describe_model("inline")
     # what no build models is said: lockdep's traced IRQ state, local_bh_disable() a call
     assert ("TRACE_IRQFLAGS" in kernel_build.describe(facts)) == (build == "x86-debug")
 

@@ -211,12 +211,15 @@ def resolve(names, facts=None):
 
 def describe_model(name, record=None):
     """The build a result modelled, in a line: its name, how `host` chose it,
-    and which entry points it calls."""
+    and which entry points it calls (and local_bh_enable(), a call in every
+    x86 build)."""
     calls = calls_of(name)
     what = ("every entry point inline" if not calls else
             "every entry point a call" if len(calls) == len(_core.SPIN_ENTRIES) else
             f"calls: {', '.join(calls)}; inline: "
             + ", ".join(e for e in _core.SPIN_ENTRIES if e not in calls))
+    if calls:   # __local_bh_enable_ip() is out of line in every kernel (irqflags.h)
+        what += "; local_bh_enable() a call too"
     if calls and name.endswith(SAFE_RET):
         what += "; every call returns through SRSO's safe-RET thunk"
     host = ""
