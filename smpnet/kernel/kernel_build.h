@@ -41,11 +41,6 @@ static __always_inline int kbuild_rethunk(const int build)
 	return build >= KBUILD_NR_SHAPES;
 }
 
-/* An x86 build whose copies return as `t` says (1: through the thunk):
- * what an out-of-line copy's own calls follow, made once for several
- * builds (spinlock_api_smp.h's copies call __local_bh_enable_ip()). */
-#define KBUILD_X86_RETURNING(t)	((t) ? KBUILD_X86_PREEMPT_SRSO : KBUILD_X86_PREEMPT)
-
 /* ---------------------------------------------------------------- the return thunk */
 
 /* GCC only: clang has no function_return attribute, and the thunk is x86's.

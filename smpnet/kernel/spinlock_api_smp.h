@@ -181,21 +181,22 @@ static const struct raw_spin_debug_ops do_raw_spin_debug[SPIN_NR_ALGOS][2][2] = 
 	SPIN_ALGO_TABLE(DO_RAW_SPIN_DEBUG_ENTRIES_OF)
 };
 
-/* `debug`: DEBUG_SPINLOCK's out-of-line do_raw_spin_lock(), else inline;
- * 2 (its copies' `debug` in a +safe-ret build): returning through the thunk */
+/* `build`: the kernel build the body is compiled for. DEBUG_SPINLOCK's
+ * (x86-debug's) do_raw_spin_lock() is out of line, returning as the
+ * build's copies do; every other build's is inline. */
 static __always_inline int __do_raw_spin_lock(struct cpu_ctx *c, spinlock_t *l,
-					      const int algo, const int check, const int debug)
+					      const int algo, const int check, const int build)
 {
-	if (debug)
-		return do_raw_spin_debug[algo][check != 0][debug == 2].lock(c, l);
+	if (kbuild_shape(build) == KBUILD_X86_DEBUG)
+		return do_raw_spin_debug[algo][check != 0][kbuild_rethunk(build)].lock(c, l);
 	return __do_raw_spin_lock_nodebug(c, l, algo, check);
 }
 
 static __always_inline void __do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *l,
-						 const int algo, const int check, const int debug)
+						 const int algo, const int check, const int build)
 {
-	if (debug)
-		do_raw_spin_debug[algo][check != 0][debug == 2].unlock(c, l);
+	if (kbuild_shape(build) == KBUILD_X86_DEBUG)
+		do_raw_spin_debug[algo][check != 0][kbuild_rethunk(build)].unlock(c, l);
 	else
 		__do_raw_spin_unlock_nodebug(c, l, algo, check);
 }
@@ -203,50 +204,49 @@ static __always_inline void __do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *
 /* ---------------------------------------------------------------- the inline bodies */
 
 static __always_inline int __spin_lock(struct cpu_ctx *c, spinlock_t *l,
-				       const int algo, const int check, const int debug)
+				       const int algo, const int check, const int build)
 {
 	preempt_disable(c);
-	return __do_raw_spin_lock(c, l, algo, check, debug);
+	return __do_raw_spin_lock(c, l, algo, check, build);
 }
 
 static __always_inline void __spin_unlock(struct cpu_ctx *c, spinlock_t *l,
-					  const int algo, const int check, const int debug)
+					  const int algo, const int check, const int build)
 {
-	__do_raw_spin_unlock(c, l, algo, check, debug);
+	__do_raw_spin_unlock(c, l, algo, check, build);
 	preempt_enable(c);
 }
 
 static __always_inline int __spin_lock_bh(struct cpu_ctx *c, spinlock_t *l,
-					  const int algo, const int check, const int debug)
+					  const int algo, const int check, const int build)
 {
 	local_bh_disable(c);
-	return __do_raw_spin_lock(c, l, algo, check, debug);
+	return __do_raw_spin_lock(c, l, algo, check, build);
 }
 
-/* `build`: what __local_bh_enable_ip() is in it (irqflags.h): the kernel's
- * __raw_spin_unlock_bh() calls it, out of line, from inside the call */
+/* the kernel's __raw_spin_unlock_bh() ends with a call of
+ * __local_bh_enable_ip(), out of line in every x86 build (irqflags.h) */
 static __always_inline void __spin_unlock_bh(struct cpu_ctx *c, spinlock_t *l,
-					     const int algo, const int check, const int debug,
-					     const int build)
+					     const int algo, const int check, const int build)
 {
-	__do_raw_spin_unlock(c, l, algo, check, debug);
+	__do_raw_spin_unlock(c, l, algo, check, build);
 	local_bh_enable_ip(c, check, build);
 }
 
 static __always_inline int __spin_lock_irq(struct cpu_ctx *c, spinlock_t *l,
-					   const int algo, const int check, const int debug)
+					   const int algo, const int check, const int build)
 {
 	if (unlikely(check) && irqs_disabled(c))
 		lockdep_bug(c, LOCKDEP_LOCK_IRQ_IRQS_OFF, l);
 	local_irq_disable(c);
 	preempt_disable(c);
-	return __do_raw_spin_lock(c, l, algo, check, debug);
+	return __do_raw_spin_lock(c, l, algo, check, build);
 }
 
 static __always_inline void __spin_unlock_irq(struct cpu_ctx *c, spinlock_t *l,
-					      const int algo, const int check, const int debug)
+					      const int algo, const int check, const int build)
 {
-	__do_raw_spin_unlock(c, l, algo, check, debug);
+	__do_raw_spin_unlock(c, l, algo, check, build);
 	local_irq_enable(c);
 	preempt_enable(c);
 }
@@ -254,18 +254,18 @@ static __always_inline void __spin_unlock_irq(struct cpu_ctx *c, spinlock_t *l,
 /* `fl`: the flags register as the save read it (__save_fl()) */
 static __always_inline int __spin_lock_irqsave_fl(struct cpu_ctx *c, spinlock_t *l,
 						  unsigned long *flags, unsigned long fl,
-						  const int algo, const int check, const int debug)
+						  const int algo, const int check, const int build)
 {
 	*flags = __local_irq_save_fl(c, fl, check);
 	preempt_disable(c);
-	return __do_raw_spin_lock(c, l, algo, check, debug);
+	return __do_raw_spin_lock(c, l, algo, check, build);
 }
 
 static __always_inline int __spin_lock_irqsave(struct cpu_ctx *c, spinlock_t *l,
 					       unsigned long *flags, const int algo,
-					       const int check, const int debug)
+					       const int check, const int build)
 {
-	return __spin_lock_irqsave_fl(c, l, flags, __save_fl(c, check), algo, check, debug);
+	return __spin_lock_irqsave_fl(c, l, flags, __save_fl(c, check), algo, check, build);
 }
 
 /* The control for irqsave against irq (issue #12; time_bench.h): the
@@ -282,17 +282,17 @@ static __always_inline unsigned long save_fl_nopushf(void)
 
 static __always_inline int __spin_lock_irqsave_nopushf(struct cpu_ctx *c, spinlock_t *l,
 						       unsigned long *flags, const int algo,
-						       const int check, const int debug)
+						       const int check, const int build)
 {
-	return __spin_lock_irqsave_fl(c, l, flags, save_fl_nopushf(), algo, check, debug);
+	return __spin_lock_irqsave_fl(c, l, flags, save_fl_nopushf(), algo, check, build);
 }
 
 static __always_inline void __spin_unlock_irqrestore(struct cpu_ctx *c, spinlock_t *l,
 						     unsigned long flags, const int algo,
 						     const int check, const int popf,
-						     const int debug)
+						     const int build)
 {
-	__do_raw_spin_unlock(c, l, algo, check, debug);
+	__do_raw_spin_unlock(c, l, algo, check, build);
 	__local_irq_restore(c, flags, check, popf);
 	preempt_enable(c);
 }
@@ -313,42 +313,44 @@ struct lockfunc_ops {
 	void (*unlock_irqrestore[2])(struct cpu_ctx *c, spinlock_t *l, unsigned long flags);
 };
 
-/* One copy: `t` 1 when it returns through the thunk; `d` its debug setting
- * (2: debug, its do_raw_spin_*() copies returning through the thunk too) */
+/* One copy: `d` 1 for DEBUG_SPINLOCK's, `t` 1 when it returns through the
+ * thunk. Its body is compiled for a build of that debug setting and return
+ * (all the body reads of its build: the x86 builds' calls are alike). */
 #define LOCKFUNC(name, a, k, d, t)	_raw_spin_##name##_##a##_##k##_##d##_##t
-#define LOCKFUNC_DEBUG(d, t)		((d) * (1 + (t)))
+#define LOCKFUNC_BUILD(d, t)								\
+	((d) ? ((t) ? KBUILD_X86_DEBUG_SRSO : KBUILD_X86_DEBUG)				\
+	     : ((t) ? KBUILD_X86_PREEMPT_SRSO : KBUILD_X86_PREEMPT))
 #define DEFINE_LOCKFUNC_1(ret, name, args, body, a, k, d, t)				\
 	static __attribute__((noinline)) RETURN_VIA_##t ret				\
 	LOCKFUNC(name, a, k, d, t) args { body; }
 #define DEFINE_LOCKFUNC(a, k, d, t)							\
 	DEFINE_LOCKFUNC_1(int, lock, (struct cpu_ctx *c, spinlock_t *l),		\
-		return __spin_lock(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)	\
+		return __spin_lock(c, l, a, k, LOCKFUNC_BUILD(d, t)), a, k, d, t)	\
 	DEFINE_LOCKFUNC_1(void, unlock, (struct cpu_ctx *c, spinlock_t *l),		\
-		__spin_unlock(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)		\
+		__spin_unlock(c, l, a, k, LOCKFUNC_BUILD(d, t)), a, k, d, t)		\
 	DEFINE_LOCKFUNC_1(int, lock_bh, (struct cpu_ctx *c, spinlock_t *l),		\
-		return __spin_lock_bh(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)	\
+		return __spin_lock_bh(c, l, a, k, LOCKFUNC_BUILD(d, t)), a, k, d, t)	\
 	DEFINE_LOCKFUNC_1(void, unlock_bh, (struct cpu_ctx *c, spinlock_t *l),		\
-		__spin_unlock_bh(c, l, a, k, LOCKFUNC_DEBUG(d, t), KBUILD_X86_RETURNING(t)),	\
-		a, k, d, t)								\
+		__spin_unlock_bh(c, l, a, k, LOCKFUNC_BUILD(d, t)), a, k, d, t)		\
 	DEFINE_LOCKFUNC_1(int, lock_irq, (struct cpu_ctx *c, spinlock_t *l),		\
-		return __spin_lock_irq(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)	\
+		return __spin_lock_irq(c, l, a, k, LOCKFUNC_BUILD(d, t)), a, k, d, t)	\
 	DEFINE_LOCKFUNC_1(void, unlock_irq, (struct cpu_ctx *c, spinlock_t *l),		\
-		__spin_unlock_irq(c, l, a, k, LOCKFUNC_DEBUG(d, t)), a, k, d, t)		\
+		__spin_unlock_irq(c, l, a, k, LOCKFUNC_BUILD(d, t)), a, k, d, t)		\
 	DEFINE_LOCKFUNC_1(int, lock_irqsave,						\
 		(struct cpu_ctx *c, spinlock_t *l, unsigned long *flags),		\
-		return __spin_lock_irqsave(c, l, flags, a, k, LOCKFUNC_DEBUG(d, t)),	\
+		return __spin_lock_irqsave(c, l, flags, a, k, LOCKFUNC_BUILD(d, t)),	\
 		a, k, d, t)								\
 	DEFINE_LOCKFUNC_1(int, lock_irqsave_nopushf,					\
 		(struct cpu_ctx *c, spinlock_t *l, unsigned long *flags),		\
 		return __spin_lock_irqsave_nopushf(c, l, flags, a, k,			\
-						   LOCKFUNC_DEBUG(d, t)), a, k, d, t)	\
+						   LOCKFUNC_BUILD(d, t)), a, k, d, t)	\
 	DEFINE_LOCKFUNC_1(void, unlock_irqrestore_sti,					\
 		(struct cpu_ctx *c, spinlock_t *l, unsigned long flags),		\
-		__spin_unlock_irqrestore(c, l, flags, a, k, 0, LOCKFUNC_DEBUG(d, t)),	\
+		__spin_unlock_irqrestore(c, l, flags, a, k, 0, LOCKFUNC_BUILD(d, t)),	\
 		a, k, d, t)								\
 	DEFINE_LOCKFUNC_1(void, unlock_irqrestore_popf,					\
 		(struct cpu_ctx *c, spinlock_t *l, unsigned long flags),		\
-		__spin_unlock_irqrestore(c, l, flags, a, k, 1, LOCKFUNC_DEBUG(d, t)),	\
+		__spin_unlock_irqrestore(c, l, flags, a, k, 1, LOCKFUNC_BUILD(d, t)),	\
 		a, k, d, t)
 #define LOCKFUNC_ENTRY(a, k, d, t)							\
 	[a][k][d][t] = { LOCKFUNC(lock, a, k, d, t), LOCKFUNC(unlock, a, k, d, t),	\
@@ -387,7 +389,7 @@ static __always_inline int _raw_spin_lock(struct cpu_ctx *c, spinlock_t *l, cons
 {
 	if (kbuild_calls(build, ENTRY_SPIN_LOCK))
 		return LOCKFUNC_OF(algo, check, build).lock(c, l);
-	return __spin_lock(c, l, algo, check, 0);
+	return __spin_lock(c, l, algo, check, build);
 }
 
 static __always_inline void _raw_spin_unlock(struct cpu_ctx *c, spinlock_t *l, const int algo,
@@ -396,7 +398,7 @@ static __always_inline void _raw_spin_unlock(struct cpu_ctx *c, spinlock_t *l, c
 	if (kbuild_calls(build, ENTRY_SPIN_UNLOCK))
 		LOCKFUNC_OF(algo, check, build).unlock(c, l);
 	else
-		__spin_unlock(c, l, algo, check, 0);
+		__spin_unlock(c, l, algo, check, build);
 }
 
 static __always_inline int _raw_spin_lock_bh(struct cpu_ctx *c, spinlock_t *l, const int algo,
@@ -404,7 +406,7 @@ static __always_inline int _raw_spin_lock_bh(struct cpu_ctx *c, spinlock_t *l, c
 {
 	if (kbuild_calls(build, ENTRY_SPIN_LOCK_BH))
 		return LOCKFUNC_OF(algo, check, build).lock_bh(c, l);
-	return __spin_lock_bh(c, l, algo, check, 0);
+	return __spin_lock_bh(c, l, algo, check, build);
 }
 
 static __always_inline void _raw_spin_unlock_bh(struct cpu_ctx *c, spinlock_t *l,
@@ -413,7 +415,7 @@ static __always_inline void _raw_spin_unlock_bh(struct cpu_ctx *c, spinlock_t *l
 	if (kbuild_calls(build, ENTRY_SPIN_UNLOCK_BH))
 		LOCKFUNC_OF(algo, check, build).unlock_bh(c, l);
 	else
-		__spin_unlock_bh(c, l, algo, check, 0, build);
+		__spin_unlock_bh(c, l, algo, check, build);
 }
 
 static __always_inline int _raw_spin_lock_irq(struct cpu_ctx *c, spinlock_t *l, const int algo,
@@ -421,7 +423,7 @@ static __always_inline int _raw_spin_lock_irq(struct cpu_ctx *c, spinlock_t *l, 
 {
 	if (kbuild_calls(build, ENTRY_SPIN_LOCK_IRQ))
 		return LOCKFUNC_OF(algo, check, build).lock_irq(c, l);
-	return __spin_lock_irq(c, l, algo, check, 0);
+	return __spin_lock_irq(c, l, algo, check, build);
 }
 
 static __always_inline void _raw_spin_unlock_irq(struct cpu_ctx *c, spinlock_t *l,
@@ -430,7 +432,7 @@ static __always_inline void _raw_spin_unlock_irq(struct cpu_ctx *c, spinlock_t *
 	if (kbuild_calls(build, ENTRY_SPIN_UNLOCK_IRQ))
 		LOCKFUNC_OF(algo, check, build).unlock_irq(c, l);
 	else
-		__spin_unlock_irq(c, l, algo, check, 0);
+		__spin_unlock_irq(c, l, algo, check, build);
 }
 
 static __always_inline int _raw_spin_lock_irqsave(struct cpu_ctx *c, spinlock_t *l,
@@ -439,7 +441,7 @@ static __always_inline int _raw_spin_lock_irqsave(struct cpu_ctx *c, spinlock_t 
 {
 	if (kbuild_calls(build, ENTRY_SPIN_LOCK_IRQSAVE))
 		return LOCKFUNC_OF(algo, check, build).lock_irqsave(c, l, flags);
-	return __spin_lock_irqsave(c, l, flags, algo, check, 0);
+	return __spin_lock_irqsave(c, l, flags, algo, check, build);
 }
 
 /* irqsave's control, shaped as spin_lock_irqsave() is in `build` */
@@ -449,7 +451,7 @@ static __always_inline int _raw_spin_lock_irqsave_nopushf(struct cpu_ctx *c, spi
 {
 	if (kbuild_calls(build, ENTRY_SPIN_LOCK_IRQSAVE))
 		return LOCKFUNC_OF(algo, check, build).lock_irqsave_nopushf(c, l, flags);
-	return __spin_lock_irqsave_nopushf(c, l, flags, algo, check, 0);
+	return __spin_lock_irqsave_nopushf(c, l, flags, algo, check, build);
 }
 
 static __always_inline void _raw_spin_unlock_irqrestore(struct cpu_ctx *c, spinlock_t *l,
@@ -460,7 +462,7 @@ static __always_inline void _raw_spin_unlock_irqrestore(struct cpu_ctx *c, spinl
 	if (kbuild_calls(build, ENTRY_SPIN_UNLOCK_IRQRESTORE))
 		LOCKFUNC_OF(algo, check, build).unlock_irqrestore[popf != 0](c, l, flags);
 	else
-		__spin_unlock_irqrestore(c, l, flags, algo, check, popf, 0);
+		__spin_unlock_irqrestore(c, l, flags, algo, check, popf, build);
 }
 
 /* The kernel's names, deciding at run time: the lock's algorithm, the
