@@ -166,8 +166,8 @@ TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _, _ in tb_rows)
 TIME_BENCH_NAMES = tuple(name for name, _ in TIME_BENCH_TESTS)
 TIME_BENCH_NEEDS = dict(TIME_BENCH_TESTS)
 # the tests on no lock whose loop the kernel build shapes (local_bh_enable(), a call in x86 builds)
-TIME_BENCH_BUILT = tuple(name for name, needs, _, _, op in tb_rows
-                         if needs != TB_NEEDS_LOCK and op == TB_OP_LOCAL_BH_DISABLE_ENABLE)
+TIME_BENCH_BUILT = tuple(name for name, _, _, _, op in tb_rows
+                         if op == TB_OP_LOCAL_BH_DISABLE_ENABLE)
 # the kernel suite, in order: (name, the lock variant it measures or None)
 TIME_BENCH_SUITE = tuple((name, {v: k for k, v in LOCK_VARIANTS.items()}.get(variant))
                          for name, _, variant, suite, _ in tb_rows if suite)

@@ -135,7 +135,7 @@ static __always_inline uint64_t ref_loop(uint32_t *preempt_count, uint32_t *word
 					 pthread_mutex_t *mutex, uint64_t loops, const int algo)
 {
 	struct mcs_node node[2] = { { 0 } };
-	uint32_t found = 0, tail = REF_TAIL;
+	uint32_t found = 0, tail;
 	uint64_t i, t0, t;
 
 	if (algo == SPIN_CLH)	/* (an smpnet CLH lock's word may hold a released node) */
@@ -152,11 +152,10 @@ static __always_inline uint64_t ref_loop(uint32_t *preempt_count, uint32_t *word
 		(*preempt_count)--;
 	}
 	t = tsc_stop() - t0;
-	if (algo == SPIN_CLH && loops)
+	tail = loops ? REF_TAIL : 0;	/* what the loop left in the word */
+	if (algo == SPIN_CLH)
 		__atomic_compare_exchange_n(word, &tail, found, 0, __ATOMIC_ACQ_REL,
 					    __ATOMIC_RELAXED);
-	else if (algo == SPIN_CLH)
-		__atomic_store_n(word, found, __ATOMIC_RELEASE);
 	return t;
 }
 
