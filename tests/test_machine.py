@@ -453,6 +453,47 @@ def test_a_run_past_its_estimate_goes_on_while_its_progress_count_rises(allowed,
         _assert_all_gone(m)
 
 
+def _rerun_rounds(ctx, n, stop_at):
+    """n rounds of the harness, each attempt 2 ms and every one thrown out
+    as switched out (the test's context_switches): a loaded CPU's rounds.
+    CPU 1 stops itself (SIGSTOP) before round `stop_at`."""
+    from smpnet.measure import time_bench
+
+    kept = []
+    for i in range(n):
+        if ctx.cpu == 1 and i == stop_at:
+            os.kill(os.getpid(), signal.SIGSTOP)
+        kept.append(time_bench.clean_round(lambda loops: (time.sleep(0.002), (loops, 1))[1],
+                                           1000))
+    return time_bench.round_counts(kept)
+
+
+def test_a_run_whose_rounds_are_all_rerun_is_slow_not_stuck(allowed, monkeypatch):
+    """A co-runner on the CPU spoils every round, so each is rerun up to
+    MAX_ATTEMPTS times and the run takes far longer than its estimate: its
+    workers' heartbeats keep the watchdog off it. A worker that stops
+    (SIGSTOP) among the same rounds is still found and named."""
+    import itertools
+
+    from smpnet.errors import Stalled
+    from smpnet.machine import machine
+    from smpnet.measure import time_bench
+
+    monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.4)
+    monkeypatch.setattr(machine, "WATCHDOG_POLL_S", 0.05)
+    switches = itertools.count()
+    monkeypatch.setattr(time_bench, "context_switches", lambda: next(switches))
+    rounds = 60   # 60 x 8 attempts of 2 ms: about 1 s, against 0.2 s and the 0.4 s slack
+    with Machine(cpus=allowed, ncpus=2, oversubscribe=True) as m:
+        out = m.run(_rerun_rounds, rounds, -1, expected=0.1)
+        assert out == [{"dropped_rounds": rounds * (time_bench.MAX_ATTEMPTS - 1),
+                        "spoiled_rounds": rounds, "no_clean_round": True}] * 2
+        with pytest.raises(Stalled) as e:
+            m.run(_rerun_rounds, rounds, 5, expected=0.1)
+        assert (e.value.cpu, e.value.state) == (1, "stopped")
+        _assert_all_gone(m)
+
+
 def _cgroup_tree(root, v2_max=None, v1_limit=None):
     (root / "proc/self").mkdir(parents=True)
     (root / "proc/self/cgroup").write_text("4:memory:/jobs/a\n0::/user/b\n")

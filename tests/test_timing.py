@@ -195,3 +195,25 @@ def test_the_dropped_rounds_reach_the_result(monkeypatch):
     monkeypatch.setattr(tb, "context_switches", switches)
     res = tb.time_bench("for_loop", loops=2000, rounds=6)
     assert res.dropped > 0 and res.spoiled == 0 and len(res.samples) == 6
+
+
+def test_a_row_with_no_clean_round_is_marked(monkeypatch, capsys, tmp_path, allowed):
+    """Every attempt of every round switched out (a co-runner that never
+    leaves the CPU): the run completes, and each row says that its figure
+    had no clean round, in the JSON and in the table, not silently."""
+    import itertools
+    import json
+
+    from smpnet.cli import main
+
+    counter = itertools.count()
+    monkeypatch.setattr(tb, "context_switches", lambda: next(counter))
+    out = tmp_path / "r.json"
+    assert main(["locks", "--cpus", str(allowed[0]), "--algo", "tas", "--variant", "plain",
+                 "--rounds", "2", "--loops", "1000", "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    rows = json.loads(out.read_text())["results"]
+    assert rows and all(r["no_clean_round"] and r["spoiled_rounds"] == r["rounds"] == 2
+                        for r in rows)
+    assert "\nspin_lock_unlock [no clean round] " in text
+    assert f"{len(rows)} rows had no clean round at all, marked [no clean round]" in text

@@ -133,7 +133,8 @@ def time_bench_row_line(r):
             f"(step:0) - (measurement period time:{period:.9f} sec "
             f"time_interval:{round(period * 1e9)}) - "
             f"(invoke count:{r['loops']} tsc_interval:{round(r['cycles'] * r['loops'])})")
-    tags = [t for t in (r.get("algo"), r.get("kernel_build") if _built(r) else None) if t]
+    tags = [t for t in (r.get("algo"), r.get("kernel_build") if _built(r) else None,
+                        "no clean round" if r.get("no_clean_round") else None) if t]
     return line + (f" [{', '.join(tags)}]" if tags else "")
 
 
@@ -147,7 +148,7 @@ def text(env, extra):
               for b in _builds(p) + p.get("seed_003_builds", [])]
     lines += [time_bench_row_line(r) for r in rows]
     lines.append("")
-    cells = [(r["test"], r["algo"] or "-", r.get("kernel_build", "inline") if _built(r) else "-",
+    cells = [(lockbench.row_name(r, r["test"]), r["algo"] or "-", r.get("kernel_build", "inline") if _built(r) else "-",
               r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"]) for r in rows]
     lines.append("Summary, per op (median of rounds, with min and max):")
     lines.append(table(cells, ["test", "algo", "build", "cycles", "min", "max", "ns"]))

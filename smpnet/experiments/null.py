@@ -115,7 +115,7 @@ def text(env, extra):
     lines = [f"# null: {p['test']}" + (f" [{p['algo']}]" if rows[0]["algo"] else "")
              + f" twice on CPU {p['cpu']}, {p['rounds']} rounds of {rows[0]['loops']} ops "
              "per side, ABBA order"]
-    lines.append(table([(r["side"], r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"])
+    lines.append(table([(lockbench.row_name(r, r["side"]), r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"])
                         for r in rows], ["side", "cycles", "min", "max", "ns"]))
     dropped = lockbench.dropped_line(rows)
     if dropped:

@@ -91,6 +91,7 @@ static const struct smp_field cpu_state_fields[] = {
 	SMP_FIELD(cpu_state, tsc_aux),
 	SMP_FIELD(cpu_state, tsc_arrive),
 	SMP_FIELD(cpu_state, tsc_release),
+	SMP_FIELD(cpu_state, heartbeat),
 	{ 0 }
 };
 

@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 17	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 18	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -80,6 +80,8 @@ struct cpu_state {
 	uint32_t tsc_aux;		/* rdtscp's TSC_AUX: (node << 12) | cpu */
 	uint64_t tsc_arrive;		/* TSC when it reached the barrier */
 	uint64_t tsc_release;		/* TSC when it left it */
+	uint64_t heartbeat;		/* rounds (and attempts) its harness finished: the
+					 * watchdog's sign that a slow run still works */
 };
 
 /* struct softnet_data (include/linux/netdevice.h): per-CPU packet queues

@@ -48,6 +48,7 @@ cdef extern from "percpu.h" nogil:
         uint32_t tsc_aux
         uint64_t tsc_arrive
         uint64_t tsc_release
+        uint64_t heartbeat
 
     struct softnet_data:
         uint32_t processed

@@ -15,7 +15,8 @@ code.
 
 A watchdog ends a run that outlives what it was expected to take
 (`expected`, the same estimate the progress lines use) by more than a few
-seconds, naming the worker that made no progress and why (stopped, not
+seconds with no work done for as long (the workers' heartbeats, a run's own
+count), naming the worker that made no progress and why (stopped, not
 scheduled, sleeping: watchdog.py). The segment has no name (see segment.py):
 it goes with the last process that maps it, whatever kills which.
 """
@@ -170,11 +171,13 @@ class Machine:
         seconds the run should take once its workers are started (times
         the oversubscription, emulated CPUs per real one); the watchdog
         stops it WATCHDOG_SLACK_S (and a tenth) past that and raises
-        Stalled naming the worker that made no progress. `progress`: a
+        Stalled naming the worker that made no progress. The workers'
+        heartbeats (a round of the harness done, or an attempt at one) are
+        read every WATCHDOG_POLL_S, and with them `progress`, if given: a
         function of the machine giving a count its workers raise as they
-        work (skbs freed, packets sent), read every WATCHDOG_POLL_S: a run
-        past its estimate (a slow, oversubscribed one) is stopped only once
-        the count has not risen for WATCHDOG_SLACK_S. `timeout`:
+        work (skbs freed, packets sent). A run past its estimate (a slow,
+        oversubscribed or loaded one) is stopped only once neither has
+        risen for WATCHDOG_SLACK_S. `timeout`:
         a plain limit, RunTimeout past it. Raises WorkerDied if a worker
         died or raised, Interrupted on Ctrl-C, SIGTERM, SIGHUP or SIGQUIT;
         in every case no worker is left running when it returns.
@@ -230,7 +233,7 @@ class Machine:
             # Oversubscribed, each worker gets a share of a real CPU, and a
             # fair lock's hand-over waits for the scheduler: allow for both.
             expected *= max(1.0, self.nr_cpus / len(self.real_cpus))
-        watchdog = Watchdog(self, expected, progress, now,
+        watchdog = Watchdog(self, expected, _work_done(progress), now,
                             WATCHDOG_SLACK_S, WATCHDOG_SLACK_SHARE, WATCHDOG_POLL_S)
         results = [None] * len(workers)
         by_conn = {w.conn: w for w in workers}
@@ -271,6 +274,16 @@ class Machine:
             if not w.done:
                 raise WorkerDied(w.cpu, w.real, w.proc.pid, "exited without a result")
         return results
+
+
+def _work_done(progress):
+    """What the watchdog samples: the workers' heartbeats (the harness's
+    rounds and attempts, workers.heartbeat) and the run's own count, if any.
+    Either rising means work is done."""
+    def sample(m):
+        beats = int(m.cpu_state["heartbeat"].sum())
+        return beats if progress is None else (beats, progress(m))
+    return sample
 
 
 def raise_interrupt(signum, frame):

@@ -2,10 +2,11 @@
 and which worker to blame.
 
 A run is given the seconds it should take (`expected`, the same estimate
-its progress lines use) and, where it has one, a count its workers raise as
-they work. Past the estimate and some slack the run is judged stuck, unless
-the count rose lately: an oversubscribed or loaded run is slow, and one that
-still works is not stopped. A stuck run's unfinished workers are then asked
+its progress lines use) and a count its workers raise as they work (their
+heartbeats, and the run's own count where it has one). Past the estimate and
+some slack the run is judged stuck, unless the count rose lately: an
+oversubscribed or loaded run is slow, and one that still works is not
+stopped, however far past its estimate. A stuck run's unfinished workers are then asked
 of the kernel (psutil) what they are doing, so that the error names the
 worker that made no progress and why: stopped, not scheduled, sleeping.
 """

@@ -32,6 +32,21 @@ _LIMIT_HINT = {errno.EAGAIN: " (a limit on processes, ulimit -u?)",
                errno.ENOMEM: " (out of memory)"}
 
 
+# This process's record in cpu_state when it is a worker, None in the
+# coordinator: heartbeat() raises its count.
+_this_cpu = None
+
+
+def heartbeat():
+    """A worker finished a piece of work (a round of the harness, or an
+    attempt at one): its count rises, and the watchdog judges a run stuck
+    only when no worker's count has risen for its slack, so a loaded run
+    whose rounds are thrown out and rerun is slow, not stuck. Outside a
+    worker, nothing."""
+    if _this_cpu is not None:
+        _this_cpu["heartbeat"] += 1
+
+
 class CpuContext:
     """What a worker function gets: which CPU it is, and the machine."""
 
@@ -131,7 +146,8 @@ def _worker_main(machine, cpu, real_cpu, fn, args, tx, sigmask, parent_pid):
     try:
         # Pin first: every touch of the segment is from the right CPU.
         os.sched_setaffinity(0, {real_cpu})
-        cs = machine.cpu_state[cpu]
+        global _this_cpu
+        cs = _this_cpu = machine.cpu_state[cpu]
         cs["pid"] = os.getpid()
         cs["tsc_aux"] = _core.read_tscp()[1]
         cs["state"] = layout.CPU_ONLINE

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from .. import _core
 from ..errors import BadInput
+from ..machine.workers import heartbeat
 from ..machine.tsc import tsc_hz as _tsc_hz
 
 MIN_ROUND_S = 0.01  # loops are calibrated so that one round lasts at least this
@@ -58,6 +59,7 @@ class BenchResult:
     samples: list = field(default_factory=list)  # per-op cycles of each round
     dropped: int = 0     # attempts thrown out: the thread was switched out during them
     spoiled: int = 0     # rounds kept although every attempt was switched out
+    no_clean_round: bool = False  # every round spoiled: the figure holds other tasks' time
 
 
 def tests():
@@ -71,6 +73,7 @@ def calibrate(one_round, min_time=MIN_ROUND_S, start=1000, limit=1 << 34):
     loops = start
     while loops < limit:
         _, wall_ns = one_round(loops)
+        heartbeat()
         if wall_ns >= min_time * 1e9:
             return loops
         loops *= 2
@@ -113,6 +116,7 @@ def clean_round(one_round, loops):
         before = context_switches()
         cycles, wall_ns = one_round(n)
         clean = context_switches() == before
+        heartbeat()   # an attempt thrown out is work done all the same
         if clean or dropped + 1 >= MAX_ATTEMPTS:
             return Round(cycles / n, wall_ns, n, dropped, not clean)
         dropped += 1
@@ -121,9 +125,11 @@ def clean_round(one_round, loops):
 
 def round_counts(kept):
     """What a list of kept Rounds threw out, as rows carry it:
-    {dropped_rounds: attempts dropped, spoiled_rounds: rounds kept switched out}."""
-    return {"dropped_rounds": sum(r.dropped for r in kept),
-            "spoiled_rounds": sum(r.spoiled for r in kept)}
+    {dropped_rounds: attempts dropped, spoiled_rounds: rounds kept switched
+    out, no_clean_round: every one of them was}."""
+    spoiled = sum(r.spoiled for r in kept)
+    return {"dropped_rounds": sum(r.dropped for r in kept), "spoiled_rounds": spoiled,
+            "no_clean_round": bool(kept) and spoiled == len(kept)}
 
 
 def pass_order(n, r):
@@ -147,14 +153,15 @@ def _check(tests, loops, rounds, warmup):
 
 def _result(test, loops, rounds, overhead, hz):
     samples = [r.per_op for r in rounds]
+    counts = round_counts(rounds)
     med, lo, hi = statistics.median(samples), min(samples), max(samples)
     return BenchResult(
         test=test, loops=loops, rounds=len(samples),
         cycles=med, cycles_min=lo, cycles_max=hi,
         ns=med * 1e9 / hz, ns_min=lo * 1e9 / hz, ns_max=hi * 1e9 / hz,
         overhead_cycles=overhead, tsc_hz=hz, wall_s=sum(r.wall_ns for r in rounds) / 1e9,
-        samples=samples, dropped=sum(r.dropped for r in rounds),
-        spoiled=sum(r.spoiled for r in rounds),
+        samples=samples, dropped=counts["dropped_rounds"], spoiled=counts["spoiled_rounds"],
+        no_clean_round=counts["no_clean_round"],
     )
 
 

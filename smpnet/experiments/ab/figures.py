@@ -155,8 +155,8 @@ def text(env, extra):
         out.append(f"\nuncontended, CPU {unc[0]['cpus'][0]}: {p['rounds']} rounds per variant "
                    f"in ABBA order; the harness's empty loop: {unc[0]['overhead_cycles']:.2f} "
                    "cycles per op (in every figure below)")
-        out.append(table([(r["variant"], r["loops"], r["cycles"], r["cycles_min"],
-                           r["cycles_max"], r["ns"]) for r in unc],
+        out.append(table([(lockbench.row_name(r, r["variant"]), r["loops"], r["cycles"],
+                           r["cycles_min"], r["cycles_max"], r["ns"]) for r in unc],
                          ["variant", "ops/round", "cycles/op", "min", "max", "ns/op"]))
         dropped = lockbench.dropped_line(unc)
         if dropped:

@@ -103,7 +103,21 @@ def dropped_line(rows):
     if spoiled:
         line += (f"; {spoiled} rounds kept switched out after {MAX_ATTEMPTS} attempts: "
                  "the CPU is busy, those figures include other work")
+    unclean = sum(1 for r in rows if r.get("no_clean_round"))
+    if unclean:
+        line += (f"; {unclean} row{'s' if unclean != 1 else ''} had no clean round at all, "
+                 f"marked {NO_CLEAN_ROUND}: {'their figures are' if unclean != 1 else 'its figure is'}"
+                 " the CPU's other work as much as the op's")
     return line
+
+
+NO_CLEAN_ROUND = "[no clean round]"
+
+
+def row_name(r, name):
+    """A row's name in a table, marked when every one of its rounds was
+    switched out (time_bench.round_counts): its figure is not the op's alone."""
+    return f"{name} {NO_CLEAN_ROUND}" if r.get("no_clean_round") else name
 
 
 def checker_reports(m):
@@ -165,6 +179,7 @@ def run_suite(cpu, algos, variants, loops=None, rounds=10, restore="sti", check=
             "ns": r.ns, "loops": r.loops, "rounds": r.rounds, "samples": r.samples,
             "overhead_cycles": r.overhead_cycles, "wall_s": r.wall_s,
             "dropped_rounds": r.dropped, "spoiled_rounds": r.spoiled,
+            "no_clean_round": r.no_clean_round,
         })
     derived(rows)
     return rows, reports
