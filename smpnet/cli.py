@@ -185,7 +185,8 @@ def cmd_all(args):
                            profile and profile["source"])
     # The JSON first: a picture that cannot be drawn must not lose the run.
     failed = _save(args, env)
-    pictures, problems = [], _broken(run_all.invariant_failures(done))
+    pictures = []
+    problems = run_all.failed_stages(done) + _broken(run_all.invariant_failures(done))
     if args.plot is not None:
         try:
             pictures = plot.write_all(env, args.plot)

@@ -6,12 +6,15 @@ stderr; each one's params, rows and verdicts go into the result as they
 would from its own command, as one stage named after it. The verdict table
 takes one verdict per seed: the first verdict of the experiment that names
 the seed in its `seeds` (the per-op cost, for 003, as the seed measured it);
-the seed's verdicts from other experiments are its details.
+the seed's verdicts from other experiments are its details. A stage the
+watchdog stopped (a stopped worker, or one the machine's load starved) is
+recorded as failed and the next stage runs; one that crashed or was
+interrupted ends `all`, with the finished stages kept.
 """
 import sys
 import time
 
-from .errors import Interrupted, SmpnetError
+from .errors import Interrupted, RunTimeout, SmpnetError
 from .experiments import EXPERIMENTS
 from .machine import load, process, sysinfo
 from .machine.cpus import format_cpus
@@ -57,6 +60,12 @@ def run(cpus, quick=True, progress=True, profile=None):
             done[e.name] = _stage(e, cpus, quick, warnings, profile)
             if e.calibrates and profile is None:
                 profile = done[e.name].get("profile")
+        except RunTimeout as err:
+            # stopped as stuck (a worker stopped, or starved by the machine's
+            # load): the stages after it may still run, and `all` exits 1
+            warnings.append(f"{e.name} failed: {err}")
+            done[e.name] = {"params": e.plan(cpus, quick), "results": [], "verdicts": [],
+                            "failed": str(err)}
         except SmpnetError as err:
             raise StageFailed(e.name, err, done, warnings) from None
         except KeyboardInterrupt:  # between two runs of a stage
@@ -115,6 +124,11 @@ def control_load(verdicts, seen):
             f"{load.describe(seen, 'the stage')}"]
 
 
+def failed_stages(done):
+    """Each stage that was stopped and the rest ran past, with why."""
+    return [f"stage {name} failed: {d['failed']}" for name, d in done.items() if d.get("failed")]
+
+
 def invariant_failures(done):
     """Every invariant a stage broke, named by stage: `all` exits 1 on any,
     as the experiment's own command would."""
@@ -136,9 +150,12 @@ def verdict_table(done):
         machine, number = ORIGINAL[seed]
         found = primary[seed] + details[seed]
         if not found:
+            failed = [e.name for e in stages()
+                      if seed in e.seeds and done.get(e.name, {}).get("failed")]
             out.append({"seed": seed, "claim": None, "reference": number,
                         "original_machine": machine, "measured": None, "interval": None,
-                        "verdict": "not measured", "details": []})
+                        "verdict": "not measured" + (f" ({failed[0]} failed)" if failed else ""),
+                        "details": []})
             continue
         out.append(dict(found[0], original_machine=machine, details=found[1:]))
     return out

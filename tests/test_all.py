@@ -265,9 +265,9 @@ def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
     def dies_in_arp(e, cpus, quick, warnings, profile):
         if e.name == "arp":
             raise WorkerDied(0, 0, 1234, "was killed by SIGKILL")
-        if e.name in ("info", "locks"):
+        if e.name == "info":   # a real stage, and one that starts no worker
             return real(e, cpus, quick, warnings, profile)
-        return {"params": {}, "results": [], "verdicts": []}
+        return {"params": {}, "results": [{"test": e.name}], "verdicts": []}
 
     monkeypatch.setattr(run_all, "_stage", dies_in_arp)
     out = tmp_path / "all.json"
@@ -278,6 +278,8 @@ def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
                        f"stages went to {out}")
     env = json.loads(out.read_text())
     assert [s["stage"] for s in env["results"]] == STAGES[:STAGES.index("arp")]
+    assert env["results"][0]["results"] and all(
+        s["results"] == [{"test": s["stage"]}] for s in env["results"][1:])
     assert env["params"]["failed_stage"] == "arp"
     # without --output: a saved file, named
     assert main(["all", "--quick"]) == 1
@@ -286,6 +288,38 @@ def test_a_failed_stage_keeps_the_finished_ones(capsys, monkeypatch, tmp_path):
         assert json.loads(open(saved).read())["params"]["failed_stage"] == "arp"
     finally:
         os.unlink(saved)
+
+
+def test_a_stage_the_watchdog_stopped_is_named_and_the_next_stages_run(capsys, monkeypatch,
+                                                                      tmp_path):
+    """A stage stopped as stuck (a stopped worker, or one the load starved)
+    does not end `all`: the stages after it run, its seed says it was not
+    measured and why, and the run exits 1 naming it."""
+    from smpnet.errors import Stalled
+
+    ran = []
+
+    def stalls_in_locks(e, cpus, quick, warnings, profile):
+        ran.append(e.name)
+        if e.name == "locks":
+            raise Stalled(0, 0, 1234, "stopped", 7.0, 10.7)
+        return {"params": {"stage": e.name}, "results": [], "verdicts": []}
+
+    monkeypatch.setattr(run_all, "_stage", stalls_in_locks)
+    out = tmp_path / "all.json"
+    assert main(["all", "--quick", "--output", str(out)]) == 1
+    assert ran == STAGES
+    why = ("emulated CPU 0 (real CPU 0, pid 1234) made no progress: stopped, 10.7 s into a run "
+           "expected to take 7.0 s; run stopped")
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        f"smpnet-bench all: stage locks failed: {why}"
+    env = json.loads(out.read_text())
+    stages = {s["stage"]: s for s in env["results"]}
+    assert list(stages) == STAGES and stages["locks"]["failed"] == why
+    assert stages["locks"]["results"] == [] and stages["arp"]["params"] == {"stage": "arp"}
+    assert f"locks failed: {why}" in env["warnings"]
+    assert {v["seed"]: v["verdict"] for v in env["verdicts"]}["003"] == \
+        "not measured (locks failed)"
 
 
 def test_interrupted_before_any_stage_finished_leaves_output_as_it_was(capsys, monkeypatch,
