@@ -24,7 +24,7 @@ from smpnet.kernel.compiler cimport barrier, cpu_relax
 from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp, tsc_read_unordered,
                                 mono_raw_ns, mono_ns, smp_cpuid)
 from smpnet.kernel.atomic cimport (atomic_set, atomic_read, atomic_cmpxchg, this_cpu_cmpxchg,
-                                   atomic_inc)
+                                   atomic_inc, atomic_inc_return, atomic_xchg)
 from smpnet.kernel.percpu cimport smp_header, cpu_state, softnet_data, per_cpu_ptr, REGION_CPU
 from smpnet.kernel.skbuff cimport net_ctx, sk_buff, SK_CLIENT, SK_SERVER
 from smpnet.kernel.smp cimport (cpu_ctx, cpu_ctx_init, smp_barrier_wait, cpu_idle_poll,

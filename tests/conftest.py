@@ -126,3 +126,12 @@ def all_quick(tmp_path_factory):
                        text=True, cwd=d, timeout=300)
     (d / "all.txt").write_text(p.stdout)
     return p.returncode, out, d / "all.txt", plots
+
+
+def drop_capabilities():
+    """In the child before exec: empty the bounding set, so that root's
+    program starts with no capability at all (as in a locked-down container)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):
+        libc.prctl(24, cap, 0, 0, 0)    # PR_CAPBSET_DROP; past the last cap: EINVAL

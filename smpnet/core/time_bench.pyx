@@ -15,6 +15,7 @@ cdef struct tb_ctx:
     spinlock_t *lock
     lock_info *li           # the lock's side-table entry: its algorithm, its mutex
     uint32_t word
+    uint32_t sink           # where a test's results go, so that they are used
 
 ctypedef uint64_t (*tb_loop_t)(tb_ctx *t, uint64_t loops) noexcept nogil
 
@@ -69,6 +70,36 @@ cdef uint64_t tb_this_cpu_cmpxchg(tb_ctx *t, uint64_t loops) noexcept nogil:
     for i in range(loops):
         old = t.word
         this_cpu_cmpxchg(&t.word, old, old + 1)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_atomic_fetch_add(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # lock xadd (its result used, so not lock add), as the referee's BPF_FETCH | BPF_ADD
+    cdef uint64_t i, t0 = tsc_start()
+    cdef uint32_t sum = 0
+    for i in range(loops):
+        sum += atomic_inc_return(&t.word)
+    t.sink = sum   # the results are used: gcc keeps xadd (unused, it emits lock add)
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_atomic_xchg(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # xchg with memory: locked without a prefix
+    cdef uint64_t i, t0 = tsc_start()
+    cdef uint32_t v = 0
+    for i in range(loops):
+        v = atomic_xchg(&t.word, v + 1)
+    t.sink = v
+    return tsc_stop() - t0
+
+
+cdef uint64_t tb_this_cpu_inc(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # this_cpu_inc(): one unlocked RMW of this CPU's copy (the kernel's is
+    # incl %gs:off; the referee's per-CPU map value is a load, add and store)
+    cdef uint64_t i, t0 = tsc_start()
+    cdef volatile uint32_t *p = &t.word
+    for i in range(loops):
+        p[0] = p[0] + 1
     return tsc_stop() - t0
 
 
@@ -160,6 +191,10 @@ tb_test("tsc_read", tb_tsc_read, TB_NEEDS_NOTHING, -1, False)
 tb_test("ref_spin_lock_unlock", tb_ref_spin_lock_unlock, TB_NEEDS_LOCK, -1, False)
 # the control for irqsave - irq: irqsave's every instruction but the pushf; pop
 tb_test("spin_lock_unlock_irqsave_nopushf", NULL, TB_NEEDS_LOCK, TB_VARIANT_IRQSAVE_NOPUSHF, False)
+# the model's side of the kernel referee's atomics and per-CPU increment (kernel/referee.py)
+tb_test("atomic_fetch_add", tb_atomic_fetch_add, TB_NEEDS_NOTHING, -1, False)
+tb_test("atomic_xchg", tb_atomic_xchg, TB_NEEDS_NOTHING, -1, False)
+tb_test("this_cpu_inc", tb_this_cpu_inc, TB_NEEDS_NOTHING, -1, False)
 
 # (name, needs: 0 nothing, 1 a CPU's IRQ state, 2 a lock too), in table order
 TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _, _ in tb_rows)

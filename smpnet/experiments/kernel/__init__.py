@@ -8,6 +8,10 @@ pinned to one CPU (the first selected) or to two (the first two), the
 placements alternated round by round after a warm-up round of each. No
 root needed.
 
+Then, as root on x86-64, the kernel as referee (referee.py): the kernel's
+own spin lock pair, atomics, per-CPU increment and helper call timed inside
+it by BPF test runs, beside smpnet's model of each in the same rounds.
+
 Then ARP on a real link (ping_veth.py): `arp -d; ping -c N` between two
 network namespaces joined by a veth pair, first and later echoes. It needs
 root; without it, one warning says why it was skipped and the TCP part's
@@ -26,7 +30,8 @@ from ...machine.tsc import tsc_info
 from ...measure import calibration, stats
 from ...report import output
 from ...report.report import table
-from . import netns, ping_veth
+from ..common import lockopts
+from . import netns, ping_veth, referee
 
 PLACEMENTS = ("same-cpu", "two-cpus")
 SERVER, CLIENT = 0, 1           # the emulated CPU each end runs on
@@ -83,7 +88,18 @@ def _params(cpus, transactions, rounds, trials, count, save=None):
     return {"cpus": format_cpus(cpus), "transactions": transactions,
             "rounds": rounds, "placements": placements, "sysctls": read_sysctls(),
             "trials": trials, "count": count, "save": save,
-            "veth_skipped": netns.can_admin_net(), **ping_veth.neigh_params()}
+            "veth_skipped": netns.can_admin_net(), **ping_veth.neigh_params(),
+            **_referee_params(rounds)}
+
+
+def _referee_params(rounds):
+    """The referee's plan: its rounds, and the lock and kernel build the
+    model's side runs (the host's), or why it cannot run here."""
+    why = referee.unavailable()
+    if why:
+        return {"referee_skipped": why}
+    return {"referee_rounds": max(rounds, stats.MIN_SAMPLES), "referee_algo":
+            lockopts.host_algo()["algo"], **lockopts.host_build()}
 
 
 def plan(cpus, quick):
@@ -104,7 +120,8 @@ def warm(n):
 def seconds(p, cpus):
     per_round = 0.05 + (p["transactions"] + warm(p["transactions"])) * 20e-6
     veth = 0 if p.get("veth_skipped") else ping_veth.seconds(p["trials"], p["count"])
-    return len(p["placements"]) * (p["rounds"] + 1) * per_round + veth
+    ref = referee.seconds(p["referee_rounds"]) if "referee_rounds" in p else 0
+    return len(p["placements"]) * (p["rounds"] + 1) * per_round + veth + ref
 
 
 def placement_cpus(placement, cpus):
@@ -161,7 +178,8 @@ def run(cpus, p, progress=None):
         plan = [(None, pl) for pl in placements] + \
                [(r, pl) for r, pls in enumerate(order(rounds, placements)) for pl in pls]
         # one count over both parts: the veth ping's warm-up and trials follow
-        steps = len(plan) + (0 if p.get("veth_skipped") else p["trials"] + 1)
+        steps = len(plan) + ("referee_rounds" in p) + (
+            0 if p.get("veth_skipped") else p["trials"] + 1)
         for i, (r, pl) in enumerate(plan):
             if progress:
                 progress(i, steps, f"{pl} " + ("warm-up" if r is None else f"round {r + 1}"))
@@ -186,7 +204,12 @@ def run(cpus, p, progress=None):
     if rounds < stats.MIN_SAMPLES:
         warnings.append(f"the intervals cover less than 95 %: give --rounds "
                         f"{stats.MIN_SAMPLES} or more")
-    veth_progress = progress and (lambda i, n, what: progress(len(plan) + i, len(plan) + n, what))
+    done = len(plan) + ("referee_rounds" in p)     # the referee is one step
+    if "referee_rounds" in p and progress:
+        progress(len(plan), steps, f"the kernel as referee: {len(referee.TESTS)} ops in the "
+                                   "kernel and in the model")
+    rows += referee_part(cpus, p, warnings)
+    veth_progress = progress and (lambda i, n, what: progress(done + i, done + n, what))
     out = Outcome(p, rows + veth_part(cpus, p, veth_progress, warnings), [], warnings)
     if p.get("save"):
         failed = save_profile(p["save"], calibration.dumps(profile(cpus, p, out)))
@@ -213,6 +236,15 @@ def save_profile(path, text):
             + (f"it was saved to {saved}" if saved else "it could not be saved anywhere"))
 
 
+def referee_part(cpus, p, warnings):
+    """The referee's rows on the first CPU, or none and a warning saying why."""
+    if "referee_rounds" not in p:
+        warnings.append(f"kernel referee skipped: {p.get('referee_skipped', 'not planned')}")
+        return []
+    return referee.measure(cpus[0], tsc_info()["tsc_hz"], p["referee_algo"],
+                           p["kernel_build"], p["referee_rounds"])
+
+
 def veth_part(cpus, p, progress, warnings):
     """The ARP part's rows, or none and a warning saying why it was skipped."""
     if p.get("veth_skipped"):
@@ -232,6 +264,7 @@ def text(env, extra):
     p = env["params"]
     rows = [r for r in env["results"] if r.get("test", "tcp_rr") == "tcp_rr"]
     veth = [r for r in env["results"] if r.get("test") == "veth_ping"]
+    ref = [r for r in env["results"] if r.get("placement") == referee.PLACEMENT]
     lines = [f"# kernel: TCP request/response over 127.0.0.1 (1-byte messages, TCP_NODELAY), "
              f"{p['rounds']} rounds of {p['transactions']} transactions per placement"]
     lines.append(table([(r["placement"], r["cpus"], r["tps"],
@@ -244,7 +277,9 @@ def text(env, extra):
     lines.append("host sysctls (the model's): " + (", ".join(
         f"{k} = {v} ({_core.NET_CORE_MODEL.get(k.rsplit('.', 1)[-1], '?')})"
         for k, v in sysctls.items()) or "none readable"))
-    if veth:   # else the warnings say why there is none, in one line
+    if ref:    # else the warnings say why there is none, in one line
+        lines.append(referee.text(p, ref))
+    if veth:
         lines.append(veth_text(p, veth))
     if p.get("neigh_model"):
         lines.append("ARP neighbour defaults: this host's, A's veth0's, the model's (core/arp.pyx)")
@@ -279,7 +314,10 @@ EXPERIMENT = Experiment(
                 "(TCP_NODELAY) from the C core, real system calls, client and server pinned "
                 "to one CPU and to two, rounds alternated: transactions per second and "
                 "cycles per transaction with 95 % intervals, and the host's net.core "
-                "sysctls. Then, as root, ARP on a real link: arp -d; ping -c N over a veth "
+                "sysctls. As root on x86-64, the kernel as referee: its own spin lock "
+                "pair, atomics, per-CPU increment and helper call timed inside it (BPF "
+                "test runs of hand-assembled programs), smpnet's model of each beside it, "
+                "and model / kernel. Then, as root, ARP on a real link: arp -d; ping -c N over a veth "
                 "pair between two namespaces smpnet makes and removes, first and later "
                 "echoes (skipped with a warning without root), and the host's ARP "
                 "neighbour defaults beside the model's. It calibrates; it gives no verdict.",

@@ -1,0 +1,228 @@
+"""bpf(2) from Python, with no compiler and no library: BTF, maps, programs
+assembled from raw instructions (as the kernel's verifier selftests write
+them), and BPF_PROG_TEST_RUN. The referee (referee.py) builds on it; docs:
+docs/experiments/kernel.md, "The kernel as referee".
+"""
+import ctypes
+import errno
+import os
+import platform
+import struct
+
+# include/uapi/linux/bpf.h
+BPF_MAP_CREATE, BPF_MAP_LOOKUP_ELEM, BPF_PROG_LOAD = 0, 1, 5
+BPF_PROG_TEST_RUN, BPF_BTF_LOAD = 10, 18
+BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY = 2, 6
+BPF_PROG_TYPE_XDP = 6
+XDP_PASS = 2
+# helpers (enum bpf_func_id)
+FUNC_map_lookup_elem, FUNC_get_numa_node_id = 1, 42
+FUNC_spin_lock, FUNC_spin_unlock = 93, 94
+# atomic operations (BPF_STX | BPF_ATOMIC): imm
+BPF_ADD, BPF_FETCH, BPF_XCHG, BPF_CMPXCHG = 0x00, 0x01, 0xe0 | 0x01, 0xf0 | 0x01
+SYS_BPF = {"x86_64": 321, "aarch64": 280}
+ATTR_SIZE = 128
+R0, R1, R2, R6, R10 = 0, 1, 2, 6, 10
+
+
+class BpfError(OSError):
+    """A bpf(2) command the kernel refused: errno, and the verifier's log."""
+
+    def __init__(self, what, err, log=""):
+        self.log = log
+        super().__init__(err, f"{what}: {os.strerror(err)}")
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def sys_bpf(cmd, attr, what):
+    """bpf(cmd, attr): the result (an fd or 0); BpfError on a refusal."""
+    nr = SYS_BPF.get(platform.machine())
+    if nr is None:
+        raise BpfError(what, errno.ENOSYS)
+    buf = ctypes.create_string_buffer(bytes(attr).ljust(ATTR_SIZE, b"\0"), ATTR_SIZE)
+    ret = _libc.syscall(ctypes.c_long(nr), ctypes.c_int(cmd), buf, ctypes.c_uint(ATTR_SIZE))
+    if ret < 0:
+        raise BpfError(what, ctypes.get_errno())
+    return ret, buf.raw
+
+
+# ------------------------------------------------------------ instructions
+
+def insn(code, dst=0, src=0, off=0, imm=0):
+    """struct bpf_insn: code, dst:4 | src:4, s16 off, s32 imm."""
+    return struct.pack("<BBhi", code, dst | (src << 4), off, imm)
+
+
+def mov64_imm(dst, imm):
+    return insn(0xb7, dst, imm=imm)
+
+
+def mov64_reg(dst, src):
+    return insn(0xbf, dst, src)
+
+
+def add64_imm(dst, imm):
+    return insn(0x07, dst, imm=imm)
+
+
+def st_w(dst, off, imm):       # *(u32 *)(dst + off) = imm
+    return insn(0x62, dst, off=off, imm=imm)
+
+
+def ldx_dw(dst, src, off):     # dst = *(u64 *)(src + off)
+    return insn(0x79, dst, src, off)
+
+
+def stx_dw(dst, src, off):     # *(u64 *)(dst + off) = src
+    return insn(0x7b, dst, src, off)
+
+
+def atomic_dw(op, dst, src, off):   # BPF_STX | BPF_ATOMIC | BPF_DW
+    return insn(0xdb, dst, src, off, op)
+
+
+def call(func):
+    return insn(0x85, imm=func)
+
+
+def jeq_imm(dst, imm, off):
+    return insn(0x15, dst, off=off, imm=imm)
+
+
+def exit_insn():
+    return insn(0x95)
+
+
+def ld_map_fd(dst, fd):        # BPF_LD | BPF_IMM | BPF_DW, src BPF_PSEUDO_MAP_FD: two slots
+    return insn(0x18, dst, 1, imm=fd) + insn(0)
+
+
+def lookup_or_exit(map_fd, body):
+    """The program every referee test is: look up key 0 of `map_fd` (its
+    value's address in r6), then `body` (instructions), then return
+    XDP_PASS; a failed lookup returns at once."""
+    head = (st_w(R10, -4, 0) + mov64_reg(R2, R10) + add64_imm(R2, -4) + ld_map_fd(R1, map_fd)
+            + call(FUNC_map_lookup_elem))
+    n = len(body) // 8
+    return (head + jeq_imm(R0, 0, n + 1) + mov64_reg(R6, R0) + body
+            + mov64_imm(R0, XDP_PASS) + exit_insn())
+
+
+# ------------------------------------------------------------ BTF
+
+BTF_KIND_INT, BTF_KIND_STRUCT = 1, 4
+BTF_INT_SIGNED = 1
+
+
+def btf_spin_lock_value():
+    """The BTF of `struct val { struct bpf_spin_lock lock; int pad; long cnt; }`
+    (a map value the verifier lets bpf_spin_lock() take: the lock is found by
+    its struct's name) and of `int`: (blob, int's id, struct val's id)."""
+    names = b"\0int\0bpf_spin_lock\0val\0lock\0pad\0cnt\0long\0"
+
+    def at(name):
+        return names.index(b"\0" + name + b"\0") + 1
+
+    types = b"".join([
+        # 1: int
+        struct.pack("<III", at(b"int"), BTF_KIND_INT << 24, 4),
+        struct.pack("<I", BTF_INT_SIGNED << 24 | 32),
+        # 2: struct bpf_spin_lock { int val; }
+        struct.pack("<III", at(b"bpf_spin_lock"), BTF_KIND_STRUCT << 24 | 1, 4),
+        struct.pack("<III", at(b"val"), 1, 0),
+        # 3: long
+        struct.pack("<III", at(b"long"), BTF_KIND_INT << 24, 8),
+        struct.pack("<I", BTF_INT_SIGNED << 24 | 64),
+        # 4: struct val { struct bpf_spin_lock lock; int pad; long cnt; }
+        struct.pack("<III", at(b"val"), BTF_KIND_STRUCT << 24 | 3, 16),
+        struct.pack("<III", at(b"lock"), 2, 0),
+        struct.pack("<III", at(b"pad"), 1, 32),
+        struct.pack("<III", at(b"cnt"), 3, 64),
+    ])
+    header = struct.pack("<HBBIIIII", 0xeB9F, 1, 0, 24, 0, len(types), len(types), len(names))
+    return header + types + names, 1, 4
+
+
+# ------------------------------------------------------------ objects
+
+class Bpf:
+    """The fds this process made (BTF, maps, programs), all closed by
+    close() or at the end of a `with`: nothing stays loaded."""
+
+    def __init__(self):
+        self.fds = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        while self.fds:
+            os.close(self.fds.pop())
+
+    def _keep(self, fd):
+        self.fds.append(fd)
+        return fd
+
+    def btf(self, blob):
+        raw = ctypes.create_string_buffer(blob, len(blob))
+        log = ctypes.create_string_buffer(4096)
+        attr = struct.pack("<QQIII", ctypes.addressof(raw), ctypes.addressof(log), len(blob),
+                           len(log), 1)
+        try:
+            fd, _ = sys_bpf(BPF_BTF_LOAD, attr, "BTF load")
+        except BpfError as e:
+            e.log = log.value.decode(errors="replace")
+            raise
+        return self._keep(fd)
+
+    def map(self, kind, value_size, btf=None, name=b"smpnet"):
+        """An array map of one entry (per-CPU or not), key u32."""
+        key_id, value_id, btf_fd = (btf[1], btf[2], btf[0]) if btf else (0, 0, 0)
+        attr = (struct.pack("<IIIIIII", kind, 4, value_size, 1, 0, 0, 0)
+                + name[:15].ljust(16, b"\0") + struct.pack("<IIII", 0, btf_fd, key_id, value_id))
+        fd, _ = sys_bpf(BPF_MAP_CREATE, attr, "map create")
+        return self._keep(fd)
+
+    def lookup(self, map_fd, size):
+        key = ctypes.c_uint32(0)
+        value = ctypes.create_string_buffer(size)
+        attr = struct.pack("<IIQQQ", map_fd, 0, ctypes.addressof(key), ctypes.addressof(value), 0)
+        sys_bpf(BPF_MAP_LOOKUP_ELEM, attr, "map lookup")
+        return value.raw
+
+    def prog(self, insns, name=b"smpnet"):
+        """An XDP program from raw instructions; BpfError with the verifier's
+        log when it is refused."""
+        code = ctypes.create_string_buffer(insns, len(insns))
+        lic = ctypes.create_string_buffer(b"GPL")
+        log = ctypes.create_string_buffer(1 << 16)
+        attr = (struct.pack("<IIQQIIQII", BPF_PROG_TYPE_XDP, len(insns) // 8,
+                            ctypes.addressof(code), ctypes.addressof(lic), 1, len(log),
+                            ctypes.addressof(log), 0, 0)
+                + name[:15].ljust(16, b"\0"))
+        try:
+            fd, _ = sys_bpf(BPF_PROG_LOAD, attr, "program load")
+        except BpfError as e:
+            e.log = log.value.decode(errors="replace")[-2000:]
+            raise
+        return self._keep(fd)
+
+
+PACKET = bytes(64)   # what an XDP test run gets: one Ethernet-sized frame of zeros
+
+
+def test_run(prog_fd, repeat):
+    """BPF_PROG_TEST_RUN: the program `repeat` times on this CPU; returns
+    (mean ns per run as the kernel timed it, the program's return value)."""
+    data = ctypes.create_string_buffer(PACKET, len(PACKET))
+    attr = struct.pack("<IIIIQQII", prog_fd, 0, len(PACKET), 0, ctypes.addressof(data), 0,
+                       repeat, 0)
+    _, out = sys_bpf(BPF_PROG_TEST_RUN, attr, "test run")
+    retval, = struct.unpack_from("<I", out, 4)
+    duration, = struct.unpack_from("<I", out, 36)
+    return duration, retval

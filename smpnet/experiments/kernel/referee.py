@@ -1,0 +1,200 @@
+"""The kernel as referee: the running kernel's own spin lock pair, atomics,
+per-CPU increment and helper call, timed inside it (BPF test runs of
+hand-assembled programs), beside smpnet's model of the same op on the same
+CPU in the same rounds. Docs: docs/experiments/kernel.md, "The kernel as referee".
+"""
+import errno
+import platform
+from dataclasses import dataclass
+
+from ... import _core
+from ...machine.machine import Machine
+from ...measure import stats
+from ...measure.time_bench import calibrate_loops, clean_round, pass_order
+from ..common import lockbench
+from . import bpf
+
+UNROLL = 128            # ops per program run: a test run's own cost is shared by this many
+RUN_NS = 5e6            # a test run lasts about this long (its repeat is calibrated to it)
+PLACEMENT = "in-kernel"  # the rows' placement: the kernel's figure is the row's `cycles`
+
+
+@dataclass(frozen=True)
+class Test:
+    name: str       # the row
+    kernel: str     # what one op runs in the kernel
+    model: str      # smpnet's time_bench test of the same op
+    locked: bool    # the model's test takes the host's lock
+
+
+TESTS = (
+    Test("spin_lock_pair",
+         "bpf_spin_lock() + bpf_spin_unlock(): local_irq_save, preempt_disable, the host's "
+         "arch_spin_lock, the flags in a per-CPU variable; and back (kernel/bpf/helpers.c)",
+         "spin_lock_unlock_irqsave", True),
+    Test("fetch_add", "BPF_ATOMIC BPF_ADD | BPF_FETCH on a map value: lock xadd",
+         "atomic_fetch_add", False),
+    Test("cmpxchg", "BPF_ATOMIC BPF_CMPXCHG on a map value: lock cmpxchg", "cmpxchg", False),
+    Test("xchg", "BPF_ATOMIC BPF_XCHG on a map value: xchg", "atomic_xchg", False),
+    Test("this_cpu_inc", "a per-CPU array map's value + 1 (load, add, store)",
+         "this_cpu_inc", False),
+    Test("helper_call", "call bpf_get_numa_node_id() and return, as this kernel builds it",
+         "function_call_cost", False),
+)
+
+
+def _op(test):
+    """The instructions of one op of `test`, the value's address in r6."""
+    R0, R1, R6 = bpf.R0, bpf.R1, bpf.R6
+    if test == "spin_lock_pair":
+        return (bpf.mov64_reg(R1, R6) + bpf.call(bpf.FUNC_spin_lock)
+                + bpf.mov64_reg(R1, R6) + bpf.call(bpf.FUNC_spin_unlock))
+    if test == "fetch_add":
+        return bpf.mov64_imm(R1, 1) + bpf.atomic_dw(bpf.BPF_ADD | bpf.BPF_FETCH, R6, R1, 8)
+    if test == "cmpxchg":     # 0 -> 0: it always succeeds, as the model's
+        return (bpf.mov64_imm(R0, 0) + bpf.mov64_imm(R1, 0)
+                + bpf.atomic_dw(bpf.BPF_CMPXCHG, R6, R1, 8))
+    if test == "xchg":
+        return bpf.mov64_imm(R1, 1) + bpf.atomic_dw(bpf.BPF_XCHG, R6, R1, 8)
+    if test == "this_cpu_inc":
+        return bpf.ldx_dw(R1, R6, 0) + bpf.add64_imm(R1, 1) + bpf.stx_dw(R6, R1, 0)
+    if test == "helper_call":
+        return bpf.call(bpf.FUNC_get_numa_node_id)
+    raise ValueError(test)
+
+
+def programs(k, test):
+    """(the op's program, its empty twin): the same lookup of the same map,
+    UNROLL ops or none, loaded through `k` (a bpf.Bpf)."""
+    if test == "spin_lock_pair":
+        blob, key_id, value_id = bpf.btf_spin_lock_value()
+        m = k.map(bpf.BPF_MAP_TYPE_ARRAY, 16, (k.btf(blob), key_id, value_id))
+    elif test == "this_cpu_inc":
+        m = k.map(bpf.BPF_MAP_TYPE_PERCPU_ARRAY, 16)
+    else:
+        m = k.map(bpf.BPF_MAP_TYPE_ARRAY, 16)
+    name = test.encode()[:15]
+    return (k.prog(bpf.lookup_or_exit(m, _op(test) * UNROLL), name),
+            k.prog(bpf.lookup_or_exit(m, b""), name))
+
+
+def unavailable():
+    """Why the referee cannot run here, or None: not x86-64, or bpf(2)
+    refused (not root, unprivileged BPF off, lockdown, no BTF)."""
+    if platform.machine() != "x86_64":
+        return f"not x86-64 ({platform.machine()}): the model's figures are x86's"
+    try:
+        with bpf.Bpf() as k:
+            programs(k, "spin_lock_pair")
+    except bpf.BpfError as e:
+        why = {errno.EPERM: "not permitted (it needs root: CAP_BPF and CAP_PERFMON, or "
+                            "CAP_SYS_ADMIN)",
+               errno.EACCES: "refused by the verifier or a lockdown",
+               errno.ENOSYS: "no bpf(2) here"}.get(e.errno, str(e))
+        return f"bpf(2) {why}"
+    return None
+
+
+def _kernel_round(prog, empty, repeat, reverse):
+    """One round of a test in the kernel: cycles per op, its empty twin
+    subtracted (the lookup and the test run's own cost), the two in the
+    round's order."""
+    runs = [(empty, 0), (prog, 1)]
+    ns = [0, 0]
+    for fd, i in (reversed(runs) if reverse else runs):
+        ns[i], ret = bpf.test_run(fd, repeat)
+        if ret != bpf.XDP_PASS:
+            raise bpf.BpfError(f"test run returned {ret}", errno.EIO)
+    return (ns[1] - ns[0]) / UNROLL
+
+
+def _repeat(prog):
+    ns, _ = bpf.test_run(prog, 1000)
+    return int(min(max(RUN_NS / max(ns, 1), 100), 1 << 20))
+
+
+def _measure(ctx, rounds, algo, build):
+    """In the pinned worker: every test's programs loaded (closed at the
+    end, whatever happens), then `rounds` rounds, each test's kernel round
+    and model round in turn, tests forwards and backwards by round; the
+    model's figures less its empty loop, as the kernel's less its empty twin."""
+    region = ctx.machine.segment.region_names.index("locks")
+    entries = lockbench.suite_entries([(t.model, algo if t.locked else None) for t in TESTS],
+                                      [algo], ctx.seg, region, False, "sti", build)
+    loops = [calibrate_loops(test, **where) for test, where in entries]
+    empty = calibrate_loops("for_loop")
+    with bpf.Bpf() as k:
+        progs = [programs(k, t.name) for t in TESTS]
+        repeats = [_repeat(p) for p, _ in progs]
+        kernel_ns = [[] for _ in TESTS]
+        model = [[] for _ in TESTS]
+        for r in range(rounds):
+            # the model's empty loop, this round: what its figures carry that the
+            # kernel's (an empty twin subtracted) do not
+            loop = clean_round(lambda n: _core.time_bench_round("for_loop", n), empty).per_op
+            for i in pass_order(len(TESTS), r):
+                kernel_ns[i].append(_kernel_round(*progs[i], repeats[i], r % 2 == 1))
+                test, where = entries[i]
+                model[i].append(clean_round(
+                    lambda n, test=test, where=where: _core.time_bench_round(test, n, **where),
+                    loops[i]).per_op - loop)
+    return kernel_ns, model, repeats
+
+
+def seconds(rounds):
+    """What the referee should take: each round runs every test's two
+    programs and its model round, about 10 ms each, and calibration."""
+    return 1.0 + rounds * len(TESTS) * 0.03
+
+
+def measure(cpu, tsc_hz, algo, build, rounds):
+    """Rows: each op in the kernel and in the model on `cpu`, in TSC cycles,
+    with model / kernel round by round; the model's lock is `algo`, its
+    entry points and returns kernel build `build` (the host's)."""
+    with Machine(cpus=[cpu], regions=lockbench.locks_region(1)) as m:
+        lockbench.init_locks(m, [algo])
+        kernel_ns, model, repeats = m.run(_measure, rounds, algo, build,
+                                          expected=seconds(rounds))[0]
+    rows = []
+    for t, kns, mod, rep in zip(TESTS, kernel_ns, model, repeats):
+        kcyc = [ns * tsc_hz / 1e9 for ns in kns]
+        ratio = [m_ / k_ if k_ > 0 else float("inf") for m_, k_ in zip(mod, kcyc)]
+        kfig = stats.median_fields("kernel_cycles", kcyc)
+        rows.append({"test": t.name, "placement": PLACEMENT, "cpus": str(cpu),
+                     "kernel_runs": t.kernel, "model_test": t.model,
+                     "algo": algo if t.locked else None, "kernel_build": build,
+                     **kfig, "cycles": kfig["kernel_cycles"], "cycles_lo": kfig["kernel_cycles_lo"],
+                     "cycles_hi": kfig["kernel_cycles_hi"], "cycles_samples": kcyc,
+                     **stats.median_fields("model_cycles", mod),
+                     **stats.median_fields("model_over_kernel", ratio),
+                     "kernel_ns": stats.median_ci(kns)[0], "unroll": UNROLL, "repeat": rep,
+                     "rounds": rounds, "kernel_samples": kcyc, "model_samples": mod})
+    return rows
+
+
+def within(row, low=0.9, high=1.1):
+    """Whether a row's whole model/kernel interval is inside [low, high]."""
+    return low <= row["model_over_kernel_lo"] and row["model_over_kernel_hi"] <= high
+
+
+def text(p, rows):
+    """The referee's table and what each row runs."""
+    from ...report.report import table
+
+    first = rows[0]
+    lines = [f"# the kernel as referee, CPU {first['cpus']}: each op timed inside the running "
+             f"kernel (BPF test runs, {first['unroll']} ops unrolled per run, its empty twin "
+             f"subtracted) and in smpnet's model ({p['referee_algo']}, kernel build "
+             f"{p['kernel_build']}), {first['rounds']} rounds, TSC cycles, median [95 % interval]"]
+    lines.append(table([(r["test"], f"{r['kernel_cycles']:.2f} [{r['kernel_cycles_lo']:.2f} .. "
+                         f"{r['kernel_cycles_hi']:.2f}]",
+                         f"{r['model_cycles']:.2f} [{r['model_cycles_lo']:.2f} .. "
+                         f"{r['model_cycles_hi']:.2f}]", r["model_test"],
+                         f"{r['model_over_kernel']:.3f} [{r['model_over_kernel_lo']:.3f} .. "
+                         f"{r['model_over_kernel_hi']:.3f}]",
+                         "yes" if within(r) else "no")
+                        for r in rows],
+                       ["op", "kernel cycles", "model cycles", "model's test",
+                        "model / kernel", "within 10 %"]))
+    lines += [f"  {r['test']}: {r['kernel_runs']}" for r in rows]
+    return "\n".join(lines)

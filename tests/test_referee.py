@@ -1,0 +1,100 @@
+"""The kernel as referee: the programs' shapes, that they load, run the op
+they claim and are closed, and the one-line refusal without privilege.
+Timing is the benchmarks' and the note's, never asserted here."""
+import json
+import os
+import platform
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from conftest import drop_capabilities
+from smpnet.cli import main
+from smpnet.experiments.kernel import bpf, referee
+
+root = pytest.mark.skipif(os.geteuid() != 0 or platform.machine() != "x86_64",
+                          reason="needs root on x86-64: bpf(2)")
+
+
+def _insns(code):
+    return [struct.unpack_from("<BBhi", code, i) for i in range(0, len(code), 8)]
+
+
+def test_each_program_unrolls_its_op_between_a_lookup_and_an_exit():
+    for t in referee.TESTS:
+        op = _insns(referee._op(t.name))
+        prog = _insns(bpf.lookup_or_exit(3, referee._op(t.name) * referee.UNROLL))
+        empty = _insns(bpf.lookup_or_exit(3, b""))
+        jeq = next(i for i, x in enumerate(prog) if x[0] == 0x15)
+        # the same lookup, then the body (the null check's jump is over it)
+        assert prog[:jeq] == empty[:jeq] and prog[jeq][:2] == empty[jeq][:2]
+        assert len(prog) == len(empty) + referee.UNROLL * len(op)
+        assert prog[-1][0] == 0x95 and empty[-1][0] == 0x95      # exit
+        # the null check jumps over the whole body to the return
+        assert prog[jeq + 1 + prog[jeq][2]][0] == 0xb7           # r0 = XDP_PASS
+    calls = [x[3] for x in _insns(referee._op("spin_lock_pair") * referee.UNROLL)
+             if x[0] == 0x85]
+    assert calls == [bpf.FUNC_spin_lock, bpf.FUNC_spin_unlock] * referee.UNROLL
+
+
+def test_the_lock_map_declares_a_bpf_spin_lock_in_its_btf():
+    blob, key_id, value_id = bpf.btf_spin_lock_value()
+    magic, version, _, hdr_len, _, type_len, str_off, str_len = struct.unpack_from(
+        "<HBBIIIII", blob)
+    assert (magic, version, hdr_len) == (0xeB9F, 1, 24)
+    names = blob[hdr_len + str_off:hdr_len + str_off + str_len]
+    assert b"\0bpf_spin_lock\0" in names
+    assert (key_id, value_id) == (1, 4) and len(blob) == hdr_len + type_len + str_len
+
+
+@root
+def test_the_programs_load_run_their_op_and_are_closed():
+    with bpf.Bpf() as k:
+        for t in referee.TESTS:
+            prog, empty = referee.programs(k, t.name)
+            assert bpf.test_run(prog, 10)[1] == bpf.XDP_PASS
+            assert bpf.test_run(empty, 10)[1] == bpf.XDP_PASS
+        fds = list(k.fds)
+        # fetch_add's map: its counter went up by UNROLL per run, 10 runs
+        m = k.map(bpf.BPF_MAP_TYPE_ARRAY, 16)
+        prog = k.prog(bpf.lookup_or_exit(m, referee._op("fetch_add") * referee.UNROLL))
+        bpf.test_run(prog, 10)
+        assert struct.unpack_from("<q", k.lookup(m, 16), 8)[0] == 10 * referee.UNROLL
+    for fd in fds:
+        with pytest.raises(OSError):
+            os.fstat(fd)
+
+
+@root
+def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
+    assert main(["kernel", "--json", "--cpus", str(allowed[0]), "--transactions", "20",
+                 "--rounds", "1", "--trials", "1"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    rows = [r for r in env["results"] if r["placement"] == referee.PLACEMENT]
+    assert [r["test"] for r in rows] == [t.name for t in referee.TESTS]
+    for r in rows:
+        assert len(r["kernel_samples"]) == len(r["model_samples"]) == env["params"][
+            "referee_rounds"]
+        assert r["model_over_kernel_lo"] <= r["model_over_kernel"] <= r["model_over_kernel_hi"]
+        assert r["cycles"] == r["kernel_cycles"] and r["unroll"] == referee.UNROLL
+    assert rows[0]["algo"] == env["params"]["referee_algo"]
+
+
+def test_without_privilege_the_referee_is_one_skip_line():
+    """Without a capability (root's dropped before exec, as in a locked-down
+    container), one line that says why."""
+    if os.geteuid() != 0:
+        why = referee.unavailable()
+    else:
+        r = subprocess.run([sys.executable, "-c", "from smpnet.experiments.kernel import "
+                            "referee; print(referee.unavailable())"],
+                           capture_output=True, text=True, timeout=60,
+                           preexec_fn=drop_capabilities)
+        assert r.returncode == 0, r.stderr
+        why = r.stdout.strip()
+    if platform.machine() == "x86_64":
+        assert why.startswith("bpf(2) not permitted (it needs root")
+    else:
+        assert why.startswith("not x86-64")
