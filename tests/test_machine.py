@@ -582,9 +582,15 @@ def test_ctrl_c_between_forks_leaves_no_worker(allowed, monkeypatch):
             os.kill(os.getpid(), signal.SIGINT)  # pending until the mask is restored
 
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
-    with Machine(cpus=allowed, ncpus=6, oversubscribe=True) as m:
-        with pytest.raises(Interrupted):
-            m.run(lambda ctx: _core.idle_poll(ctx.seg, 30.0))
+    # as from a terminal: a shell's background job inherits SIGINT ignored,
+    # which a run rightly leaves ignored
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with Machine(cpus=allowed, ncpus=6, oversubscribe=True) as m:
+            with pytest.raises(Interrupted):
+                m.run(lambda ctx: _core.idle_poll(ctx.seg, 30.0))
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert len(started) == 3
     # joined by the run, the third too (a process never joined stays here)
     assert not set(started) & multiprocessing.process._children

@@ -59,7 +59,10 @@ def _hammer(ctx, reg, count):
 
 def _hold_then_hammer(ctx, reg, count, hold_s, until_halted=False):
     """CPU 0 holds the lock `hold_s` seconds, or until another CPU has halted
-    waiting for it (at most 30 s), then every CPU hammers it."""
+    waiting for it (at most 30 s), then every CPU hammers it. until_halted:
+    the others start only once CPU 0 holds it, so that they must wait for it
+    however the scheduler ordered the workers (a CPU that ran first would
+    otherwise finish before CPU 0 took the lock, and never halt)."""
     if ctx.cpu == 0:
         c = _core.Cpu(ctx.seg, 0, lock_region=reg, timeout=30)
         c.spin_lock(0)
@@ -68,6 +71,11 @@ def _hold_then_hammer(ctx, reg, count, hold_s, until_halted=False):
         while time.monotonic() < deadline and not (until_halted and irq["pv_halts"].sum()):
             time.sleep(0.01)
         c.spin_unlock(0)
+    elif until_halted:
+        lock = ctx.machine.region("locks")[0]["lock"]
+        deadline = time.monotonic() + 30
+        while not lock["val"] and time.monotonic() < deadline:
+            time.sleep(0.001)
     return _hammer(ctx, reg, count)
 
 

@@ -45,11 +45,19 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+def as_from_a_terminal():
+    """The stop signals at their defaults, as a terminal's foreground job has
+    them: a shell's background job inherits SIGINT and SIGQUIT ignored, which
+    a run rightly leaves ignored."""
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def start(cwd):
     # cwd away from the source tree: `python -c` puts cwd on sys.path, and
     # the installed smpnet (with its compiled core) is the one under test
     p = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=cwd)
+                         stderr=subprocess.PIPE, text=True, cwd=cwd, preexec_fn=as_from_a_terminal)
     ready, _, _ = select.select([p.stdout], [], [], 30)
     if not ready:
         p.kill()
