@@ -57,14 +57,24 @@ def test_the_programs_load_run_their_op_and_are_closed():
             assert bpf.test_run(prog, 10)[1] == bpf.XDP_PASS
             assert bpf.test_run(empty, 10)[1] == bpf.XDP_PASS
         fds = list(k.fds)
-        # fetch_add's map: its counter went up by UNROLL per run, 10 runs
-        m = k.map(bpf.BPF_MAP_TYPE_ARRAY, 16)
-        prog = k.prog(bpf.lookup_or_exit(m, referee._op("fetch_add") * referee.UNROLL))
-        bpf.test_run(prog, 10)
-        assert struct.unpack_from("<q", k.lookup(m, 16), 8)[0] == 10 * referee.UNROLL
+        # fetch_add's and cmpxchg's words went up by one per op, UNROLL per
+        # run, 10 runs: every cmpxchg succeeded, as the model's does
+        for test in ("fetch_add", "cmpxchg"):
+            m = k.map(bpf.BPF_MAP_TYPE_ARRAY, 16)
+            prog = k.prog(bpf.lookup_or_exit(m, referee._op(test) * referee.UNROLL))
+            bpf.test_run(prog, 10)
+            assert struct.unpack_from("<q", k.lookup(m, 16), 8)[0] == 10 * referee.UNROLL, test
     for fd in fds:
         with pytest.raises(OSError):
             os.fstat(fd)
+
+
+def test_a_row_is_judged_on_its_whole_interval_and_not_under_a_cycle():
+    row = {"kernel_cycles": 12.0, "model_over_kernel_lo": 0.95, "model_over_kernel_hi": 1.05}
+    assert referee.within(row) is True
+    assert referee.within({**row, "model_over_kernel_hi": 1.11}) is False
+    assert referee.within({**row, "model_over_kernel_lo": 0.89}) is False
+    assert referee.within({**row, "kernel_cycles": referee.JUDGED_CYCLES * 0.9}) is None
 
 
 @root
@@ -82,7 +92,7 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
     assert rows[0]["algo"] == env["params"]["referee_algo"]
 
 
-def test_without_privilege_the_referee_is_one_skip_line():
+def test_without_privilege_the_referee_is_one_skip_line(tmp_path):
     """Without a capability (root's dropped before exec, as in a locked-down
     container), one line that says why."""
     if os.geteuid() != 0:
@@ -90,7 +100,7 @@ def test_without_privilege_the_referee_is_one_skip_line():
     else:
         r = subprocess.run([sys.executable, "-c", "from smpnet.experiments.kernel import "
                             "referee; print(referee.unavailable())"],
-                           capture_output=True, text=True, timeout=60,
+                           capture_output=True, text=True, timeout=60, cwd=tmp_path,
                            preexec_fn=drop_capabilities)
         assert r.returncode == 0, r.stderr
         why = r.stdout.strip()
