@@ -19,8 +19,6 @@ from ...machine import layout
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
 from ...measure import calibration, stats, verdict_facts
-from ...report import report
-from ...report.report import table
 from ...seeds import SEED_000, SEED_MACHINE
 from . import ping
 from .ping import transcript_key
