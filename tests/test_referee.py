@@ -12,7 +12,8 @@ import pytest
 
 from conftest import drop_capabilities
 from smpnet.cli import main
-from smpnet.experiments.kernel import bpf, referee
+from smpnet.experiments.common import bpf
+from smpnet.experiments.kernel import referee
 
 root = pytest.mark.skipif(os.geteuid() != 0 or platform.machine() != "x86_64",
                           reason="needs root on x86-64: bpf(2)")
@@ -96,10 +97,10 @@ def test_without_privilege_the_referee_is_one_skip_line(tmp_path):
     """Without a capability (root's dropped before exec, as in a locked-down
     container), one line that says why."""
     if os.geteuid() != 0:
-        why = referee.unavailable()
+        why = bpf.refused()
     else:
-        r = subprocess.run([sys.executable, "-c", "from smpnet.experiments.kernel import "
-                            "referee; print(referee.unavailable())"],
+        r = subprocess.run([sys.executable, "-c", "from smpnet.experiments.common import bpf; "
+                            "print(bpf.refused())"],
                            capture_output=True, text=True, timeout=60, cwd=tmp_path,
                            preexec_fn=drop_capabilities)
         assert r.returncode == 0, r.stderr
@@ -108,3 +109,13 @@ def test_without_privilege_the_referee_is_one_skip_line(tmp_path):
         assert why.startswith("bpf(2) not permitted (it needs root")
     else:
         assert why.startswith("not x86-64")
+
+
+def test_info_says_whether_the_kernel_can_referee_here(capsys, allowed):
+    cpus = ["--cpus", str(allowed[0])]
+    assert main(["info", "--json", *cpus]) == 0
+    why = json.loads(capsys.readouterr().out)["params"]["kernel_referee_refused"]
+    assert why == bpf.refused()
+    assert main(["info", *cpus]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("Kernel referee"))
+    assert (why or "available: `smpnet-bench kernel`") in line

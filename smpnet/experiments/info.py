@@ -7,12 +7,15 @@ from ..experiment import Experiment, Metric, Outcome
 from ..machine import kernel_build
 from ..machine.cpus import format_cpus
 from ..measure.time_bench import time_bench
+from .common import bpf
 
 TIMERS = ("for_loop", "tsc_read")
 
 
 def params(args, cpus):
-    return {"cpus": format_cpus(cpus)}
+    # null where `smpnet-bench kernel` can time the kernel's own lock and
+    # atomics here, else why not (one BPF program loaded and closed)
+    return {"cpus": format_cpus(cpus), "kernel_referee_refused": bpf.refused()}
 
 
 def run(cpus, p, progress=None):
@@ -54,6 +57,9 @@ def text(env, extra):
          else "not recorded"),
         ("Kernel's lock", (f"{f['kernel_lock']['algo']} ({f['kernel_lock']['why']}); "
                            "--algo host runs it") if f.get("kernel_lock") else "not known"),
+        ("Kernel referee", env["params"]["kernel_referee_refused"] or
+         "available: `smpnet-bench kernel` times the kernel's own lock pair and atomics "
+         "beside the model's"),
         ("Return thunk", "; ".join(f"{k}: {v}" for k, v in
                                    f.get("kernel_build", {}).get("return_thunk", {}).items())
          or "not reported"),
@@ -89,6 +95,6 @@ EXPERIMENT = Experiment(
                 "warnings (like pyperf system show).",
     add_options=lambda p: None, params=params, seconds=lambda p, cpus: 0.5, run=run,
     text=text, metric=Metric(("test",), "cycles", None, "cycles_min", "cycles_max"),
-    machine_options=False, plan=lambda cpus, quick: {"cpus": format_cpus(cpus)},
+    machine_options=False, plan=lambda cpus, quick: params(None, cpus),
     own_warnings=True,
 )

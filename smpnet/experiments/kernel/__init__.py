@@ -30,7 +30,7 @@ from ...machine.tsc import tsc_info
 from ...measure import calibration, stats
 from ...report import output
 from ...report.report import table
-from ..common import lockopts
+from ..common import bpf, lockopts
 from . import netns, ping_veth, referee
 
 PLACEMENTS = ("same-cpu", "two-cpus")
@@ -95,7 +95,7 @@ def _params(cpus, transactions, rounds, trials, count, save=None):
 def _referee_params(rounds):
     """The referee's plan: its rounds, and the lock and kernel build the
     model's side runs (the host's), or why it cannot run here."""
-    why = referee.unavailable()
+    why = bpf.refused()
     if why:
         return {"referee_skipped": why}
     return {"referee_rounds": max(rounds, stats.MIN_SAMPLES), "referee_algo":

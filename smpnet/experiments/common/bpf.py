@@ -1,7 +1,8 @@
 """bpf(2) from Python, with no compiler and no library: BTF, maps, programs
 assembled from raw instructions (as the kernel's verifier selftests write
-them), and BPF_PROG_TEST_RUN. The referee (referee.py) builds on it; docs:
-docs/experiments/kernel.md, "The kernel as referee".
+them), BPF_PROG_TEST_RUN, and whether this host lets the kernel referee
+(kernel's referee.py; info says it). Docs: docs/experiments/kernel.md,
+"The kernel as referee".
 """
 import ctypes
 import errno
@@ -145,6 +146,12 @@ def btf_spin_lock_value():
     return header + types + names, 1, 4
 
 
+def spin_lock_pair():
+    """bpf_spin_lock() and bpf_spin_unlock() of the lock at r6 (a map value
+    of spin_lock_map())."""
+    return mov64_reg(R1, R6) + call(FUNC_spin_lock) + mov64_reg(R1, R6) + call(FUNC_spin_unlock)
+
+
 # ------------------------------------------------------------ objects
 
 class Bpf:
@@ -211,6 +218,32 @@ class Bpf:
             e.log = log.value.decode(errors="replace")[-2000:]
             raise
         return self._keep(fd)
+
+
+def spin_lock_map(k):
+    """An array map, through `k` (a Bpf), whose value's BTF declares the
+    struct bpf_spin_lock that spin_lock_pair() takes."""
+    blob, key_id, value_id = btf_spin_lock_value()
+    return k.map(BPF_MAP_TYPE_ARRAY, 16, (k.btf(blob), key_id, value_id))
+
+
+def refused():
+    """Why the kernel cannot referee here, or None: not x86-64 (the model's
+    figures are x86's), or bpf(2) refused the most the referee asks of it,
+    a program that takes a BTF-declared spin lock (not root, unprivileged
+    BPF off, lockdown, no BTF). What it loads it closes."""
+    if platform.machine() != "x86_64":
+        return f"not x86-64 ({platform.machine()}): the model's figures are x86's"
+    try:
+        with Bpf() as k:
+            k.prog(lookup_or_exit(spin_lock_map(k), spin_lock_pair()))
+    except BpfError as e:
+        why = {errno.EPERM: "not permitted (it needs root: CAP_BPF and CAP_PERFMON, or "
+                            "CAP_SYS_ADMIN)",
+               errno.EACCES: "refused by the verifier or a lockdown",
+               errno.ENOSYS: "no bpf(2) here"}.get(e.errno, str(e))
+        return f"bpf(2) {why}"
+    return None
 
 
 PACKET = bytes(64)   # what an XDP test run gets: one Ethernet-sized frame of zeros
