@@ -76,21 +76,40 @@ def test_a_row_is_judged_on_its_whole_interval_and_not_under_a_cycle():
     assert referee.within({**row, "model_over_kernel_hi": 1.11}) is False
     assert referee.within({**row, "model_over_kernel_lo": 0.89}) is False
     assert referee.within({**row, "kernel_cycles": referee.JUDGED_CYCLES * 0.9}) is None
+    # contended: the wider bounds
+    wide = {**row, "contended": True, "model_over_kernel_lo": 0.81, "model_over_kernel_hi": 1.24}
+    assert referee.within(wide) is True and referee.within({**wide, "contended": False}) is False
+    assert referee.within({**wide, "model_over_kernel_hi": 1.26}) is False
 
 
 @root
 def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
-    assert main(["kernel", "--json", "--cpus", str(allowed[0]), "--transactions", "20",
+    cpus = allowed[:2]
+    assert main(["kernel", "--json", "--cpus", ",".join(map(str, cpus)), "--transactions", "20",
                  "--rounds", "1", "--trials", "1"]) == 0
     env = json.loads(capsys.readouterr().out)
     rows = [r for r in env["results"] if r["placement"] == referee.PLACEMENT]
-    assert [r["test"] for r in rows] == [t.name for t in referee.TESTS]
+    contended = ["spin_lock_pair_contended"] if len(cpus) == 2 else []
+    assert [r["test"] for r in rows] == [t.name for t in referee.TESTS] + contended
+    assert (("kernel referee: no contended row: it needs two CPUs and one is selected"
+             in env["warnings"]) == (not contended))
     for r in rows:
         assert len(r["kernel_samples"]) == len(r["model_samples"]) == env["params"][
             "referee_rounds"]
         assert r["model_over_kernel_lo"] <= r["model_over_kernel"] <= r["model_over_kernel_hi"]
         assert r["cycles"] == r["kernel_cycles"] and r["unroll"] == referee.UNROLL
+        assert r["cpus"] == (",".join(map(str, cpus)) if r.get("contended") else str(cpus[0]))
     assert rows[0]["algo"] == env["params"]["referee_algo"]
+
+
+def test_a_contended_op_counts_only_the_runs_every_cpu_overlapped():
+    """A CPU that started first or ended last ran alone for a while: its
+    runs outside the common window are not contended and not counted."""
+    u = referee.UNROLL
+    a = (10, [(0.0, 1.0, 1000 * u), (1.0, 2.0, 20 * u + 10), (2.0, 3.0, 40 * u + 10)])
+    b = (0, [(0.5, 1.5, 100 * u), (1.5, 2.5, 300 * u), (2.5, 3.5, 7000 * u)])
+    # the window is [0.5, 3.0]: a's last two runs, b's first two
+    assert referee._overlapped_ns_per_op([a, b]) == [30, 200]
 
 
 def test_without_privilege_the_referee_is_one_skip_line(tmp_path):

@@ -120,7 +120,8 @@ def warm(n):
 def seconds(p, cpus):
     per_round = 0.05 + (p["transactions"] + warm(p["transactions"])) * 20e-6
     veth = 0 if p.get("veth_skipped") else ping_veth.seconds(p["trials"], p["count"])
-    ref = referee.seconds(p["referee_rounds"]) if "referee_rounds" in p else 0
+    ref = (referee.seconds(p["referee_rounds"]) + referee.contended_seconds(p["referee_rounds"])
+           if "referee_rounds" in p else 0)
     return len(p["placements"]) * (p["rounds"] + 1) * per_round + veth + ref
 
 
@@ -241,8 +242,13 @@ def referee_part(cpus, p, warnings):
     if "referee_rounds" not in p:
         warnings.append(f"kernel referee skipped: {p.get('referee_skipped', 'not planned')}")
         return []
-    return referee.measure(cpus[0], tsc_info()["tsc_hz"], p["referee_algo"],
-                           p["kernel_build"], p["referee_rounds"])
+    tsc_hz, algo = tsc_info()["tsc_hz"], p["referee_algo"]
+    rows = referee.measure(cpus[0], tsc_hz, algo, p["kernel_build"], p["referee_rounds"])
+    if len(cpus) < 2:
+        warnings.append("kernel referee: no contended row: it needs two CPUs and one is selected")
+        return rows
+    return rows + [referee.measure_contended(cpus, tsc_hz, algo, p["kernel_build"],
+                                             p["referee_rounds"])]
 
 
 def veth_part(cpus, p, progress, warnings):
