@@ -208,6 +208,10 @@ def text(env, pictures):
     lines = [f"smpnet-bench all{' --quick' if quick else ''} on CPUs {env['params']['cpus']}: "
              f"{len(env['results'])} stages", "", verdict_text(env["verdicts"])]
     facts = [(v["seed"], report.fact_line(v)) for v in env["verdicts"]]
+    # a stage's word on a seed it does not measure (kernel: the referee's lock pair)
+    facts += sorted((seed, note) for r in env["results"]
+                    for seed, note in r.get("seed_notes", {}).items())
+    facts.sort(key=lambda f: f[0])      # stable: a seed's own fact first
     if any(fact for _, fact in facts):
         lines += ["", "What sets each size here, against the seed's:"]
         lines += [f"  seed {seed}: {fact}" for seed, fact in facts if fact]

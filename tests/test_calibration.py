@@ -32,6 +32,21 @@ def test_a_profile_round_trips(tmp_path):
     assert p["tcp_rr"]["two-cpus"]["us"] == 68.0 and p["sysctls"] == {"net.core.netdev_budget": 300}
 
 
+def test_a_profile_keeps_the_referees_figures_and_says_none_without_them(tmp_path):
+    ref = {"test": "spin_lock_pair", "placement": "in-kernel", "cpus": "1",
+           "kernel_cycles": 48.0, "kernel_cycles_lo": 47.0, "kernel_cycles_hi": 49.0,
+           "model_cycles": 46.0, "model_over_kernel": 0.96, "model_over_kernel_lo": 0.95,
+           "model_over_kernel_hi": 0.97, "kernel_samples": [48.0]}
+    p = calibration.from_kernel(ROWS + [ref], {}, 2.6e9)
+    assert p["referee"] == {"spin_lock_pair": {k: v for k, v in ref.items()
+                                               if k not in ("test", "placement",
+                                                            "kernel_samples")}}
+    assert profile(tmp_path)[0]["referee"] is None
+    path = tmp_path / "with.json"
+    path.write_text(calibration.dumps(p))
+    assert calibration.load(str(path))["referee"]["spin_lock_pair"]["model_over_kernel"] == 0.96
+
+
 @pytest.mark.parametrize("change,why", [
     ({"kind": "something else"}, "not a calibration profile"),
     ({"version": 99}, "profile version 99"),

@@ -56,8 +56,18 @@ def from_kernel(rows, params, tsc_hz):
     return {"kind": KIND, "version": VERSION, "smpnet": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "machine": dict(machine(), tsc_hz=tsc_hz), "tcp_rr": tcp,
-            "veth_ping": veth_summary(rows),
+            "veth_ping": veth_summary(rows), "referee": referee_summary(rows),
             "sysctls": params.get("sysctls", {})}
+
+
+def referee_summary(rows):
+    """The kernel as referee, kept with the profile: per op (contended ones
+    named so), the kernel's and the model's cycles and their ratio with its
+    interval; None where the referee did not run."""
+    keys = ("kernel_cycles", "kernel_cycles_lo", "kernel_cycles_hi", "model_cycles",
+            "model_over_kernel", "model_over_kernel_lo", "model_over_kernel_hi", "cpus")
+    out = {r["test"]: {k: r[k] for k in keys} for r in rows if "model_over_kernel" in r}
+    return out or None
 
 
 def veth_summary(rows):

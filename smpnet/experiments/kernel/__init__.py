@@ -211,7 +211,9 @@ def run(cpus, p, progress=None):
                                    "kernel and in the model")
     rows += referee_part(cpus, p, warnings)
     veth_progress = progress and (lambda i, n, what: progress(done + i, done + n, what))
-    out = Outcome(p, rows + veth_part(cpus, p, veth_progress, warnings), [], warnings)
+    note = referee.seed_003_note(rows)
+    out = Outcome(p, rows + veth_part(cpus, p, veth_progress, warnings), [], warnings,
+                  {"seed_notes": {"003": note}} if note else {})
     if p.get("save"):
         failed = save_profile(p["save"], calibration.dumps(profile(cpus, p, out)))
         if failed:

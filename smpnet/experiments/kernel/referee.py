@@ -258,6 +258,21 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds):
             "model_samples": model}
 
 
+def seed_003_note(rows):
+    """What `all` says under seed 003: the lock pair the seed's irqsave
+    takes, timed inside this kernel, against the model's; None without it."""
+    r = next((r for r in rows if r.get("test") == "spin_lock_pair"
+              and not r.get("contended")), None)
+    if r is None:
+        return None
+    return (f"the kernel's own irqsave lock pair (bpf_spin_lock), timed inside it on CPU "
+            f"{r['cpus']}: {r['kernel_cycles']:.1f} [{r['kernel_cycles_lo']:.1f} .. "
+            f"{r['kernel_cycles_hi']:.1f}] cycles; the model's ({r['algo']}, "
+            f"{r['kernel_build']}) {r['model_cycles']:.1f}: model / kernel "
+            f"{r['model_over_kernel']:.3f} [{r['model_over_kernel_lo']:.3f} .. "
+            f"{r['model_over_kernel_hi']:.3f}]")
+
+
 def text(p, rows):
     """The referee's table and what each row runs."""
     from ...report.report import table
