@@ -13,7 +13,7 @@ import pytest
 from conftest import drop_capabilities
 from smpnet.cli import main
 from smpnet.experiments.common import bpf
-from smpnet.experiments.kernel import referee
+from smpnet.experiments.kernel import kernel_text, referee
 
 root = pytest.mark.skipif(os.geteuid() != 0 or platform.machine() != "x86_64",
                           reason="needs root on x86-64: bpf(2)")
@@ -100,6 +100,10 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
         assert r["cycles"] == r["kernel_cycles"] and r["unroll"] == referee.UNROLL
         assert r["cpus"] == (",".join(map(str, cpus)) if r.get("contended") else str(cpus[0]))
     assert rows[0]["algo"] == env["params"]["referee_algo"]
+    # what the programs run, listed from the kernel's text (where objdump is)
+    listed = env["params"]["kernel_text"]
+    assert (set(kernel_text.HELPERS) <= set(listed)) == (
+        not any(w.startswith("kernel referee: what it runs not listed") for w in env["warnings"]))
 
 
 def test_a_contended_op_counts_only_the_runs_every_cpu_overlapped():
@@ -138,3 +142,35 @@ def test_info_says_whether_the_kernel_can_referee_here(capsys, allowed):
     assert main(["info", *cpus]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("Kernel referee"))
     assert (why or "available: `smpnet-bench kernel`") in line
+
+
+# ------------------------------------------------------------ the kernel's text
+
+def test_the_summary_names_where_each_function_branches_out():
+    f = {"bpf_spin_lock": ["ffffffff81000000: call 0xffffffff81000100 <__bpf_spin_lock_irqsave>",
+                           "ffffffff81000005: xor %eax,%eax",
+                           "ffffffff81000007: jne 0xffffffff81000009 <bpf_spin_lock+0x9>",
+                           "ffffffff81000009: jmp 0xffffffff82000000 <its_return_thunk>"],
+         "its_return_thunk": ["ffffffff82000000: ret"]}
+    assert kernel_text.summary(f) == [
+        "bpf_spin_lock: 4 instructions; call __bpf_spin_lock_irqsave, jmp its_return_thunk",
+        "its_return_thunk: 1 instructions"]
+
+
+@root
+def test_the_helpers_are_read_back_from_the_kernel_and_a_bad_address_is_refused():
+    functions, why = kernel_text.listing()
+    if why and why.startswith("no objdump"):
+        assert not functions
+        return
+    assert why is None, why
+    syms = dict((name, a) for a, name in kernel_text.kallsyms())
+    for helper in kernel_text.HELPERS:
+        # the listing starts at the symbol's own address, and every helper
+        # branches somewhere by name (its body, a return thunk) or returns
+        assert functions[helper][0].startswith(f"{syms[helper]:x}: ")
+        assert any(" <" in x or x.endswith(": ret") for x in functions[helper]), helper
+    assert len(functions) <= kernel_text.MAX_FUNCTIONS
+    with bpf.Bpf() as k:
+        with pytest.raises(bpf.BpfError, match="read of kernel memory at 0x0"):
+            bpf.read_kernel(k, 0, 16)

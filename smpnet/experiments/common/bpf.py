@@ -19,11 +19,12 @@ XDP_PASS = 2
 # helpers (enum bpf_func_id)
 FUNC_map_lookup_elem, FUNC_get_numa_node_id = 1, 42
 FUNC_spin_lock, FUNC_spin_unlock = 93, 94
+FUNC_probe_read_kernel = 113
 # atomic operations (BPF_STX | BPF_ATOMIC): imm
 BPF_ADD, BPF_FETCH, BPF_XCHG, BPF_CMPXCHG = 0x00, 0x01, 0xe0 | 0x01, 0xf0 | 0x01
 SYS_BPF = {"x86_64": 321, "aarch64": 280}
 ATTR_SIZE = 128
-R0, R1, R2, R6, R10 = 0, 1, 2, 6, 10
+R0, R1, R2, R3, R6, R10 = 0, 1, 2, 3, 6, 10
 
 
 class BpfError(OSError):
@@ -98,6 +99,12 @@ def exit_insn():
 
 def ld_map_fd(dst, fd):        # BPF_LD | BPF_IMM | BPF_DW, src BPF_PSEUDO_MAP_FD: two slots
     return insn(0x18, dst, 1, imm=fd) + insn(0)
+
+
+def ld_imm64(dst, value):      # BPF_LD | BPF_IMM | BPF_DW: two slots, the low word first
+    value &= (1 << 64) - 1
+    return (insn(0x18, dst, imm=struct.unpack("<i", struct.pack("<I", value & 0xffffffff))[0])
+            + insn(0, imm=struct.unpack("<i", struct.pack("<I", value >> 32))[0]))
 
 
 def lookup_or_exit(map_fd, body):
@@ -225,6 +232,28 @@ def spin_lock_map(k):
     struct bpf_spin_lock that spin_lock_pair() takes."""
     blob, key_id, value_id = btf_spin_lock_value()
     return k.map(BPF_MAP_TYPE_ARRAY, 16, (k.btf(blob), key_id, value_id))
+
+
+TEXT_CHUNK = 512    # bytes of kernel memory one read_kernel() test run copies
+
+
+def read_kernel(k, address, size):
+    """`size` bytes of the running kernel's memory at `address` (its text,
+    as this boot patched it), copied by bpf_probe_read_kernel() into a map
+    value by one test run per TEXT_CHUNK: it needs CAP_PERFMON, as the
+    referee's other programs do. BpfError if a read is refused."""
+    m = k.map(BPF_MAP_TYPE_ARRAY, TEXT_CHUNK)
+    out = b""
+    for at in range(address, address + size, TEXT_CHUNK):
+        # a failed read returns XDP_ABORTED (0), not the map's stale bytes
+        prog = k.prog(lookup_or_exit(m, mov64_reg(R1, R6) + mov64_imm(R2, TEXT_CHUNK)
+                                     + ld_imm64(R3, at) + call(FUNC_probe_read_kernel)
+                                     + jeq_imm(R0, 0, 2) + mov64_imm(R0, 0) + exit_insn()))
+        if test_run(prog, 1)[1] != XDP_PASS:
+            raise BpfError(f"read of kernel memory at {at:#x}", errno.EIO)
+        out += k.lookup(m, TEXT_CHUNK)
+        os.close(k.fds.pop())       # this chunk's program: done with
+    return out[:size]
 
 
 def refused():

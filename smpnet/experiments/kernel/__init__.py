@@ -31,7 +31,7 @@ from ...measure import calibration, stats
 from ...report import output
 from ...report.report import table
 from ..common import bpf, lockopts
-from . import netns, ping_veth, referee
+from . import kernel_text, netns, ping_veth, referee
 
 PLACEMENTS = ("same-cpu", "two-cpus")
 SERVER, CLIENT = 0, 1           # the emulated CPU each end runs on
@@ -246,6 +246,10 @@ def referee_part(cpus, p, warnings):
         return []
     tsc_hz, algo = tsc_info()["tsc_hz"], p["referee_algo"]
     rows = referee.measure(cpus[0], tsc_hz, algo, p["kernel_build"], p["referee_rounds"])
+    functions, why = kernel_text.listing()
+    p["kernel_text"] = functions
+    if why:
+        warnings.append(f"kernel referee: what it runs not listed: {why}")
     if len(cpus) < 2:
         warnings.append("kernel referee: no contended row: it needs two CPUs and one is selected")
         return rows
@@ -287,6 +291,10 @@ def text(env, extra):
         for k, v in sysctls.items()) or "none readable"))
     if ref:    # else the warnings say why there is none, in one line
         lines.append(referee.text(p, ref))
+        if p.get("kernel_text"):
+            lines.append("  what the helpers run here, read from this kernel's text (the "
+                         "listing: params.kernel_text in the JSON):")
+            lines += [f"    {x}" for x in kernel_text.summary(p["kernel_text"])]
     if veth:
         lines.append(veth_text(p, veth))
     if p.get("neigh_model"):

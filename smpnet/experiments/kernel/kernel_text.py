@@ -1,0 +1,109 @@
+"""What the referee's programs run, read from the running kernel: the
+helpers' bodies and the functions they call, as this boot patched them
+(alternatives, return thunks), disassembled. Docs:
+docs/experiments/kernel.md, "The kernel as referee".
+"""
+import re
+import shutil
+import subprocess
+import tempfile
+
+from ..common import bpf
+
+HELPERS = ("bpf_spin_lock", "bpf_spin_unlock", "bpf_get_numa_node_id")
+MAX_FUNCTIONS = 16      # the helpers and what they call, breadth first
+MAX_DEPTH = 2           # the helpers' callees and theirs: the slow path named, not walked
+MAX_BYTES = 1024        # of one function: a lock's slow path is listed by name, not followed
+_BRANCH = re.compile(r"\b(call|jmp)q?\s+0x([0-9a-f]+)$")
+
+
+def kallsyms(path="/proc/kallsyms"):
+    """Text symbols as [(address, name)], sorted; empty where the addresses
+    are hidden (kptr_restrict, not root)."""
+    syms = []
+    with open(path) as f:
+        for line in f:
+            addr, kind, name = line.split()[:3]
+            if kind in "tTwW" and int(addr, 16):
+                syms.append((int(addr, 16), name))
+    return sorted(syms)
+
+
+def _disassemble(code, address):
+    """objdump's lines for `code` loaded at `address`: (address, text)."""
+    with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+        f.write(code)
+        f.flush()
+        out = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64",
+                              f"--adjust-vma={address:#x}", f.name],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+    lines = []
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[0].strip().endswith(":"):
+            lines.append((int(parts[0].strip()[:-1], 16), " ".join(parts[2].split())))
+    return lines
+
+
+def listing(helpers=HELPERS):
+    """(functions, why): functions maps each name to its instructions, each
+    "address: instruction" with a branch's target named (<name+off>), the
+    helpers first, then what they call or jump to, breadth first; why is
+    None, or why nothing could be listed (then functions is {})."""
+    if not shutil.which("objdump"):
+        return {}, "no objdump (binutils) to disassemble it"
+    try:
+        syms = kallsyms()
+    except OSError as e:
+        return {}, f"/proc/kallsyms: {e.strerror}"
+    if not syms:
+        return {}, "/proc/kallsyms hides the addresses (kptr_restrict)"
+    start = {name: a for a, name in syms}
+    ends = {a: b for (a, _), (b, _) in zip(syms, syms[1:])}
+
+    def named(target):
+        i = max((i for i, (a, _) in enumerate(syms) if a <= target), default=None)
+        if i is None:
+            return hex(target)
+        a, name = syms[i]
+        return name if a == target else f"{name}+{target - a:#x}"
+
+    todo, out = [(h, 0) for h in helpers if h in start], {}
+    try:
+        with bpf.Bpf() as k:
+            while todo and len(out) < MAX_FUNCTIONS:
+                name, depth = todo.pop(0)
+                if name in out:
+                    continue
+                a = start[name]
+                size = min(ends.get(a, a + MAX_BYTES) - a, MAX_BYTES)
+                body = []
+                for at, insn in _disassemble(bpf.read_kernel(k, a, size), a):
+                    m = _BRANCH.search(insn)
+                    if m:
+                        target = int(m.group(2), 16)
+                        insn += f" <{named(target)}>"
+                        if (target in ends and not a <= target < a + size
+                                and depth < MAX_DEPTH):
+                            todo.append((named(target), depth + 1))
+                    body.append(f"{at:x}: {insn}")
+                out[name] = body
+    except (bpf.BpfError, subprocess.SubprocessError, OSError) as e:
+        return {}, f"kernel text not read: {e}"
+    return out, None
+
+
+def summary(functions):
+    """One line per function: its size in instructions and where it
+    branches to by name (calls, and jumps out of it: tail calls, the
+    return thunk)."""
+    lines = []
+    for name, body in functions.items():
+        out = []
+        for insn in body:
+            m = re.search(r"\b(call|jmp)q?\s+0x[0-9a-f]+ <([^>+]+)>$", insn)
+            if m and m.group(2) != name:
+                out.append(f"{m.group(1)} {m.group(2)}")
+        lines.append(f"{name}: {len(body)} instructions" +
+                     (f"; {', '.join(dict.fromkeys(out))}" if out else ""))
+    return lines
