@@ -135,3 +135,18 @@ def drop_capabilities():
     libc = ctypes.CDLL(None, use_errno=True)
     for cap in range(64):
         libc.prctl(24, cap, 0, 0, 0)    # PR_CAPBSET_DROP; past the last cap: EINVAL
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def assert_all_gone(m):
+    """Every worker machine `m` started has registered and is gone."""
+    pids = [int(p) for p in m.cpu_state["pid"] if p]
+    assert pids, "workers never registered"
+    assert not any(pid_alive(p) for p in pids)
