@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from conftest import drop_capabilities
+from conftest import code_of, drop_capabilities
+from smpnet import _core
 from smpnet.cli import main
 from smpnet.experiments.common import bpf
 from smpnet.experiments.kernel import kernel_text, referee
@@ -38,6 +39,21 @@ def test_each_program_unrolls_its_op_between_a_lookup_and_an_exit():
     calls = [x[3] for x in _insns(referee._op("spin_lock_pair") * referee.UNROLL)
              if x[0] == 0x85]
     assert calls == [bpf.FUNC_spin_lock, bpf.FUNC_spin_unlock] * referee.UNROLL
+
+
+def test_the_models_helper_call_is_calls_back_to_back_as_the_kernels(core_functions):
+    # the kernel's program calls its helper UNROLL times in a row; the
+    # model's loop must hold TB_CALL_UNROLL calls with nothing between
+    # them, and the referee share the empty loop among them
+    t = next(t for t in referee.TESTS if t.name == "helper_call")
+    assert t.per_loop == _core.TB_CALL_UNROLL > 1
+    body = code_of(core_functions, "__pyx_f_6smpnet_5_core_tb_" + t.model)
+    insns = [line.split("\t")[-1].split()[0] for line in body.splitlines() if "\t" in line]
+    calls = [i for i, x in enumerate(insns) if x == "call"]
+    assert len(calls) == t.per_loop
+    between = [x for x in insns[calls[0]:calls[-1]] if x != "call"]
+    assert len(between) <= 1        # at most the loop counter's add, scheduled among them
+    assert referee.TESTS[0].per_loop == 1
 
 
 def test_the_lock_map_declares_a_bpf_spin_lock_in_its_btf():

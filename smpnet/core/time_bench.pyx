@@ -110,6 +110,11 @@ cdef uint64_t tb_function_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
     return tsc_stop() - t0
 
 
+cdef uint64_t tb_function_calls_unrolled(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the referee's helper_call: calls back to back (time_bench.h)
+    return tb_calls_back_to_back(loops)
+
+
 cdef uint64_t tb_func_ptr_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
     cdef uint64_t i, t0 = tsc_start()
     for i in range(loops):
@@ -195,6 +200,10 @@ tb_test("spin_lock_unlock_irqsave_nopushf", NULL, TB_NEEDS_LOCK, TB_VARIANT_IRQS
 tb_test("atomic_fetch_add", tb_atomic_fetch_add, TB_NEEDS_NOTHING, -1, False)
 tb_test("atomic_xchg", tb_atomic_xchg, TB_NEEDS_NOTHING, -1, False)
 tb_test("this_cpu_inc", tb_this_cpu_inc, TB_NEEDS_NOTHING, -1, False)
+tb_test("function_calls_unrolled", tb_function_calls_unrolled, TB_NEEDS_NOTHING, -1, False)
+
+# calls in one iteration of function_calls_unrolled's loop
+TB_CALL_UNROLL = TB_CALL_UNROLL_C
 
 # (name, needs: 0 nothing, 1 a CPU's IRQ state, 2 a lock too), in table order
 TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _, _ in tb_rows)

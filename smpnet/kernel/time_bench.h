@@ -14,6 +14,26 @@ static __attribute__((noinline)) void tb_empty_function(void)
 	barrier();
 }
 
+/* The referee's helper_call (experiments/kernel/referee.py): calls back to
+ * back, TB_CALL_UNROLL in a loop iteration, as its BPF program calls the
+ * kernel's helper 128 times in a row. One call a loop iteration
+ * (function_call_cost) overlaps the call with the loop's own branch, which
+ * the empty loop subtracted does not undo: a different op. `loops` counts
+ * calls (rounded down to a whole iteration). */
+#define TB_CALL_UNROLL	16
+
+static __always_inline uint64_t tb_calls_back_to_back(uint64_t loops)
+{
+	uint64_t i, t0 = tsc_start();
+
+	for (i = 0; i < loops / TB_CALL_UNROLL; i++) {
+		_Pragma("GCC unroll 16")
+		for (int j = 0; j < TB_CALL_UNROLL; j++)
+			tb_empty_function();
+	}
+	return tsc_stop() - t0;
+}
+
 /* Called through a pointer the compiler cannot see through: func_ptr_call_cost. */
 static void (*volatile tb_function_ptr)(void) = tb_empty_function;
 
