@@ -36,7 +36,9 @@ def test_a_profile_keeps_the_referees_figures_and_says_none_without_them(tmp_pat
     ref = {"test": "spin_lock_pair", "placement": "in-kernel", "cpus": "1",
            "kernel_cycles": 48.0, "kernel_cycles_lo": 47.0, "kernel_cycles_hi": 49.0,
            "model_cycles": 46.0, "model_over_kernel": 0.96, "model_over_kernel_lo": 0.95,
-           "model_over_kernel_hi": 0.97, "kernel_samples": [48.0]}
+           "model_over_kernel_hi": 0.97, "kernel_samples": [48.0],
+           "model_test": "spin_lock_unlock_irqsave", "algo": "qspinlock",
+           "kernel_build": "x86-preempt"}
     p = calibration.from_kernel(ROWS + [ref], {}, 2.6e9)
     assert p["referee"] == {"spin_lock_pair": {k: v for k, v in ref.items()
                                                if k not in ("test", "placement",

@@ -157,6 +157,59 @@ def test_the_locks_text_has_time_bench_lines(capsys):
     assert "seed 003:" in out
 
 
+REFEREE = {"spin_lock_pair": {"kernel_cycles": 40.0, "kernel_cycles_lo": 39.0,
+                              "kernel_cycles_hi": 41.0, "model_cycles": 38.0,
+                              "model_over_kernel": 0.95, "model_over_kernel_lo": 0.94,
+                              "model_over_kernel_hi": 0.96, "cpus": "1",
+                              "model_test": "spin_lock_unlock_irqsave", "algo": "ticket",
+                              "kernel_build": "x86-preempt"},
+           "cmpxchg": {"kernel_cycles": 20.0, "kernel_cycles_lo": 19.0, "kernel_cycles_hi": 21.0,
+                       "model_cycles": 19.0, "model_over_kernel": 0.95,
+                       "model_over_kernel_lo": 0.9, "model_over_kernel_hi": 1.0, "cpus": "1",
+                       "model_test": "cmpxchg", "algo": None, "kernel_build": "x86-preempt"}}
+
+
+def test_locks_shows_a_profiles_referee_beside_its_rows_of_the_same_path():
+    from smpnet.experiments import locks as locks_cmd
+
+    def row(test, cycles, algo=None, build="inline"):
+        return {"test": test, "cycles": cycles, "algo": algo, "kernel_build": build}
+    rows = [row("for_loop", 1.0), row("cmpxchg", 23.0),
+            row("spin_lock_unlock_irqsave", 31.0, "ticket", "inline"),   # another build
+            row("spin_lock_unlock_irqsave", 51.0, "qspinlock", "x86-preempt"),  # another lock
+            row("spin_lock_unlock_irqsave", 45.0, "ticket", "x86-preempt")]
+    text = "\n".join(locks_cmd.referee_lines({"referee": REFEREE, "source": "/p.json",
+                                              "created": "then"}, rows))
+    assert "from the profile /p.json (measured then on CPU 1)" in text
+    lines = {line.split()[0]: line.split() for line in text.splitlines()[3:]}
+    assert lines["spin_lock_pair"][-2:] == ["44.000", "1.100"]    # (45 - 1) / 40
+    assert lines["cmpxchg"][-2:] == ["22.000", "1.100"]           # (23 - 1) / 20
+    assert lines["cmpxchg"][-2:] != ["not", "run"]
+    without = locks_cmd.referee_lines({"referee": REFEREE}, rows[1:])   # no empty loop: none
+    assert all(line.endswith("not run") for line in without[-1].splitlines()[2:])
+    assert locks_cmd.referee_lines(None, rows) == []
+    assert "the profile has none" in locks_cmd.referee_lines({"referee": None}, rows)[1]
+
+
+def test_locks_takes_a_profile_and_refuses_a_missing_one(capsys, tmp_path, allowed):
+    from smpnet.measure import calibration
+    tcp = {"test": "tcp_rr", "placement": "same-cpu", "cycles": 12000.0, "cycles_lo": 11000.0,
+           "cycles_hi": 13000.0, "us": 4.6}
+    prof = calibration.from_kernel([tcp], {}, 2.6e9)
+    prof["referee"] = REFEREE
+    path = tmp_path / "p.json"
+    path.write_text(calibration.dumps(prof))
+    assert main(["locks", "--cpus", str(allowed[0]), "--algo", "ticket", "--variant", "irqsave",
+                 "--kernel-build", "x86-preempt", "--rounds", "2", "--loops", "1000",
+                 "--calibration", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Kernel as referee, from the profile " + str(path) in out
+    pair = next(line for line in out.splitlines() if line.startswith("spin_lock_pair "))
+    assert "not run" not in pair
+    assert main(["locks", "--calibration", str(tmp_path / "none.json")]) == 2
+    assert "--calibration" in capsys.readouterr().err
+
+
 def test_locks_contended_json(capsys, allowed):
     assert main(["locks", "--contended", "--json", "--duration", "0.05", "--variant", "plain",
                  "--ncpus", "3", "--oversubscribe"]) == 0

@@ -8,7 +8,7 @@ from ..errors import BadInput
 from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
 from ..machine import kernel_build
 from ..machine.cpus import format_cpus
-from ..measure import stats
+from ..measure import calibration, stats
 from ..measure.time_bench import BUILT
 from ..report import report
 from ..report.report import table
@@ -28,6 +28,8 @@ def add_options(p):
     p.add_argument("--contended", action="store_true",
                    help="every selected CPU hammers one shared lock (the contended experiment)")
     lockopts.add_contended_options(p, "with --contended: ")
+    calibration.add_option(p, "(default: none)", use="whose kernel-as-referee rows (the "
+                           "kernel's own lock pair and atomics) are shown beside this run's")
 
 
 def params(args, cpus):
@@ -43,7 +45,8 @@ def params(args, cpus):
             "restore": args.restore, "check": args.check, "contended": False,
             "kernel_build": builds, "kernel_build_record": record, "seed_003_builds": [],
             "algo_host": host,
-            "loops": args.loops, "rounds": args.rounds or ROUNDS, "cpu": cpus[0]}
+            "loops": args.loops, "rounds": args.rounds or ROUNDS, "cpu": cpus[0],
+            "calibration": calibration.from_args(args)}
 
 
 def _builds(p):
@@ -117,7 +120,7 @@ def plan(cpus, quick):
             "kernel_build_record": host["kernel_build_record"], "algo_host": None,
             "seed_003_builds": [b for b in (_all_seed_003_build(host["kernel_build"]),)
                                 if b != host["kernel_build"]],
-            "loops": None, "rounds": rounds, "cpu": cpus[0]}
+            "loops": None, "rounds": rounds, "cpu": cpus[0], "calibration": None}
 
 
 def _built(r):
@@ -169,7 +172,44 @@ def text(env, extra):
         lines.append(f"seed 003: no verdict (it needs the irq and irqsave variants and "
                      f"--rounds {2 * stats.MIN_SAMPLES} or more: {stats.MIN_SAMPLES} blocks of two)")
     lines.append(lockbench.checker_text(p.get("checker_reports", {}), p["check"]))
+    lines += referee_lines(p.get("calibration"), rows)
     return "\n".join(lines)
+
+
+def _same_path(row, ref):
+    """Whether a row of this run times the op a referee row's model did:
+    its test, and for a lock its algorithm and kernel build."""
+    return (row["test"] == ref.get("model_test") and not row.get("contended")
+            and (ref.get("algo") is None or (row["algo"] == ref["algo"] and
+                                             row.get("kernel_build") == ref.get("kernel_build"))))
+
+
+def referee_lines(cal, rows):
+    """The kernel as referee from a profile (--calibration, or `all`'s):
+    each op the kernel timed inside itself then, and this run's row of the
+    same path beside it; nothing without a profile or its referee."""
+    ref = (cal or {}).get("referee")
+    if not ref:
+        return [] if cal is None else ["", "Kernel as referee: the profile has none (it was "
+                                       "saved without root, or not on x86-64)"]
+    # the referee's model figures are less the empty loop, as the kernel's are
+    # less its empty program; this run's rows carry it (text(): "Loop overhead")
+    loop = next((row["cycles"] for row in rows if row["test"] == "for_loop"), None)
+    cells = []
+    for op, r in ref.items():
+        mine = next((row["cycles"] - loop for row in rows if _same_path(row, r)), None) \
+            if loop is not None else None
+        cells.append((op, lockbench.figure(r["kernel_cycles"], (r["kernel_cycles_lo"],
+                                                                 r["kernel_cycles_hi"]), 2),
+                      r.get("model_test") or "-", f"{r['model_over_kernel']:.3f}", mine,
+                      f"{mine / r['kernel_cycles']:.3f}" if mine is not None else "not run"))
+    return ["", f"Kernel as referee, from the profile {cal.get('source', '')} (measured "
+            f"{cal.get('created', '?')} on CPU {next(iter(ref.values())).get('cpus')}): each op "
+            "timed inside the running kernel then, TSC cycles; beside it this run's row of the "
+            "same path (test, and for the lock pair its algorithm and build), less its empty "
+            "loop as the referee's model is",
+            table(cells, ["op", "kernel cycles [95 % interval]", "model's test",
+                          "model / kernel then", "this run's cycles - loop", "this run / kernel"])]
 
 
 def harness_text(rows, check, restore):
@@ -281,5 +321,5 @@ EXPERIMENT = Experiment(
     metric=Metric(("test", "algo", "variant", "restore", "kernel_build", "contended"), "cycles",
                   "samples", "cycles_min", "cycles_max", defaults={"kernel_build": "inline"}),
     kinds=("contended", {True: "contended", False: "locks"}), plan=plan, seeds=("003",), plot=plot,
-    delegate=lambda args: "contended" if args.contended else None,
+    delegate=lambda args: "contended" if args.contended else None, calibrated=True,
 )

@@ -36,11 +36,11 @@ CALLS_PER_TRANSACTION = 4
 SAME_MACHINE = ("cpu_model", "kernel")
 
 
-def add_option(p, default="(default: none, the raw model)"):
+def add_option(p, default="(default: none, the raw model)",
+               use="whose measured host-kernel costs the model charges"):
     p.add_argument("--calibration", metavar="PATH",
-                   help="a calibration profile (smpnet-bench kernel --save PATH) whose "
-                        f"measured host-kernel costs the model charges {default}; see "
-                        "docs/calibration.md")
+                   help=f"a calibration profile (smpnet-bench kernel --save PATH) {use} "
+                        f"{default}; see docs/calibration.md")
 
 
 def machine():
@@ -65,8 +65,9 @@ def referee_summary(rows):
     named so), the kernel's and the model's cycles and their ratio with its
     interval; None where the referee did not run."""
     keys = ("kernel_cycles", "kernel_cycles_lo", "kernel_cycles_hi", "model_cycles",
-            "model_over_kernel", "model_over_kernel_lo", "model_over_kernel_hi", "cpus")
-    out = {r["test"]: {k: r[k] for k in keys} for r in rows if "model_over_kernel" in r}
+            "model_over_kernel", "model_over_kernel_lo", "model_over_kernel_hi", "cpus",
+            "model_test", "algo", "kernel_build")
+    out = {r["test"]: {k: r.get(k) for k in keys} for r in rows if "model_over_kernel" in r}
     return out or None
 
 
