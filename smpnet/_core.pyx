@@ -47,7 +47,9 @@ from smpnet.kernel.spinlock_api_smp cimport (
     SPIN_NR_VARIANTS, spin_variant_names, VARIANT_PLAIN, VARIANT_BH, VARIANT_IRQ,
     VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK, VARIANT_IRQ_DISABLE_BEFORE_LOCK,
     SPIN_NR_ENTRIES, spin_entry_names, kbuild_calls_of)
-from smpnet.kernel.kernel_build cimport KBUILD_NR, kernel_build_names, RETHUNK_MODELLED
+from smpnet.kernel.kernel_build cimport (KBUILD, KBUILD_NR, KRET_NR, KSHAPE_NR, kbuild_valid,
+                                         kernel_return_names, kernel_shape_names,
+                                         RETHUNK_MODELLED)
 from smpnet.kernel.reference cimport ref_spin_lock_unlock
 from smpnet.kernel.time_bench cimport (tb_empty_function, tb_calls_back_to_back, TB_CALL_UNROLL_C,
                                        tb_function_ptr, tb_lock_loop_t, tb_lock_loop_of, tb_cpu_loop_of, TB_VARIANT_IRQSAVE_NOPUSHF,

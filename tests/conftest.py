@@ -95,6 +95,29 @@ def core_functions():
     return dict(re.findall(r"^[0-9a-f]+ <([^>]+)>:\n(.*?)(?:\n\n|\Z)", asm, re.S | re.M))
 
 
+def loop_tag(build):
+    """How time_bench.h's loops name kernel build `build` (its shape and its
+    return's number): tb_lock_loop_<variant>_<algo>_<tag>_<check>_<popf>."""
+    from smpnet import _core
+    from smpnet.machine import kernel_build
+
+    shape, ret = kernel_build.split(build)
+    return f"KSHAPE_{shape.upper().replace('-', '_')}_{_core.KERNEL_RETURNS[ret]}"
+
+
+def thunk_addresses(path=None):
+    """{a return thunk of the core (or of the object at `path`): its
+    address, as objdump prints it}: the symbol table's, since
+    __x86_return_thunk names one or the other."""
+    from smpnet import _core
+
+    out = subprocess.run(["nm", path or _core.__file__], capture_output=True, text=True,
+                         check=True).stdout
+    found = dict((name, addr.lstrip("0")) for addr, _, name in
+                 (line.split() for line in out.splitlines() if len(line.split()) == 3))
+    return {t: found[t] for t in ("smpnet_srso_return_thunk", "smpnet_ret_thunk")}
+
+
 def code_of(functions, name):
     """A function's instructions; for one the compiler folded into an
     identical one (gcc's -fipa-icf: a jmp to its start, then padding), that one's."""

@@ -14,8 +14,9 @@ import smpnet
 from smpnet.cli import main
 from smpnet.errors import BadInput
 from smpnet.experiments.ab import build, figures
+from smpnet.machine import kernel_build
 
-from conftest import X86, open_segments
+from conftest import X86, open_segments, thunk_addresses
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -111,11 +112,15 @@ SMPNET_VARIANT(preempt) { preempt_disable(); preempt_enable(); }
 @pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
 def test_a_users_local_bh_enable_follows_the_kernel_build():
     """A user's local_bh_enable() is the kernel's: a call of
-    __local_bh_enable_ip() in every x86 build (returning through the thunk
-    in a +safe-ret one), the body inline in `inline` alone."""
+    __local_bh_enable_ip() in every x86 build (returning through its
+    build's thunk in a +safe-ret or +ret-thunk one), the body inline in
+    `inline` alone."""
+    thunk_of = {"+safe-ret": "smpnet_srso_return_thunk", "+ret-thunk": "smpnet_ret_thunk"}
     for name, called in (("inline", None), ("x86-nopreempt", "__local_bh_enable_ip_0_0"),
-                         ("x86-preempt+safe-ret", "__local_bh_enable_ip_0_1")):
-        if name.endswith("+safe-ret") and not smpnet._core.RETURN_THUNK_MODELLED:
+                         ("x86-preempt+safe-ret", "__local_bh_enable_ip_0_1"),
+                         ("x86-debug+ret-thunk", "__local_bh_enable_ip_0_2")):
+        want = thunk_of.get(kernel_build.split(name)[1])
+        if want and not smpnet._core.RETURN_THUNK_MODELLED:
             continue
         obj = build.build(BH, "bh.c", smpnet._core.LOCK_ALGOS["qspinlock"],
                           kbuild=smpnet._core.KERNEL_BUILDS[name])
@@ -123,11 +128,12 @@ def test_a_users_local_bh_enable_follows_the_kernel_build():
                              capture_output=True, text=True, check=True).stdout
         calls = set(re.findall(r"\b(?:call|jmp) +[0-9a-f]+ <(__local_bh_enable_ip_\w+)>", asm))
         assert calls == ({called} if called else set()), name
-        if called:   # the copy returns as its build returns: by the thunk, or a ret
+        if called:   # the copy returns as its build returns: by its thunk, or a ret
             body = re.search(rf"<{called}>:\n(.*?)(?:\n\n|\Z)", asm, re.S)[1]
-            thunked = bool(re.search(r"\bjmp +[0-9a-f]+ <__x86_return_thunk>", body))
-            assert thunked == name.endswith("+safe-ret")
-            assert bool(re.search(r"\tret\b", body)) != thunked, name
+            jumps = {t for t, a in thunk_addresses(obj.path).items()
+                     if re.search(rf"\bjmp +0*{a} <", body)}
+            assert jumps == ({want} if want else set()), name
+            assert bool(re.search(r"\tret\b", body)) != bool(want), name
 
 
 def test_an_object_of_another_layout_is_refused():

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import X86, code_of
+from conftest import X86, code_of, loop_tag, thunk_addresses
 from smpnet import Machine, _core
 from smpnet.errors import BadInput
 from smpnet.machine import kernel_build, layout
@@ -90,9 +90,46 @@ def test_host_returns_through_the_thunk_where_sysfs_says_safe_ret(tmp_path, line
     assert kernel_build.calls_of(builds[0]) == kernel_build.calls_of("x86-nopreempt")
 
 
+# sysfs lines (bugs.c's strings) -> the return `host` models
+RETURNS = [
+    ({"retbleed": "Mitigation: untrained return thunk; SMT enabled with STIBP protection"},
+     "+ret-thunk"),
+    ({"retbleed": "Mitigation: untrained return thunk",
+      "spec_rstack_overflow": "Mitigation: Safe RET"}, "+safe-ret"),   # SRSO's thunk wins
+    ({"retbleed": "Mitigation: IBRS"}, ""),
+    ({"retbleed": "Vulnerable",
+      "indirect_target_selection": "Mitigation: Aligned branch/return thunks"}, ""),
+    ({"retbleed": "Mitigation: Stuffing"}, ""),
+]
+
+
+@pytest.mark.parametrize("lines, ret", RETURNS)
+def test_host_returns_as_sysfs_says_the_kernel_returns(tmp_path, lines, ret):
+    (tmp_path / "proc").mkdir()
+    with gzip.open(tmp_path / "proc" / "config.gz", "wt") as f:
+        f.write(CONFIGS["x86-preempt"] + "CONFIG_MITIGATION_RETHUNK=y\n")
+    vuln = tmp_path / kernel_build.VULN_DIR.lstrip("/")
+    vuln.mkdir(parents=True)
+    for name, line in lines.items():
+        (vuln / name).write_text(line + "\n")
+    facts = kernel_build.kernel_build(str(tmp_path))
+    builds, record = kernel_build.resolve(["host"], facts)
+    ret = ret if _core.RETURN_THUNK_MODELLED else ""
+    assert builds == ["x86-preempt" + ret]
+    assert kernel_build.split(builds[0]) == ("x86-preempt", ret)
+    if ret == "+ret-thunk":
+        assert lines["retbleed"] in record["host_why"]
+        assert "jmp to a `ret`" in kernel_build.describe_model(builds[0])
+    if "indirect_target_selection" in lines:   # ITS: only some returns; said, and the bound named
+        assert "lower half of a 64-byte line" in record["host_why"]
+        assert "x86-preempt+ret-thunk" in record["host_why"]
+    assert kernel_build.calls_of(builds[0]) == kernel_build.calls_of("x86-preempt")
+
+
 @pytest.mark.parametrize("host, detail", [
     ("x86-preempt", "x86-nopreempt"), ("x86-debug", "x86-nopreempt"),
-    ("x86-preempt+safe-ret", "x86-nopreempt+safe-ret")])
+    ("x86-preempt+safe-ret", "x86-nopreempt+safe-ret"),
+    ("x86-debug+ret-thunk", "x86-nopreempt+ret-thunk")])
 def test_alls_second_seed_003_build_keeps_the_hosts_return(host, detail):
     from smpnet.experiments import locks
     assert locks._all_seed_003_build(host) == detail
@@ -109,35 +146,36 @@ def test_an_unknown_build_is_bad_input():
         kernel_build.resolve(["x86-rt"])
 
 
+def _ret(build):
+    """The number of build's return (KERNEL_RETURN_TABLE): a copy's last digit."""
+    return _core.KERNEL_RETURNS[kernel_build.split(build)[1]]
+
+
 @pytest.mark.skipif(not X86, reason="reads x86 code")
 def test_each_loop_calls_exactly_the_entry_points_its_build_makes_calls(core_functions):
     """For every variant and build (qspinlock, checker off, sti): the timed
     loop calls the out-of-line copy of each entry point the build calls,
-    directly, and inlines the others; x86-debug's copies call
-    do_raw_spin_lock/unlock out of line, the other builds' inline them."""
+    directly, the one that returns as the build does, and inlines the
+    others; x86-debug's copies call do_raw_spin_lock/unlock out of line,
+    the other builds' inline them."""
     checked = 0
     for build in kernel_build.BUILDS:
         calls = set(kernel_build.calls_of(build))
         for variant, (lock, unlock) in ENTRIES.items():
             body = code_of(core_functions,
-                           f"tb_lock_loop_VARIANT_{variant}_SPIN_QSPINLOCK_{_tag(build)}_0_0")
+                           f"tb_lock_loop_VARIANT_{variant}_SPIN_QSPINLOCK_{loop_tag(build)}_0_0")
             called = direct_calls(body)
             assert not re.search(r"\bcall +\*", body), "a call through a pointer"
             for entry in (lock, unlock):
                 made = {f for f in called if f.startswith(SYMBOL[entry])}
                 assert bool(made) == (entry in calls), (build, variant, entry, called)
                 debug = build.startswith("x86-debug")
-                thunk = build.endswith("+safe-ret")
                 for f in made:
-                    assert f.endswith(f"QSPINLOCK_0_{int(debug)}_{int(thunk)}"), (build, f)
+                    assert f.endswith(f"QSPINLOCK_0_{int(debug)}_{_ret(build)}"), (build, f)
                     raw = direct_calls(code_of(core_functions, f))
                     assert any(r.startswith("do_raw_spin_") for r in raw) == debug
                 checked += 1
     assert checked == len(kernel_build.BUILDS) * len(ENTRIES) * 2
-
-
-def _tag(build):
-    return "KBUILD_" + build.upper().replace("-", "_").replace("+SAFE_RET", "_SRSO")
 
 
 @pytest.mark.skipif(not X86, reason="reads x86 code")
@@ -148,57 +186,79 @@ def test_local_bh_enable_calls_its_out_of_line_copy_in_every_x86_build(core_func
     that returns as its build returns in every x86 build and inlines the
     body in `inline` alone; every spin_unlock_bh copy calls (or tail-calls) it."""
     for build in kernel_build.BUILDS:
-        thunk = int(build.endswith("+safe-ret"))
         loop = code_of(core_functions,
-                       f"tb_cpu_loop_TB_OP_LOCAL_BH_DISABLE_ENABLE_{_tag(build)}_0_0")
+                       f"tb_cpu_loop_TB_OP_LOCAL_BH_DISABLE_ENABLE_{loop_tag(build)}_0_0")
         bh = {f for f in direct_calls(loop) if f.startswith("__local_bh_enable_ip_")}
-        assert bh == (set() if build == "inline" else {f"__local_bh_enable_ip_0_{thunk}"}), build
+        assert bh == (set() if build == "inline" else {f"__local_bh_enable_ip_0_{_ret(build)}"})
     copies = 0
     for name in core_functions:
-        m = re.match(r"_raw_spin_unlock_bh_\w+_([01])_[01]_([01])$", name)
+        m = re.match(r"_raw_spin_unlock_bh_\w+_([01])_[01]_([012])$", name)
         if m:
             assert f"__local_bh_enable_ip_{m[1]}_{m[2]}" in direct_calls(
                 code_of(core_functions, name)), name
             copies += 1
     # one per algorithm, checker, debug setting and return
-    assert copies == len(_core.LOCK_ALGOS) * 8
+    assert copies == len(_core.LOCK_ALGOS) * 4 * len(_core.KERNEL_RETURNS)
 
 
-def returns_of(body):
-    """(plain `ret`s, jumps to the return thunk) in a function's code."""
+def returns_of(body, thunks):
+    """(plain `ret`s, {thunk: jumps to it}) in a function's code."""
     return (len(re.findall(r"\tret\b", body)),
-            len(re.findall(r"\bjmp +[0-9a-f]+ <__x86_return_thunk>", body)))
+            {t: len(re.findall(rf"\bjmp +0*{a} <", body)) for t, a in thunks.items()})
+
+
+# each return's thunk (kernel_build.h), by the copies' last digit
+THUNK_OF = {"1": "smpnet_srso_return_thunk", "2": "smpnet_ret_thunk"}
 
 
 @pytest.mark.skipif(not (X86 and _core.RETURN_THUNK_MODELLED), reason="GCC's x86 return thunk")
-def test_safe_ret_copies_return_only_through_the_thunk_and_the_others_never(core_functions):
+def test_each_copy_returns_only_as_its_build_returns(core_functions):
     """Every out-of-line copy of a +safe-ret build (its do_raw_spin_* ones
-    too) returns by a jump to __x86_return_thunk and has no `ret`; every
-    other build's copies return by `ret` and never jump there; the thunk is
-    SRSO's safe RET: a call to a `lea 8(%rsp), %rsp; ret`, so every return
-    goes to an address the return stack did not predict."""
+    too) returns by a jump to SRSO's safe-RET thunk, every copy of a
+    +ret-thunk build by a jump to the `ret` thunk, neither with a `ret` of
+    its own; every plain build's copies return by `ret` and never jump to
+    a thunk. The safe-RET thunk is a call to a `lea 8(%rsp), %rsp; ret`, so
+    every return goes to an address the return stack did not predict; the
+    other is a `ret; int3` in the upper half of a 64-byte line, as
+    retbleed_return_thunk and its_return_thunk are."""
+    thunks = thunk_addresses()
     copies = [n for n in core_functions
-              if re.match(r"(_raw_spin_|do_raw_spin_|__local_bh_enable_ip_).*[01]_[01]$", n)]
-    assert len(copies) >= 2 * 10 * len(_core.LOCK_ALGOS)
+              if re.match(r"(_raw_spin_|do_raw_spin_|__local_bh_enable_ip_).*[01]_[012]$", n)]
+    assert len(copies) >= 3 * 10 * len(_core.LOCK_ALGOS)
+    seen = set()
     for name in copies:
         body = code_of(core_functions, name)
-        rets, thunks = returns_of(body)
+        rets, jumps = returns_of(body, thunks)
         # or ends in a tail call of the model's own function (the PV unlock:
         # a plain `ret` in every build, as docs/experiments/locks.md says)
         tail = [f for f in re.findall(r"\bjmp +[0-9a-f]+ <([^>+]+)>", body)
-                if f not in (name, "__x86_return_thunk")]
-        if name.endswith("_1"):
-            assert rets == 0 and (thunks >= 1 or tail), name
+                if f not in (name, "__x86_return_thunk") and f not in thunks]
+        want = THUNK_OF.get(name[-1])
+        assert all(n == 0 for t, n in jumps.items() if t != want), name
+        if want:
+            assert rets == 0 and (jumps[want] >= 1 or tail), name
+            seen.add(want)
         else:
-            assert thunks == 0 and (rets >= 1 or tail), name
-    thunk = code_of(core_functions, "__x86_return_thunk")
-    (safe,) = direct_calls(thunk)
-    assert re.search(r"\bcall\b", thunk) and "ud2" in thunk
-    assert re.search(r"lea +0x8\(%rsp\),%rsp\s*\n.*\tret\b", code_of(core_functions, safe))
-    # and no loop of a build without the thunk reaches it
+            assert rets >= 1 or tail, name
+    assert seen == set(THUNK_OF.values())
+    by_addr = {int(a, 16): t for t, a in thunks.items()}
+    safe = code_of(core_functions, next(n for n in ("smpnet_srso_return_thunk",
+                                                     "__x86_return_thunk")
+                                         if n in core_functions and
+                                         core_functions[n].split(":")[0].strip()
+                                         == thunks["smpnet_srso_return_thunk"]))
+    (callee,) = direct_calls(safe)
+    assert re.search(r"\bcall\b", safe) and "ud2" in safe
+    assert re.search(r"lea +0x8\(%rsp\),%rsp\s*\n.*\tret\b", code_of(core_functions, callee))
+    ret_at = int(thunks["smpnet_ret_thunk"], 16)
+    assert by_addr[ret_at] == "smpnet_ret_thunk" and ret_at & 0x20    # upper half of its line
+    assert re.match(r"\s*[0-9a-f]+:\s+ret\s*\n\s*[0-9a-f]+:\s+int3",
+                    code_of(core_functions, "smpnet_ret_thunk"))
+    # and no loop of a build with a plain return reaches either
     for name in core_functions:
-        if name.startswith("tb_lock_loop_") and "_SRSO_" not in name:
-            assert "__x86_return_thunk" not in code_of(core_functions, name), name
+        if name.startswith("tb_lock_loop_") and re.search(r"_KSHAPE_\w+_0_[01]_[01]$", name):
+            body = code_of(core_functions, name)
+            assert not any(re.search(rf"\b0*{a} <", body) for a in thunks.values()), name
 
 
 def _debug_cpu(m, **kw):
@@ -250,8 +310,12 @@ def test_the_other_builds_make_no_debug_checks(allowed):
 
 def test_a_build_out_of_range_is_refused(allowed):
     with Machine(cpus=allowed[:1], regions=[("locks", layout.LOCK_SLOT, 1)]) as m:
-        with pytest.raises(ValueError, match=f"no kernel build {len(kernel_build.BUILDS)}"):
-            _core.Cpu(m.segment.buf, 0, kbuild=len(kernel_build.BUILDS))
+        nr = _core.c_constants()["KBUILD_NR"]
+        with pytest.raises(ValueError, match=f"no kernel build {nr}"):
+            _core.Cpu(m.segment.buf, 0, kbuild=nr)
+        inline_thunk = _core.KERNEL_SHAPES["inline"] + len(_core.KERNEL_SHAPES)
+        with pytest.raises(ValueError, match=f"no kernel build {inline_thunk}"):
+            _core.Cpu(m.segment.buf, 0, kbuild=inline_thunk)     # inline has no return
         with pytest.raises(ValueError, match="no kernel build -1"):
             _core.kernel_build_calls(-1)
 

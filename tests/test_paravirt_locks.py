@@ -115,9 +115,9 @@ def test_the_pv_unlock_is_a_call_and_a_locked_byte_cmpxchg(core_functions):
     pv = code_of(core_functions, "pv_queued_spin_unlock")
     assert re.search(r"lock cmpxchg %[a-d]l,\(%rdi\)", pv)
     loop = code_of(core_functions,
-                   "tb_lock_loop_VARIANT_PLAIN_SPIN_PVQSPINLOCK_KBUILD_INLINE_0_0")
+                   "tb_lock_loop_VARIANT_PLAIN_SPIN_PVQSPINLOCK_KSHAPE_INLINE_0_0_0")
     assert re.search(r"\bcall +[0-9a-f]+ <pv_queued_spin_unlock>", loop)
-    native = code_of(core_functions, "tb_lock_loop_VARIANT_PLAIN_SPIN_QSPINLOCK_KBUILD_INLINE_0_0")
+    native = code_of(core_functions, "tb_lock_loop_VARIANT_PLAIN_SPIN_QSPINLOCK_KSHAPE_INLINE_0_0_0")
     assert len(re.findall(r"\block\b", native)) == 1      # the acquire's cmpxchg only
     assert re.search(r"movb +\$0x0,\(%r", native)
 

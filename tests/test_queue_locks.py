@@ -260,7 +260,7 @@ def test_clhs_uncontended_pair_is_one_atomic_and_mcss_two(core_functions):
     without the prefix."""
     from conftest import code_of
     for algo, atomics in (("CLH", ["xchg"]), ("MCS", ["xchg", "lock cmpxchg"])):
-        body = code_of(core_functions, f"tb_lock_loop_VARIANT_PLAIN_SPIN_{algo}_KBUILD_INLINE_0_0")
+        body = code_of(core_functions, f"tb_lock_loop_VARIANT_PLAIN_SPIN_{algo}_KSHAPE_INLINE_0_0_0")
         # the loop's body, before the out-of-line slow paths gcc puts after it
         found = re.findall(r"\t(xchg|lock \w+)\s", body)
         assert sorted(set(found)) == sorted(atomics), (algo, found)

@@ -18,7 +18,8 @@ KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "smpnet"
 TABLES = {
     "LOCK_ALGOS": ("spinlock_types.h", "SPIN_ALGO_TABLE", "SPIN_NR_ALGOS"),
     "LOCK_VARIANTS": ("spinlock_api_smp.h", "SPIN_VARIANT_TABLE", "SPIN_NR_VARIANTS"),
-    "KERNEL_BUILDS": ("kernel_build.h", "KERNEL_BUILD_TABLE", "KBUILD_NR"),
+    "KERNEL_SHAPES": ("kernel_build.h", "KERNEL_SHAPE_TABLE", "KSHAPE_NR"),
+    "KERNEL_RETURNS": ("kernel_build.h", "KERNEL_RETURN_TABLE", "KRET_NR"),
     "DEFER_STRATEGIES": ("skbuff.h", "DEFER_STRATEGY_TABLE", "DEFER_NR_STRATEGIES"),
     "LOOPBACK_MODES": ("loopback.h", "LO_MODE_TABLE", "LO_NR_MODES"),
     "PROBE_MODES": ("neighbour.h", "PROBE_MODE_TABLE", "NR_PROBE_MODES"),
@@ -34,7 +35,7 @@ def header_table(header, table):
         src = f.read()
     m = re.search(rf"#define {table}\(X\)((?:[^\n]*\\\n)*[^\n]*)", src)
     assert m, f"no {table} in {header}"
-    return re.findall(r'X\(\s*(\w+)\s*,\s*"([^"]+)"\s*\)', m.group(1))
+    return re.findall(r'X\(\s*(\w+)\s*,\s*"([^"]*)"\s*\)', m.group(1))
 
 
 @pytest.mark.parametrize("choices", sorted(TABLES))
@@ -47,6 +48,22 @@ def test_python_choices_are_the_c_enum(choices):
     assert len(names) == _core.c_constants()[nr]
     if isinstance(python, dict):
         assert list(python.values()) == list(range(len(rows)))
+
+
+def test_a_kernel_build_is_a_shape_and_a_return_the_inline_shape_returning_plainly():
+    shapes, returns = _core.KERNEL_SHAPES, _core.KERNEL_RETURNS
+    c = _core.c_constants()
+    assert c["KBUILD_NR"] == len(shapes) * len(returns)
+    expected = {shape + ret: shapes[shape] + len(shapes) * returns[ret]
+                for ret in returns for shape in shapes if shape != "inline" or not ret}
+    assert _core.KERNEL_BUILDS == expected
+    assert "inline+safe-ret" not in _core.KERNEL_BUILDS and "x86-preempt+ret-thunk" in expected
+    # a number between two builds that is none is refused before C meets it
+    for build in range(c["KBUILD_NR"] + 1):
+        if build in expected.values():
+            continue
+        with pytest.raises(ValueError, match="no kernel build"):
+            _core.kernel_build_calls(build)
 
 
 def test_the_experiments_offer_the_c_tables_in_their_order():

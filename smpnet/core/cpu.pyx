@@ -40,7 +40,7 @@ cdef class Cpu:
                  double timeout=5.0, int kbuild=0):
         """`kbuild`: the kernel build its lock entry points and local_bh_enable()
         follow (KERNEL_BUILDS)."""
-        check_enum(kbuild, KBUILD_NR, "kernel build")
+        check_kbuild(kbuild)
         if not 0 < timeout <= 3600:
             raise ValueError(f"timeout must be in (0, 3600] s, got {timeout}")
         self.timeout = timeout

@@ -30,17 +30,24 @@ cdef inline void tsc_spin(smp_header *hdr, uint64_t cycles, uint64_t deadline) n
 # name -> enum value, from the headers' tables (SPIN_ALGO_TABLE, SPIN_VARIANT_TABLE)
 LOCK_ALGOS = c_enum(spin_algo_names, SPIN_NR_ALGOS)
 LOCK_VARIANTS = c_enum(spin_variant_names, SPIN_NR_VARIANTS)
-# the kernel builds (--kernel-build) and the lock entry points, from spinlock_api_smp.h
-KERNEL_BUILDS = c_enum(kernel_build_names, KBUILD_NR)
+# a kernel build's two facts (kernel_build.h): the shape of its calls and its
+# return, each by name; the builds (--kernel-build) the shape's name and the
+# return's suffix, the inline shape with a plain return only; and the lock
+# entry points, from spinlock_api_smp.h
+KERNEL_SHAPES = c_enum(kernel_shape_names, KSHAPE_NR)
+KERNEL_RETURNS = c_enum(kernel_return_names, KRET_NR)
+KERNEL_BUILDS = {shape + ret_name: KBUILD(s, r)
+                 for r, ret_name in enumerate(KERNEL_RETURNS)
+                 for s, shape in enumerate(KERNEL_SHAPES) if kbuild_valid(KBUILD(s, r))}
 SPIN_ENTRIES = tuple(c_enum(spin_entry_names, SPIN_NR_ENTRIES))
-# whether the +safe-ret builds return through the return thunk (GCC on x86)
+# whether the thunk returns (+safe-ret, +ret-thunk) are modelled (GCC on x86)
 RETURN_THUNK_MODELLED = bool(RETHUNK_MODELLED)
 
 
 def kernel_build_calls(int build):
     """The entry points kernel build `build` makes out-of-line calls, in
     SPIN_ENTRIES order (the rest are inline code)."""
-    check_enum(build, KBUILD_NR, "kernel build")
+    check_kbuild(build)
     return [name for i, name in enumerate(SPIN_ENTRIES) if kbuild_calls_of(build, i) == 1]
 
 
@@ -124,7 +131,7 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
     if max_acquisitions == 0 and duration_s <= 0:
         raise ValueError("give max_acquisitions or duration_s")
     check_enum(variant, SPIN_NR_VARIANTS, "lock variant")
-    check_enum(kbuild, KBUILD_NR, "kernel build")
+    check_kbuild(kbuild)
     if not 0 <= duration_s <= 1e6:
         raise ValueError(f"duration_s must be in [0, 1e6], got {duration_s}")
     cpu_ctx_init(&c, hdr, cpu, check, popf)

@@ -90,7 +90,7 @@ cdef fake_nic.defer_ctl *defer_setup(cpu_ctx *c, net_ctx *n, smp_header *hdr, in
     """What both sides of a defer run need: the CPU (its lock entry points
     shaped as kernel build `kbuild` makes them), its network model with the
     fake NIC's rings, and the run's control words."""
-    check_enum(kbuild, KBUILD_NR, "kernel build")
+    check_kbuild(kbuild)
     cpu_ctx_init(c, hdr, cpu, check, popf)
     c.kbuild = kbuild
     net_ctx_setup(n, c, regions, strategy, defer_max)

@@ -78,6 +78,14 @@ cdef int check_enum(int value, int nr, str what) except -1:
     return 0
 
 
+cdef int check_kbuild(int build) except -1:
+    """`build` is a kernel build (kernel_build.h: a shape and a return, the
+    inline shape with a plain return only), or ValueError."""
+    if not kbuild_valid(build):
+        raise ValueError(f"no kernel build {build}")
+    return 0
+
+
 def c_constants():
     """{name: value} of the headers' constants that Python reads (layout.h)."""
     cdef const layout.smp_const *k = layout.smp_consts

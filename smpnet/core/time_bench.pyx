@@ -163,6 +163,8 @@ cdef int tb_test(str name, tb_loop_t loop, tb_needs needs, int variant, bint sui
         # (`op`) per checker, restore mode and kernel build
         for algo in range(SPIN_NR_ALGOS if needs == TB_NEEDS_LOCK else 1):
             for mode in range(4 * KBUILD_NR):
+                if not kbuild_valid(mode >> 2):
+                    continue
                 if (tb_cpu_loop_of(op, (mode >> 1) & 1, mode & 1, mode >> 2)
                         if needs != TB_NEEDS_LOCK else
                         tb_lock_loop_of(variant, algo, (mode >> 1) & 1, mode & 1,
@@ -246,7 +248,7 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
         hdr = segment_header(view)
         check_cpu(hdr, cpu)
         cpu_ctx_init(&t.c, hdr, cpu, check, popf)
-        check_enum(kbuild, KBUILD_NR, "kernel build")
+        check_kbuild(kbuild)
         t.c.kbuild = kbuild
         if needs == TB_NEEDS_LOCK:
             t.lock = &checked_slot(hdr, lock_region, lock_index).lock

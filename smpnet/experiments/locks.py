@@ -105,8 +105,7 @@ ALL_SEED_003_BUILD = "x86-nopreempt"
 
 
 def _all_seed_003_build(host):
-    safe_ret = host.endswith(kernel_build.SAFE_RET)
-    return ALL_SEED_003_BUILD + (kernel_build.SAFE_RET if safe_ret else "")
+    return ALL_SEED_003_BUILD + kernel_build.split(host)[1]
 
 
 def plan(cpus, quick):

@@ -337,12 +337,21 @@ static __always_inline void __local_bh_enable(struct cpu_ctx *c, const int check
 	static __attribute__((noinline)) RETURN_VIA_##t void				\
 	__local_bh_enable_ip_##check##_##t(struct cpu_ctx *c)				\
 	{										\
+		RETURN_ENTER_##t;							\
 		__local_bh_enable(c, check);						\
 	}
 DEFINE_LOCAL_BH_ENABLE_IP(0, 0)
 DEFINE_LOCAL_BH_ENABLE_IP(0, 1)
+DEFINE_LOCAL_BH_ENABLE_IP(0, 2)
 DEFINE_LOCAL_BH_ENABLE_IP(1, 0)
 DEFINE_LOCAL_BH_ENABLE_IP(1, 1)
+DEFINE_LOCAL_BH_ENABLE_IP(1, 2)
+
+/* the copy of `check` (a literal) and return `ret` */
+#define LOCAL_BH_ENABLE_IP_COPY(check, ret)						\
+	((ret) == KRET_SAFE_RET ? __local_bh_enable_ip_##check##_1 :			\
+	 (ret) == KRET_RET_THUNK ? __local_bh_enable_ip_##check##_2 :			\
+	 __local_bh_enable_ip_##check##_0)
 
 /* local_bh_enable() as kernel build `build` has it: the body inline, or a
  * direct call of the copy (with constant arguments, the timed loops and a
@@ -351,12 +360,12 @@ DEFINE_LOCAL_BH_ENABLE_IP(1, 1)
 static __always_inline void local_bh_enable_ip(struct cpu_ctx *c, const int check,
 					       const int build)
 {
-	if (kbuild_shape(build) == KBUILD_INLINE)
+	if (kbuild_shape(build) == KSHAPE_INLINE)
 		__local_bh_enable(c, check);
 	else if (check)
-		kbuild_rethunk(build) ? __local_bh_enable_ip_1_1(c) : __local_bh_enable_ip_1_0(c);
+		LOCAL_BH_ENABLE_IP_COPY(1, kbuild_return(build))(c);
 	else
-		kbuild_rethunk(build) ? __local_bh_enable_ip_0_1(c) : __local_bh_enable_ip_0_0(c);
+		LOCAL_BH_ENABLE_IP_COPY(0, kbuild_return(build))(c);
 }
 
 static inline void local_bh_enable(struct cpu_ctx *c)

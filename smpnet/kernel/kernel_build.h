@@ -1,80 +1,124 @@
-/* kernel_build.h - the kernel builds smpnet models, and the return thunk.
+/* kernel_build.h - a kernel build as two facts: its shape, which of the
+ * kernel's functions are out-of-line calls, and its return, how every such
+ * function returns. docs/experiments/locks.md, "Kernel builds".
  *
- * Which of the kernel's functions are out-of-line calls depends on how it
- * was built: the lock entry points by kernel/Kconfig.locks
- * (spinlock_api_smp.h says which, per build), __local_bh_enable_ip() in
- * every build (irqflags.h); and with SRSO's "Safe RET" every such
- * function returns through the return thunk. This header names the builds
- * and defines that thunk, for both.
+ * The shape: the lock entry points by kernel/Kconfig.locks
+ * (spinlock_api_smp.h says which, per shape), __local_bh_enable_ip() in
+ * every x86 build (irqflags.h). The return: a plain `ret`, or a `jmp` to a
+ * return thunk where the kernel was built with MITIGATION_RETHUNK and the
+ * CPU's mitigation patched one in (arch/x86/kernel/cpu/bugs.c). A build is
+ * one int that carries both, KBUILD(shape, ret), which the compiler folds.
  */
 #ifndef SMPNET_KERNEL_BUILD_H
 #define SMPNET_KERNEL_BUILD_H
 
 #include "compiler.h"
 
-/* ---------------------------------------------------------------- builds */
-
 /* Enumerator, and its name as Python offers it (--kernel-build). */
-#define KERNEL_BUILD_TABLE(X)						\
-	X(KBUILD_INLINE,		"inline")			\
-	X(KBUILD_X86_NOPREEMPT,		"x86-nopreempt")		\
-	X(KBUILD_X86_PREEMPT,		"x86-preempt")			\
-	X(KBUILD_X86_DEBUG,		"x86-debug")			\
-	X(KBUILD_X86_NOPREEMPT_SRSO,	"x86-nopreempt+safe-ret")	\
-	X(KBUILD_X86_PREEMPT_SRSO,	"x86-preempt+safe-ret")		\
-	X(KBUILD_X86_DEBUG_SRSO,	"x86-debug+safe-ret")
+#define KERNEL_SHAPE_TABLE(X)					\
+	X(KSHAPE_INLINE,	"inline")			\
+	X(KSHAPE_X86_NOPREEMPT,	"x86-nopreempt")		\
+	X(KSHAPE_X86_PREEMPT,	"x86-preempt")			\
+	X(KSHAPE_X86_DEBUG,	"x86-debug")
 
-SMP_ENUM(kernel_build, KERNEL_BUILD_TABLE, KBUILD_NR);
+SMP_ENUM(kernel_shape, KERNEL_SHAPE_TABLE, KSHAPE_NR);
 
-/* A +safe-ret build is its plain build's shape (what is a call) with the
- * return thunk: the first KBUILD_NR_SHAPES builds, then the x86 ones again. */
-#define KBUILD_NR_SHAPES	(KBUILD_X86_DEBUG + 1)
-_Static_assert(KBUILD_NR == 2 * KBUILD_NR_SHAPES - 1, "every x86 build has its +safe-ret");
+/* Each return, and the suffix its builds' names carry. The numbers are
+ * the `t` of the out-of-line copies' names (spinlock_api_smp.h). */
+#define KERNEL_RETURN_TABLE(X)					\
+	X(KRET_RET,		"")				\
+	X(KRET_SAFE_RET,	"+safe-ret")			\
+	X(KRET_RET_THUNK,	"+ret-thunk")
+
+SMP_ENUM(kernel_return, KERNEL_RETURN_TABLE, KRET_NR);
+
+#define KBUILD(shape, ret)	((shape) + KSHAPE_NR * (ret))
+#define KBUILD_NR		(KSHAPE_NR * KRET_NR)
 
 static __always_inline int kbuild_shape(const int build)
 {
-	return build >= KBUILD_NR_SHAPES ? build - KBUILD_NR_SHAPES + KBUILD_X86_NOPREEMPT : build;
+	return build % KSHAPE_NR;
 }
 
-static __always_inline int kbuild_rethunk(const int build)
+static __always_inline int kbuild_return(const int build)
 {
-	return build >= KBUILD_NR_SHAPES;
+	return build / KSHAPE_NR;
 }
 
-/* ---------------------------------------------------------------- the return thunk */
+/* The inline shape has no out-of-line function to return from: only
+ * KBUILD(KSHAPE_INLINE, KRET_RET) is a build. */
+static __always_inline int kbuild_valid(const int build)
+{
+	return build >= 0 && build < KBUILD_NR &&
+	       (kbuild_shape(build) != KSHAPE_INLINE || kbuild_return(build) == KRET_RET);
+}
 
-/* GCC only: clang has no function_return attribute, and the thunk is x86's.
- * Elsewhere the +safe-ret copies return as the others do; the core says so
- * (RETHUNK_MODELLED), and Python refuses those builds. */
+/* ---------------------------------------------------------------- the thunks */
+
+/* GCC only: clang has no function_return attribute, and the thunks are
+ * x86's. Elsewhere the thunk returns are plain ones; the core says so
+ * (RETHUNK_MODELLED), and Python refuses those builds.
+ *
+ * GCC's function_return("thunk-extern") ends a function in `jmp
+ * __x86_return_thunk`, as the kernel's -mfunction-return=thunk-extern does;
+ * the kernel then patches each such jump to the thunk its CPU needs
+ * (alternative.c, apply_returns()). Here each copy names its thunk itself:
+ * RETURN_ENTER sets __x86_return_thunk to it, first thing in the copy's
+ * body, so the copy's own jumps, which the assembler meets after it, go
+ * there (an assembler symbol set again takes its new value from there on;
+ * tests/test_kernel_build.py reads every copy's jumps).
+ *
+ * The thunks, local to each object (the core's, each user's):
+ *   smpnet_srso_return_thunk  SRSO's "Safe RET" (retpoline.S's
+ *       srso_alias_return_thunk: `call srso_alias_safe_ret; ud2`, and that
+ *       `lea 8(%rsp), %rsp; ret; int3`): every return mispredicts
+ *   smpnet_ret_thunk  a `ret; int3` in the upper half of a 64-byte line:
+ *       retbleed's untrained return thunk (retbleed_return_thunk) and
+ *       ITS's its_return_thunk, which are both that */
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__clang__)
 #define RETHUNK_MODELLED	1
 #define __rethunk		__attribute__((function_return("thunk-extern")))
-/* Hidden: the core and each user's object have their own. */
+#ifdef __x86_64__
+#define SMP_SAFE_RET_LEA	"\tlea 8(%rsp), %rsp\n"
+#else
+#define SMP_SAFE_RET_LEA	"\tlea 4(%esp), %esp\n"
+#endif
 __asm__(".pushsection .text.__x86.return_thunk,\"ax\",@progbits\n"
 	"\t.p2align 6\n"
-	"\t.globl __x86_return_thunk\n"
-	"\t.hidden __x86_return_thunk\n"
-	"\t.type __x86_return_thunk, @function\n"
-	"__x86_return_thunk:\n"
+	"\t.type smpnet_srso_return_thunk, @function\n"
+	"smpnet_srso_return_thunk:\n"
 	"\tcall smpnet_srso_safe_ret\n"
 	"\tud2\n"
-	"\t.size __x86_return_thunk, .-__x86_return_thunk\n"
+	"\t.size smpnet_srso_return_thunk, .-smpnet_srso_return_thunk\n"
 	"smpnet_srso_safe_ret:\n"
-#ifdef __x86_64__
-	"\tlea 8(%rsp), %rsp\n"
-#else
-	"\tlea 4(%esp), %esp\n"
-#endif
+	SMP_SAFE_RET_LEA
 	"\tret\n"
 	"\tint3\n"
+	"\t.p2align 6, 0xcc\n"
+	"\t.skip 32, 0xcc\n"
+	"\t.type smpnet_ret_thunk, @function\n"
+	"smpnet_ret_thunk:\n"
+	"\tret\n"
+	"\tint3\n"
+	"\t.size smpnet_ret_thunk, .-smpnet_ret_thunk\n"
 	".popsection\n");
+#define RETURN_ENTER_1	__asm__ __volatile__(".set __x86_return_thunk, smpnet_srso_return_thunk")
+#define RETURN_ENTER_2	__asm__ __volatile__(".set __x86_return_thunk, smpnet_ret_thunk")
 #else
 #define RETHUNK_MODELLED	0
 #define __rethunk
+#define RETURN_ENTER_1
+#define RETURN_ENTER_2
 #endif
 
-/* a copy's return: 0 a plain `ret`, 1 through the return thunk */
+/* A copy of return `t` (KERNEL_RETURN_TABLE's number, a literal): its
+ * attribute (RETURN_VIA_t) and the first statement of its body
+ * (RETURN_ENTER_t). */
 #define RETURN_VIA_0
 #define RETURN_VIA_1	__rethunk
+#define RETURN_VIA_2	__rethunk
+#define RETURN_ENTER_0
+_Static_assert(KRET_SAFE_RET == 1 && KRET_RET_THUNK == 2 && KRET_NR == 3,
+	       "RETURN_VIA_t and RETURN_ENTER_t follow KERNEL_RETURN_TABLE");
 
 #endif

@@ -512,6 +512,8 @@ static const struct smp_const smp_consts[] = {
 	/* the sizes of the enums Python offers as choices (their *_TABLEs) */
 	SMP_CONST(SPIN_NR_ALGOS),
 	SMP_CONST(SPIN_NR_VARIANTS),
+	SMP_CONST(KSHAPE_NR),
+	SMP_CONST(KRET_NR),
 	SMP_CONST(KBUILD_NR),
 	SMP_CONST(SPIN_NR_ENTRIES),
 	SMP_CONST(DEFER_NR_STRATEGIES),

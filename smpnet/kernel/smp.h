@@ -68,7 +68,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->ipi_send_cost = 0;
 	c->irq_entry_cycles = 0;
 	c->lock_algo = -1;
-	c->kbuild = 0;			/* KBUILD_INLINE */
+	c->kbuild = 0;			/* KBUILD(KSHAPE_INLINE, KRET_RET) */
 	c->last_lock = NULL;
 	c->last_lock_info = NULL;
 	c->lock_info_searches = 0;

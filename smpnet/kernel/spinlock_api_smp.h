@@ -1,50 +1,15 @@
 /* spinlock_api_smp.h - the lock entry points as a kernel build makes them.
  *
  * The variants, as include/linux/spinlock_api_smp.h composes them (its
- * inline bodies, __raw_spin_lock() ..., are __spin_lock() ... here):
- *   spin_lock           preempt_disable + lock
- *   spin_lock_bh        local_bh_disable + lock
- *   spin_lock_irq       local_irq_disable + preempt_disable + lock
- *   spin_lock_irqsave   local_irq_save + preempt_disable + lock
- * and each entry point is that body inline, or a call to an out-of-line
- * copy of it (kernel/locking/spinlock.c's noinline _raw_spin_lock() ...),
- * as the kernel build says (kernel/Kconfig.locks):
- *   inline          every entry point inline (smpnet's model before builds;
- *                   no x86 kernel is built so)
- *   x86-nopreempt   PREEMPT_NONE or VOLUNTARY without PREEMPT_DYNAMIC: the
- *                   INLINE_SPIN_* options depend on ARCH_INLINE_SPIN_*,
- *                   which x86 never selects, so all are calls but
- *                   spin_unlock (inline unless UNINLINE_SPIN_UNLOCK) and
- *                   spin_unlock_irq (INLINE_SPIN_UNLOCK_IRQ: def_bool y,
- *                   depends on !PREEMPTION || ARCH_INLINE_SPIN_UNLOCK_IRQ)
- *   x86-preempt     PREEMPTION (PREEMPT, PREEMPT_DYNAMIC): those two are
- *                   calls too (PREEMPTION selects UNINLINE_SPIN_UNLOCK)
- *   x86-debug       DEBUG_SPINLOCK: every entry point a call (it selects
- *                   UNINLINE_SPIN_UNLOCK), and do_raw_spin_lock() and
- *                   do_raw_spin_unlock() out of line with their checks
- *                   (kernel/locking/spinlock_debug.c)
- * The calls are direct calls of noinline functions, one per algorithm,
- * checker and debug setting (as a kernel is built with one of each); the
- * tables of them below are read with constant indices by the timed loops,
+ * __raw_spin_lock() ... are __spin_lock() ... here), each entry point that
+ * body inline or a direct call of a noinline copy of it (kernel/locking/
+ * spinlock.c's _raw_spin_lock() ...) as the build's shape says
+ * (kbuild_calls(), from kernel/Kconfig.locks), each copy returning as the
+ * build's return says (kernel_build.h). The copies are one per algorithm,
+ * checker, debug setting and return, in tables read with constant indices,
  * which the compiler folds to the direct call (tests/test_kernel_build.py
- * reads the built object for it).
- *
- * Each x86 build also comes as `+safe-ret`: its copies return, as a kernel
- * booted with SRSO's "Safe RET" returns from every function, through the
- * return thunk (arch/x86/lib/retpoline.S's srso_alias_return_thunk: `call
- * srso_alias_safe_ret; ud2`, and srso_alias_safe_ret `lea 8(%rsp), %rsp;
- * ret; int3`): GCC's function_return("thunk-extern") ends each copy in a
- * `jmp __x86_return_thunk` (-mfunction-return, as the kernel's
- * MITIGATION_RETHUNK builds it) and that thunk (kernel_build.h) runs the
- * same instructions, so every return mispredicts as the kernel's does.
- * Not reproduced: the thunk's BTB alias with srso_alias_untrain_ret (an
- * address the kernel's link places; it matters for the attack, not the
- * cost) and the untraining at each kernel entry.
- *
- * What stays emulated: the call takes the CPU's context and the flags by
- * pointer besides the lock (the kernel's takes the lock and returns the
- * flags); the slow paths and the PV unlock's call return through a plain
- * `ret` in every build; preempt_enable() has no resched test in any build.
+ * reads the built object for it). docs/experiments/locks.md, "Kernel
+ * builds", has the Kconfig lines behind each shape and what stays emulated.
  */
 #ifndef SMPNET_SPINLOCK_API_SMP_H
 #define SMPNET_SPINLOCK_API_SMP_H
@@ -68,13 +33,18 @@
 
 SMP_ENUM(spin_entry, SPIN_ENTRY_TABLE, SPIN_NR_ENTRIES);
 
-/* 1 when `build` makes `entry` an out-of-line call (see the top). */
+/* 1 when `build` makes `entry` an out-of-line call. Kconfig.locks: every
+ * INLINE_SPIN_* depends on an ARCH_INLINE_SPIN_* that x86 never selects,
+ * but INLINE_SPIN_UNLOCK_IRQ holds without PREEMPTION, and the plain
+ * unlock is inline unless UNINLINE_SPIN_UNLOCK (which PREEMPTION and
+ * DEBUG_SPINLOCK select): so x86-nopreempt calls all but those two, the
+ * other x86 shapes all eight. */
 static __always_inline int kbuild_calls(const int build, const int entry)
 {
 	switch (kbuild_shape(build)) {
-	case KBUILD_INLINE:
+	case KSHAPE_INLINE:
 		return 0;
-	case KBUILD_X86_NOPREEMPT:
+	case KSHAPE_X86_NOPREEMPT:
 		return entry != ENTRY_SPIN_UNLOCK && entry != ENTRY_SPIN_UNLOCK_IRQ;
 	default:
 		return 1;
@@ -85,7 +55,7 @@ static __always_inline int kbuild_calls(const int build, const int entry)
  * either is out of range. */
 static inline int kbuild_calls_of(int build, int entry)
 {
-	if (build < 0 || build >= KBUILD_NR || entry < 0 || entry >= SPIN_NR_ENTRIES)
+	if (!kbuild_valid(build) || entry < 0 || entry >= SPIN_NR_ENTRIES)
 		return -1;
 	return kbuild_calls(build, entry);
 }
@@ -161,23 +131,26 @@ struct raw_spin_debug_ops {
 	static __attribute__((noinline)) RETURN_VIA_##t int				\
 	do_raw_spin_lock_##algo##_##check##_##t(struct cpu_ctx *c, spinlock_t *l)	\
 	{										\
+		RETURN_ENTER_##t;							\
 		return __do_raw_spin_lock_debug(c, l, algo, check);			\
 	}										\
 	static __attribute__((noinline)) RETURN_VIA_##t void				\
 	do_raw_spin_unlock_##algo##_##check##_##t(struct cpu_ctx *c, spinlock_t *l)	\
 	{										\
+		RETURN_ENTER_##t;							\
 		__do_raw_spin_unlock_debug(c, l, algo, check);				\
 	}
 #define DO_RAW_SPIN_DEBUG_ENTRY(algo, check, t)						\
 	[algo][check][t] = { do_raw_spin_lock_##algo##_##check##_##t,			\
 			     do_raw_spin_unlock_##algo##_##check##_##t },
-#define DO_RAW_SPIN_DEBUG_OF(X, algo)	X(algo, 0, 0) X(algo, 1, 0) X(algo, 0, 1) X(algo, 1, 1)
+#define DO_RAW_SPIN_DEBUG_OF(X, algo)							\
+	X(algo, 0, 0) X(algo, 1, 0) X(algo, 0, 1) X(algo, 1, 1) X(algo, 0, 2) X(algo, 1, 2)
 #define DEFINE_DO_RAW_SPIN_DEBUG_OF(algo, name)	DO_RAW_SPIN_DEBUG_OF(DEFINE_DO_RAW_SPIN_DEBUG, algo)
 #define DO_RAW_SPIN_DEBUG_ENTRIES_OF(algo, name) DO_RAW_SPIN_DEBUG_OF(DO_RAW_SPIN_DEBUG_ENTRY, algo)
 
 SPIN_ALGO_TABLE(DEFINE_DO_RAW_SPIN_DEBUG_OF)
 
-static const struct raw_spin_debug_ops do_raw_spin_debug[SPIN_NR_ALGOS][2][2] = {
+static const struct raw_spin_debug_ops do_raw_spin_debug[SPIN_NR_ALGOS][2][KRET_NR] = {
 	SPIN_ALGO_TABLE(DO_RAW_SPIN_DEBUG_ENTRIES_OF)
 };
 
@@ -187,16 +160,16 @@ static const struct raw_spin_debug_ops do_raw_spin_debug[SPIN_NR_ALGOS][2][2] = 
 static __always_inline int __do_raw_spin_lock(struct cpu_ctx *c, spinlock_t *l,
 					      const int algo, const int check, const int build)
 {
-	if (kbuild_shape(build) == KBUILD_X86_DEBUG)
-		return do_raw_spin_debug[algo][check != 0][kbuild_rethunk(build)].lock(c, l);
+	if (kbuild_shape(build) == KSHAPE_X86_DEBUG)
+		return do_raw_spin_debug[algo][check != 0][kbuild_return(build)].lock(c, l);
 	return __do_raw_spin_lock_nodebug(c, l, algo, check);
 }
 
 static __always_inline void __do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *l,
 						 const int algo, const int check, const int build)
 {
-	if (kbuild_shape(build) == KBUILD_X86_DEBUG)
-		do_raw_spin_debug[algo][check != 0][kbuild_rethunk(build)].unlock(c, l);
+	if (kbuild_shape(build) == KSHAPE_X86_DEBUG)
+		do_raw_spin_debug[algo][check != 0][kbuild_return(build)].unlock(c, l);
 	else
 		__do_raw_spin_unlock_nodebug(c, l, algo, check);
 }
@@ -317,12 +290,10 @@ struct lockfunc_ops {
  * thunk. Its body is compiled for a build of that debug setting and return
  * (all the body reads of its build: the x86 builds' calls are alike). */
 #define LOCKFUNC(name, a, k, d, t)	_raw_spin_##name##_##a##_##k##_##d##_##t
-#define LOCKFUNC_BUILD(d, t)								\
-	((d) ? ((t) ? KBUILD_X86_DEBUG_SRSO : KBUILD_X86_DEBUG)				\
-	     : ((t) ? KBUILD_X86_PREEMPT_SRSO : KBUILD_X86_PREEMPT))
+#define LOCKFUNC_BUILD(d, t)	KBUILD((d) ? KSHAPE_X86_DEBUG : KSHAPE_X86_PREEMPT, t)
 #define DEFINE_LOCKFUNC_1(ret, name, args, body, a, k, d, t)				\
 	static __attribute__((noinline)) RETURN_VIA_##t ret				\
-	LOCKFUNC(name, a, k, d, t) args { body; }
+	LOCKFUNC(name, a, k, d, t) args { RETURN_ENTER_##t; body; }
 #define DEFINE_LOCKFUNC(a, k, d, t)							\
 	DEFINE_LOCKFUNC_1(int, lock, (struct cpu_ctx *c, spinlock_t *l),		\
 		return __spin_lock(c, l, a, k, LOCKFUNC_BUILD(d, t)), a, k, d, t)	\
@@ -364,20 +335,21 @@ struct lockfunc_ops {
  * builds' (its debug and return are theirs) */
 #define LOCKFUNC_MODES(X, a)								\
 	X(a, 0, 0, 0) X(a, 0, 1, 0) X(a, 1, 0, 0) X(a, 1, 1, 0)				\
-	X(a, 0, 0, 1) X(a, 0, 1, 1) X(a, 1, 0, 1) X(a, 1, 1, 1)
+	X(a, 0, 0, 1) X(a, 0, 1, 1) X(a, 1, 0, 1) X(a, 1, 1, 1)				\
+	X(a, 0, 0, 2) X(a, 0, 1, 2) X(a, 1, 0, 2) X(a, 1, 1, 2)
 #define DEFINE_LOCKFUNCS_OF(algo, name)	LOCKFUNC_MODES(DEFINE_LOCKFUNC, algo)
 #define LOCKFUNC_ENTRIES_OF(algo, name)	LOCKFUNC_MODES(LOCKFUNC_ENTRY, algo)
 
 SPIN_ALGO_TABLE(DEFINE_LOCKFUNCS_OF)
 
-static const struct lockfunc_ops lockfunc[SPIN_NR_ALGOS][2][2][2] = {
+static const struct lockfunc_ops lockfunc[SPIN_NR_ALGOS][2][2][KRET_NR] = {
 	SPIN_ALGO_TABLE(LOCKFUNC_ENTRIES_OF)
 };
 
 /* the copies of `build`: its debug setting, and its return */
 #define LOCKFUNC_OF(algo, check, build)							\
-	(lockfunc[algo][(check) != 0][kbuild_shape(build) == KBUILD_X86_DEBUG]		\
-		  [kbuild_rethunk(build)])
+	(lockfunc[algo][(check) != 0][kbuild_shape(build) == KSHAPE_X86_DEBUG]		\
+		  [kbuild_return(build)])
 
 /* ---------------------------------------------------------------- the entry points */
 

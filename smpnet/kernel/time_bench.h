@@ -79,32 +79,35 @@ static __always_inline uint64_t tb_lock_loop(struct cpu_ctx *c, spinlock_t *l, u
 
 typedef uint64_t (*tb_lock_loop_t)(struct cpu_ctx *c, spinlock_t *l, uint64_t loops);
 
-#define TB_LOCK_LOOP(variant, algo, build, check, popf)					\
-	static uint64_t tb_lock_loop_##variant##_##algo##_##build##_##check##_##popf(	\
+#define TB_LOCK_LOOP(variant, algo, shape, ret, check, popf)				\
+	static uint64_t tb_lock_loop_##variant##_##algo##_##shape##_##ret##_##check##_##popf( \
 		struct cpu_ctx *c, spinlock_t *l, uint64_t loops)			\
 	{										\
-		return tb_lock_loop(c, l, loops, variant, algo, check, popf, build);	\
+		return tb_lock_loop(c, l, loops, variant, algo, check, popf,		\
+				    KBUILD(shape, ret));					\
 	}
-#define TB_LOCK_LOOP_ENTRY(variant, algo, build, check, popf)				\
-	[variant][algo][build][check][popf] =						\
-		tb_lock_loop_##variant##_##algo##_##build##_##check##_##popf,
+#define TB_LOCK_LOOP_ENTRY(variant, algo, shape, ret, check, popf)			\
+	[variant][algo][KBUILD(shape, ret)][check][popf] =				\
+		tb_lock_loop_##variant##_##algo##_##shape##_##ret##_##check##_##popf,
 
 /* checker off/on, restore by test of IF (sti) / by popf; the kernel
- * builds, from KERNEL_BUILD_TABLE; the variants, one line each
+ * builds, shape and return (kernel_build.h: the inline shape returns
+ * plainly only); the variants, one line each
  * (SPIN_VARIANT_TABLE's, then the control; the assert below and
  * tb_lock_loop_of's NULL keep the two in step); the algorithms from
  * SPIN_ALGO_TABLE. */
 #define TB_MODES(X, ...)								\
 	X(__VA_ARGS__, 0, 0) X(__VA_ARGS__, 0, 1) X(__VA_ARGS__, 1, 0) X(__VA_ARGS__, 1, 1)
+#define TB_X86_SHAPES(M, ret, ...)							\
+	M(__VA_ARGS__, KSHAPE_X86_NOPREEMPT, ret)					\
+	M(__VA_ARGS__, KSHAPE_X86_PREEMPT, ret)						\
+	M(__VA_ARGS__, KSHAPE_X86_DEBUG, ret)
 #define TB_BUILDS(M, ...)								\
-	M(__VA_ARGS__, KBUILD_INLINE)							\
-	M(__VA_ARGS__, KBUILD_X86_NOPREEMPT)						\
-	M(__VA_ARGS__, KBUILD_X86_PREEMPT)						\
-	M(__VA_ARGS__, KBUILD_X86_DEBUG)						\
-	M(__VA_ARGS__, KBUILD_X86_NOPREEMPT_SRSO)					\
-	M(__VA_ARGS__, KBUILD_X86_PREEMPT_SRSO)						\
-	M(__VA_ARGS__, KBUILD_X86_DEBUG_SRSO)
-_Static_assert(KBUILD_NR == 7, "a new kernel build needs its line in TB_BUILDS");
+	M(__VA_ARGS__, KSHAPE_INLINE, 0)						\
+	TB_X86_SHAPES(M, 0, __VA_ARGS__)						\
+	TB_X86_SHAPES(M, 1, __VA_ARGS__)						\
+	TB_X86_SHAPES(M, 2, __VA_ARGS__)
+_Static_assert(KSHAPE_NR == 4 && KRET_NR == 3, "a new shape or return needs its line in TB_BUILDS");
 #define TB_LOCK_MODES(X, variant, algo)	TB_BUILDS(TB_MODES, X, variant, algo)
 #define TB_LOCK_VARIANTS(X, algo)							\
 	TB_LOCK_MODES(X, VARIANT_PLAIN, algo)						\
@@ -131,7 +134,7 @@ static inline tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, i
 					     int build)
 {
 	if (variant < 0 || variant >= TB_NR_VARIANTS || algo < 0 || algo >= SPIN_NR_ALGOS ||
-	    build < 0 || build >= KBUILD_NR)
+	    !kbuild_valid(build))
 		return NULL;
 	return tb_lock_loops[variant][algo][build][check != 0][popf != 0];
 }
@@ -161,15 +164,16 @@ static __always_inline uint64_t tb_cpu_loop(struct cpu_ctx *c, uint64_t loops, c
 	return tsc_stop() - t0;
 }
 
-#define TB_CPU_LOOP(op, build, check, popf)						\
-	static uint64_t tb_cpu_loop_##op##_##build##_##check##_##popf(			\
+#define TB_CPU_LOOP(op, shape, ret, check, popf)					\
+	static uint64_t tb_cpu_loop_##op##_##shape##_##ret##_##check##_##popf(		\
 		struct cpu_ctx *c, spinlock_t *l, uint64_t loops)			\
 	{										\
 		(void)l;								\
-		return tb_cpu_loop(c, loops, op, check, popf, build);			\
+		return tb_cpu_loop(c, loops, op, check, popf, KBUILD(shape, ret));	\
 	}
-#define TB_CPU_LOOP_ENTRY(op, build, check, popf)					\
-	[op][build][check][popf] = tb_cpu_loop_##op##_##build##_##check##_##popf,
+#define TB_CPU_LOOP_ENTRY(op, shape, ret, check, popf)					\
+	[op][KBUILD(shape, ret)][check][popf] =						\
+		tb_cpu_loop_##op##_##shape##_##ret##_##check##_##popf,
 #define TB_CPU_OPS(X)									\
 	TB_BUILDS(TB_MODES, X, TB_OP_LOCAL_BH_DISABLE_ENABLE)				\
 	TB_BUILDS(TB_MODES, X, TB_OP_LOCAL_IRQ_SAVE_RESTORE)
@@ -182,7 +186,7 @@ static const tb_lock_loop_t tb_cpu_loops[TB_NR_CPU_OPS][KBUILD_NR][2][2] = {
 
 static inline tb_lock_loop_t tb_cpu_loop_of(int op, int check, int popf, int build)
 {
-	if (op < 0 || op >= TB_NR_CPU_OPS || build < 0 || build >= KBUILD_NR)
+	if (op < 0 || op >= TB_NR_CPU_OPS || !kbuild_valid(build))
 		return NULL;
 	return tb_cpu_loops[op][build][check != 0][popf != 0];
 }

@@ -10,12 +10,14 @@ UNINLINE_SPIN_UNLOCK is set (PREEMPTION and DEBUG_SPINLOCK builds select
 it). The config records the options' results, so which entry points are
 calls is read off it, not derived. Where the kernel returns through a
 return thunk (MITIGATION_RETHUNK, and the CPU's mitigation of
-retbleed/SRSO in sysfs), every such call also pays that return.
+retbleed/SRSO/ITS in sysfs), every such call also pays that return.
 
 smpnet's lock model follows a named build (--kernel-build, the core's
-spinlock_api_smp.h): each entry point is inline code or a call of an
-out-of-line copy, as that build makes it. This module says what the
-host's build is, and which named build models it (`host`, the default);
+kernel_build.h): two facts, the shape (each entry point inline code or a
+call of an out-of-line copy, spinlock_api_smp.h) and the return (a plain
+`ret`, SRSO's safe-RET thunk, or a `jmp` to a `ret`), named together as
+SHAPE or SHAPE+RETURN. This module says what the host's build is, and
+which named build models it (`host`, the default);
 docs/experiments/locks.md, "Kernel builds", has the table.
 """
 import gzip
@@ -33,11 +35,14 @@ HOST = "host"
 # Where no config is readable: the build of today's distribution kernels
 # (PREEMPT_DYNAMIC, so PREEMPTION: every entry point a call).
 FALLBACK = "x86-preempt"
-# A build whose copies return through SRSO's safe-RET thunk: its shape's
-# name and this suffix. Only where the core could build it (GCC on x86).
-SAFE_RET = "+safe-ret"
-# The shapes: what is a call, whatever the return
-SHAPES = tuple(b for b in BUILDS if not b.endswith(SAFE_RET))
+# The shapes (what is a call) and the returns, each build's name the two
+# together: a shape, or a shape and a return's suffix (the inline shape has
+# no return of its own). A thunk return only where the core could build it
+# (GCC on x86).
+SHAPES = tuple(sorted(_core.KERNEL_SHAPES, key=_core.KERNEL_SHAPES.get))
+SAFE_RET = "+safe-ret"      # SRSO's safe-RET thunk: every return mispredicts
+RET_THUNK = "+ret-thunk"    # a jmp to a `ret; int3`: retbleed's untrained thunk, ITS's
+assert set(_core.KERNEL_RETURNS) == {"", SAFE_RET, RET_THUNK}
 
 # Where a running kernel's config can be read, in order; {release}: uname -r.
 SOURCES = ("/proc/config.gz", "/boot/config-{release}")
@@ -62,7 +67,7 @@ OPTIONS = ("PREEMPTION", "PREEMPT_DYNAMIC", "PREEMPT_NONE", "PREEMPT_VOLUNTARY",
            "TRACE_IRQFLAGS")
 
 # sysfs's word on the return-thunk mitigations, per vulnerability
-VULNERABILITIES = ("retbleed", "spec_rstack_overflow")
+VULNERABILITIES = ("retbleed", "spec_rstack_overflow", "indirect_target_selection")
 VULN_DIR = "/sys/devices/system/cpu/vulnerabilities"
 
 
@@ -142,11 +147,35 @@ def describe(facts):
     return line + f"; --kernel-build host models {host_model(facts)[0]}"
 
 
+def split(name):
+    """A build's name as its two facts: (shape, return suffix or "")."""
+    for ret in (SAFE_RET, RET_THUNK):
+        if name.endswith(ret):
+            return name[:-len(ret)], ret
+    return name, ""
+
+
 def safe_ret(facts):
     """Whether the host's kernel returns through SRSO's safe-RET thunk: sysfs
     says "Safe RET" (also "Vulnerable: Safe RET, no microcode", where the
     kernel applies the thunk all the same: arch/x86/kernel/cpu/bugs.c)."""
     return "safe ret" in facts.get("return_thunk", {}).get("spec_rstack_overflow", "").lower()
+
+
+def untrained_ret(facts):
+    """Whether the host's kernel returns through retbleed's untrained return
+    thunk (bugs.c's RETBLEED_MITIGATION_UNRET: "Mitigation: untrained return
+    thunk"), a `jmp` to retbleed_return_thunk's `ret; int3` from every function."""
+    return "untrained return thunk" in facts.get("return_thunk", {}).get("retbleed", "").lower()
+
+
+def its_thunks(facts):
+    """Whether ITS's aligned thunks are on ("Mitigation: Aligned branch/return
+    thunks"): alternative.c's cpu_wants_rethunk_at() sends a return through
+    its_return_thunk only where the `ret` would lie in the lower half of its
+    64-byte line, so some of a kernel's returns, which ones its link decides."""
+    line = facts.get("return_thunk", {}).get("indirect_target_selection", "").lower()
+    return "aligned branch/return thunks" in line
 
 
 def calls_of(name):
@@ -158,16 +187,28 @@ def host_model(facts):
     """(the named build that models the host's, how it was chosen): the
     shape whose calls are the host's (x86-debug where DEBUG_SPINLOCK is
     set), the nearest by entry points where none is, FALLBACK where no
-    config is readable; its +safe-ret build where the host returns through
-    SRSO's safe-RET thunk and the core models it."""
+    config is readable; with the return the host's kernel makes (sysfs):
+    SRSO's safe-RET thunk, else retbleed's untrained return thunk, else a
+    plain `ret` (ITS's thunks, which only some returns take, said)."""
     shape, why = _host_shape(facts)
-    if not safe_ret(facts) or shape == "inline":
+    vuln = facts.get("return_thunk", {})
+    if shape == "inline":
         return shape, why
-    line = facts["return_thunk"]["spec_rstack_overflow"]
+    if safe_ret(facts):
+        ret, how = SAFE_RET, f"SRSO's safe-RET thunk ({vuln['spec_rstack_overflow']})"
+    elif untrained_ret(facts):
+        ret, how = RET_THUNK, f"retbleed's untrained return thunk ({vuln['retbleed']})"
+    elif its_thunks(facts):
+        return shape, why + (f"; ITS's return thunk ({vuln['indirect_target_selection']}) "
+                             "takes only the returns in the lower half of a 64-byte line, "
+                             f"which this kernel's link places: plain returns modelled, "
+                             f"{shape + RET_THUNK} is the bound with every return thunked")
+    else:
+        return shape, why
     if not _core.RETURN_THUNK_MODELLED:
-        return shape, why + (f"; its returns go through SRSO's safe-RET thunk ({line}), which "
-                             "this build of smpnet cannot model (it needs GCC on x86)")
-    return shape + SAFE_RET, why + f"; every return through SRSO's safe-RET thunk ({line})"
+        return shape, why + (f"; its returns go through {how}, which this build of smpnet "
+                             "cannot model (it needs GCC on x86)")
+    return shape + ret, why + f"; every return through {how}"
 
 
 def _host_shape(facts):
@@ -199,9 +240,10 @@ def resolve(names, facts=None):
             source = facts["source"]
             name = host
         elif name not in BUILDS:
-            raise BadInput(f"unknown kernel build {name!r}: choose from "
-                           f"{', '.join(BUILDS + (HOST,))}")
-        elif name.endswith(SAFE_RET) and not _core.RETURN_THUNK_MODELLED:
+            raise BadInput(f"unknown kernel build {name!r}: choose a shape ("
+                           f"{', '.join(SHAPES)}), an x86 one with {SAFE_RET} or {RET_THUNK} "
+                           f"(e.g. x86-preempt{SAFE_RET}), or {HOST}")
+        elif split(name)[1] and not _core.RETURN_THUNK_MODELLED:
             raise BadInput(f"kernel build {name!r} needs smpnet built by GCC on x86 (its "
                            "return thunk); this one was not")
         if name not in out:
@@ -220,8 +262,11 @@ def describe_model(name, record=None):
             + ", ".join(e for e in _core.SPIN_ENTRIES if e not in calls))
     if calls:   # __local_bh_enable_ip() is out of line in every kernel (irqflags.h)
         what += "; local_bh_enable() a call too"
-    if calls and name.endswith(SAFE_RET):
+    ret = split(name)[1]
+    if calls and ret == SAFE_RET:
         what += "; every call returns through SRSO's safe-RET thunk"
+    elif calls and ret == RET_THUNK:
+        what += "; every call returns through a jmp to a `ret` (retbleed's untrained thunk, ITS's)"
     host = ""
     if record and record.get("host") == name:
         host = f" (the host's build: {record['host_why']})"

@@ -14,10 +14,12 @@ def add_kernel_build_option(p, several=False):
     with `several` a list of them)."""
     what = "kernel builds" if several else "the kernel build"
     p.add_argument("--kernel-build", default=kernel_build.HOST, metavar="LIST" if several else "NAME",
-                   help=f"{what} the lock entry points and local_bh_enable() follow, inline "
-                        f"code or calls: {', '.join(kernel_build.BUILDS)} or {kernel_build.HOST} "
-                        "(default: "
-                        f"{kernel_build.HOST}, the host's own, read from its config)")
+                   help=f"{what} the lock entry points and local_bh_enable() follow: a "
+                        f"shape, inline code or calls ({', '.join(kernel_build.SHAPES)}), an "
+                        f"x86 one with its return ({kernel_build.SAFE_RET}: SRSO's safe-RET "
+                        f"thunk, {kernel_build.RET_THUNK}: a jmp to a ret; default a plain "
+                        f"ret), e.g. x86-preempt{kernel_build.SAFE_RET}; or {kernel_build.HOST} "
+                        "(the default: the host's own, read from its config and sysfs)")
 
 
 def kernel_builds(arg, several=False):
