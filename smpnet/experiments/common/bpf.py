@@ -153,10 +153,19 @@ def btf_spin_lock_value():
     return header + types + names, 1, 4
 
 
-def spin_lock_pair():
+# where struct val's cnt lies (btf_spin_lock_value())
+SPIN_LOCK_CNT = 8
+
+
+def spin_lock_pair(counted=False):
     """bpf_spin_lock() and bpf_spin_unlock() of the lock at r6 (a map value
-    of spin_lock_map())."""
-    return mov64_reg(R1, R6) + call(FUNC_spin_lock) + mov64_reg(R1, R6) + call(FUNC_spin_unlock)
+    of spin_lock_map()); `counted`: the value's cnt + 1 between the two,
+    under the lock (load, add, store), as lock_hammer counts its critical
+    sections."""
+    inside = (ldx_dw(R1, R6, SPIN_LOCK_CNT) + add64_imm(R1, 1) + stx_dw(R6, R1, SPIN_LOCK_CNT)
+              if counted else b"")
+    return (mov64_reg(R1, R6) + call(FUNC_spin_lock) + inside
+            + mov64_reg(R1, R6) + call(FUNC_spin_unlock))
 
 
 # ------------------------------------------------------------ objects
@@ -211,19 +220,31 @@ class Bpf:
 
     def prog(self, insns, name=b"smpnet"):
         """An XDP program from raw instructions; BpfError with the verifier's
-        log when it is refused."""
+        log when it is refused. Loaded without a log first: a long program's
+        log can overflow the buffer, which fails the load (ENOSPC) even where
+        the verifier accepts the program; the log is asked for on a refusal."""
         code = ctypes.create_string_buffer(insns, len(insns))
         lic = ctypes.create_string_buffer(b"GPL")
         log = ctypes.create_string_buffer(1 << 16)
-        attr = (struct.pack("<IIQQIIQII", BPF_PROG_TYPE_XDP, len(insns) // 8,
-                            ctypes.addressof(code), ctypes.addressof(lic), 1, len(log),
-                            ctypes.addressof(log), 0, 0)
-                + name[:15].ljust(16, b"\0"))
+
+        def load(level):
+            attr = (struct.pack("<IIQQIIQII", BPF_PROG_TYPE_XDP, len(insns) // 8,
+                                ctypes.addressof(code), ctypes.addressof(lic), level,
+                                len(log) if level else 0, ctypes.addressof(log) if level else 0,
+                                0, 0)
+                    + name[:15].ljust(16, b"\0"))
+            return sys_bpf(BPF_PROG_LOAD, attr, "program load")[0]
+
         try:
-            fd, _ = sys_bpf(BPF_PROG_LOAD, attr, "program load")
-        except BpfError as e:
-            e.log = log.value.decode(errors="replace")[-2000:]
-            raise
+            fd = load(0)
+        except BpfError as first:
+            try:
+                fd = load(1)        # accepted after all (a refusal that did not repeat)
+            except BpfError as e:
+                if e.errno == errno.ENOSPC:
+                    e = first       # the log overflowed: the first refusal's reason stands
+                e.log = log.value.decode(errors="replace")[-2000:]
+                raise e from None
         return self._keep(fd)
 
 
