@@ -86,6 +86,30 @@ def test_the_programs_load_run_their_op_and_are_closed():
             os.fstat(fd)
 
 
+def test_a_contended_row_whose_counter_is_off_is_warned_of():
+    rows = [{"test": "spin_lock_pair_contended", "ops": {"kernel": 10, "model": 7},
+             "counted": {"kernel": True, "model": False}}, {"test": "xchg_contended"}]
+    (w,) = referee.miscounted(rows)
+    assert "spin_lock_pair_contended: the model's counter is not the ops it ran (7)" in w
+    assert referee.miscounted(rows[1:]) == []
+
+
+def test_the_models_atomic_hammer_runs_its_op_on_the_shared_word(allowed):
+    from smpnet import Machine
+    from smpnet.experiments.common import lockbench
+    with Machine(cpus=allowed[:1], regions=lockbench.locks_region(2)) as m:
+        region = lockbench.init_locks(m, ["qspinlock"])
+        n, cycles = _core.atomic_hammer(m.segment.buf, region, 1, "fetch_add", 0.01)
+        assert n > 0 and n % 16 == 0 and cycles > 0
+        assert int(m.region("locks")[1]["counter"]) & 0xffffffff == n & 0xffffffff
+        n2, _ = _core.atomic_hammer(m.segment.buf, region, 1, "cmpxchg", 0.01)
+        # uncontended, every cmpxchg succeeds: the word rose by each
+        assert int(m.region("locks")[1]["counter"]) & 0xffffffff == (n + n2) & 0xffffffff
+        assert int(m.region("locks")[0]["counter"]) == 0       # the lock's slot untouched
+        with pytest.raises(ValueError, match="no atomic op 'add'"):
+            _core.atomic_hammer(m.segment.buf, region, 1, "add", 0.01)
+
+
 def test_a_row_is_judged_on_its_whole_interval_and_not_under_a_cycle():
     row = {"kernel_cycles": 12.0, "model_over_kernel_lo": 0.95, "model_over_kernel_hi": 1.05}
     assert referee.within(row) is True
@@ -105,10 +129,15 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
                  "--rounds", "1", "--trials", "1"]) == 0
     env = json.loads(capsys.readouterr().out)
     rows = [r for r in env["results"] if r["placement"] == referee.PLACEMENT]
-    contended = ["spin_lock_pair_contended"] if len(cpus) == 2 else []
+    contended = [f"{t}_contended" for t in referee.CONTENDED] if len(cpus) == 2 else []
     assert [r["test"] for r in rows] == [t.name for t in referee.TESTS] + contended
-    assert (("kernel referee: no contended row: it needs two CPUs and one is selected"
+    assert (("kernel referee: no contended rows: they need two CPUs and one is selected"
              in env["warnings"]) == (not contended))
+    for r in rows:
+        if r["test"] == "spin_lock_pair_contended":
+            # every critical section counted, on both sides: the ops are what ran
+            assert r["counted"] == {"kernel": True, "model": True} and min(r["ops"].values()) > 0
+            assert not [w for w in env["warnings"] if "counter is not the ops" in w]
     for r in rows:
         assert len(r["kernel_samples"]) == len(r["model_samples"]) == env["params"][
             "referee_rounds"]

@@ -25,4 +25,5 @@ cdef extern from "spinlock_types.h" nogil:
 
     struct lock_slot:
         spinlock_t lock
+        uint32_t _pad
         uint64_t counter

@@ -34,6 +34,50 @@ static __always_inline uint64_t tb_calls_back_to_back(uint64_t loops)
 	return tsc_stop() - t0;
 }
 
+/* The referee's contended atomics (experiments/kernel/referee.py): one
+ * locked RMW on a word every CPU shares, over and over until `deadline`
+ * (read every 16th op) or a stop, as time_bench's atomic_fetch_add,
+ * cmpxchg and atomic_xchg run it on a word of their own. One loop per op
+ * (a constant): no dispatch inside. Returns the ops; *cycles the time. */
+enum { TB_ATOMIC_FETCH_ADD, TB_ATOMIC_CMPXCHG, TB_ATOMIC_XCHG, TB_NR_ATOMIC_OPS };
+
+static __always_inline uint64_t __tb_atomic_hammer(const struct smp_header *hdr, uint32_t *word,
+						   uint64_t deadline, uint64_t *cycles,
+						   uint32_t *sink, const int op)
+{
+	uint64_t n = 0, t0 = tsc_start();
+	uint32_t v = 0, old;
+
+	for (;;) {
+		if (op == TB_ATOMIC_FETCH_ADD) {
+			v += atomic_inc_return(word);
+		} else if (op == TB_ATOMIC_CMPXCHG) {
+			old = READ_ONCE(*word);
+			atomic_cmpxchg(word, old, old + 1);	/* a failure is not retried */
+		} else {
+			v += atomic_xchg(word, 1);
+		}
+		if ((++n & 15) == 0 && (tsc_read_unordered() >= deadline || smp_should_stop(hdr)))
+			break;
+	}
+	*cycles = tsc_stop() - t0;
+	*sink = v;		/* the results used: gcc keeps xadd, as the tests' */
+	return n;
+}
+
+static inline uint64_t tb_atomic_hammer(const struct smp_header *hdr, uint32_t *word, int op,
+					uint64_t deadline, uint64_t *cycles, uint32_t *sink)
+{
+	switch (op) {
+	case TB_ATOMIC_FETCH_ADD:
+		return __tb_atomic_hammer(hdr, word, deadline, cycles, sink, TB_ATOMIC_FETCH_ADD);
+	case TB_ATOMIC_CMPXCHG:
+		return __tb_atomic_hammer(hdr, word, deadline, cycles, sink, TB_ATOMIC_CMPXCHG);
+	default:
+		return __tb_atomic_hammer(hdr, word, deadline, cycles, sink, TB_ATOMIC_XCHG);
+	}
+}
+
 /* Called through a pointer the compiler cannot see through: func_ptr_call_cost. */
 static void (*volatile tb_function_ptr)(void) = tb_empty_function;
 

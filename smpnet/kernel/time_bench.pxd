@@ -1,4 +1,5 @@
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint32_t, uint64_t
+from smpnet.kernel.percpu cimport smp_header
 from smpnet.kernel.smp cimport cpu_ctx
 from smpnet.kernel.spinlock_types cimport spinlock_t
 
@@ -13,3 +14,8 @@ cdef extern from "time_bench.h" nogil:
     enum: TB_OP_LOCAL_BH_DISABLE_ENABLE
     enum: TB_OP_LOCAL_IRQ_SAVE_RESTORE
     tb_lock_loop_t tb_cpu_loop_of(int op, int check, int popf, int build)
+    enum: TB_ATOMIC_FETCH_ADD
+    enum: TB_ATOMIC_CMPXCHG
+    enum: TB_ATOMIC_XCHG
+    uint64_t tb_atomic_hammer(const smp_header *hdr, uint32_t *word, int op, uint64_t deadline,
+                              uint64_t *cycles, uint32_t *sink)

@@ -251,10 +251,13 @@ def referee_part(cpus, p, warnings):
     if why:
         warnings.append(f"kernel referee: what it runs not listed: {why}")
     if len(cpus) < 2:
-        warnings.append("kernel referee: no contended row: it needs two CPUs and one is selected")
+        warnings.append("kernel referee: no contended rows: they need two CPUs and one is "
+                        "selected")
         return rows
-    return rows + [referee.measure_contended(cpus, tsc_hz, algo, p["kernel_build"],
-                                             p["referee_rounds"])]
+    contended = referee.measure_contended(cpus, tsc_hz, algo, p["kernel_build"],
+                                          p["referee_rounds"])
+    warnings += referee.miscounted(contended)
+    return rows + contended
 
 
 def veth_part(cpus, p, progress, warnings):
