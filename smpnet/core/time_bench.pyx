@@ -84,11 +84,13 @@ cdef uint64_t tb_atomic_fetch_add(tb_ctx *t, uint64_t loops) noexcept nogil:
 
 
 cdef uint64_t tb_atomic_xchg(tb_ctx *t, uint64_t loops) noexcept nogil:
-    # xchg with memory: locked without a prefix
+    # xchg with memory: locked without a prefix. A constant swapped in, each
+    # result summed, not fed to the next: the referee's BPF_XCHG, whose result
+    # register the next op's constant overwrites
     cdef uint64_t i, t0 = tsc_start()
     cdef uint32_t v = 0
     for i in range(loops):
-        v = atomic_xchg(&t.word, v + 1)
+        v += atomic_xchg(&t.word, 1)
     t.sink = v
     return tsc_stop() - t0
 
