@@ -25,7 +25,7 @@ def _insns(code):
 
 
 def test_each_program_unrolls_its_op_between_a_lookup_and_an_exit():
-    for t in referee.TESTS:
+    for t in referee.available()[0]:
         op = _insns(referee._op(t.name))
         prog = _insns(bpf.lookup_or_exit(3, referee._op(t.name) * referee.UNROLL))
         empty = _insns(bpf.lookup_or_exit(3, b""))
@@ -69,7 +69,7 @@ def test_the_lock_map_declares_a_bpf_spin_lock_in_its_btf():
 @root
 def test_the_programs_load_run_their_op_and_are_closed():
     with bpf.Bpf() as k:
-        for t in referee.TESTS:
+        for t in referee.available()[0]:
             prog, empty = referee.programs(k, t.name)
             assert bpf.test_run(prog, 10)[1] == bpf.XDP_PASS
             assert bpf.test_run(empty, 10)[1] == bpf.XDP_PASS
@@ -84,6 +84,38 @@ def test_the_programs_load_run_their_op_and_are_closed():
     for fd in fds:
         with pytest.raises(OSError):
             os.fstat(fd)
+
+
+def test_the_kernels_btf_names_its_functions_and_a_missing_one_is_left_out(tmp_path):
+    # a BTF blob of its own: int, then a FUNC_PROTO and two FUNCs
+    names = b"\0int\0f_one\0f_two\0"
+    types = (struct.pack("<IIII", 1, bpf.BTF_KIND_INT << 24, 4, 32)
+             + struct.pack("<III", 0, 13 << 24 | 1, 1) + struct.pack("<II", 0, 1)   # proto(int)
+             + struct.pack("<III", names.index(b"f_one"), bpf.BTF_KIND_FUNC << 24, 2)
+             + struct.pack("<III", names.index(b"f_two"), bpf.BTF_KIND_FUNC << 24, 2))
+    hdr = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(names))
+    path = tmp_path / "vmlinux"
+    path.write_bytes(hdr + types + names)
+    assert bpf.vmlinux_func_ids(["f_two", "f_one", "f_three"], str(path)) == {
+        "f_one": 3, "f_two": 4}
+    path.write_bytes(b"\0" * 32)
+    with pytest.raises(bpf.BpfError, match="not BTF"):
+        bpf.vmlinux_func_ids(["f_one"], str(path))
+
+
+def test_without_the_irq_kfuncs_the_row_is_left_out_with_a_reason(monkeypatch):
+    monkeypatch.setattr(bpf, "vmlinux_func_ids", lambda names: {})
+    tests, why = referee.available()
+    assert "irq_save_restore" not in [t.name for t in tests] and len(tests) == len(referee.TESTS) - 1
+    assert why == ["irq_save_restore: this kernel has no bpf_local_irq_save, "
+                   "bpf_local_irq_restore kfuncs (Linux 6.14 on)"]
+
+
+def test_an_emulated_row_is_not_judged_and_says_what_it_leaves_out():
+    row = {"test": "irq_save_restore", "kernel_cycles": 23.6, "model_cycles": 6.1,
+           "model_over_kernel_lo": 0.2, "model_over_kernel_hi": 0.3, "emulated": "cli and sti"}
+    assert referee.within(row) is None and referee.within({**row, "emulated": ""}) is False
+    assert next(t for t in referee.TESTS if t.name == "irq_save_restore").emulated
 
 
 def test_a_contended_row_whose_counter_is_off_is_warned_of():
@@ -130,7 +162,7 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
     env = json.loads(capsys.readouterr().out)
     rows = [r for r in env["results"] if r["placement"] == referee.PLACEMENT]
     contended = [f"{t}_contended" for t in referee.CONTENDED] if len(cpus) == 2 else []
-    assert [r["test"] for r in rows] == [t.name for t in referee.TESTS] + contended
+    assert [r["test"] for r in rows] == [t.name for t in referee.available()[0]] + contended
     assert (("kernel referee: no contended rows: they need two CPUs and one is selected"
              in env["warnings"]) == (not contended))
     for r in rows:

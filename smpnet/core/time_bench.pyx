@@ -117,6 +117,12 @@ cdef uint64_t tb_function_calls_unrolled(tb_ctx *t, uint64_t loops) noexcept nog
     return tb_calls_back_to_back(loops)
 
 
+cdef uint64_t tb_irq_save_restore_calls(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the referee's irq_save_restore: the model's save and restore, each a
+    # call, back to back as the kernel's program makes them (time_bench.h)
+    return tb_irq_calls_back_to_back(&t.c, loops)
+
+
 cdef uint64_t tb_func_ptr_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
     cdef uint64_t i, t0 = tsc_start()
     for i in range(loops):
@@ -205,6 +211,7 @@ tb_test("atomic_fetch_add", tb_atomic_fetch_add, TB_NEEDS_NOTHING, -1, False)
 tb_test("atomic_xchg", tb_atomic_xchg, TB_NEEDS_NOTHING, -1, False)
 tb_test("this_cpu_inc", tb_this_cpu_inc, TB_NEEDS_NOTHING, -1, False)
 tb_test("function_calls_unrolled", tb_function_calls_unrolled, TB_NEEDS_NOTHING, -1, False)
+tb_test("irq_save_restore_calls", tb_irq_save_restore_calls, TB_NEEDS_CPU, -1, False)
 
 # calls in one iteration of function_calls_unrolled's loop
 TB_CALL_UNROLL = TB_CALL_UNROLL_C

@@ -34,6 +34,37 @@ static __always_inline uint64_t tb_calls_back_to_back(uint64_t loops)
 	return tsc_stop() - t0;
 }
 
+/* The referee's irq_save_restore: local_irq_save() and local_irq_restore()
+ * each a call, as the kernel's bpf_local_irq_save()/restore() kfuncs are;
+ * the bodies are the model's (a real pushf; pop, the mask kept in software,
+ * no cli or sti: user space may not run them). */
+static __attribute__((noinline)) void tb_irq_save_call(struct cpu_ctx *c, unsigned long *flags)
+{
+	*flags = __local_irq_save(c, 0);
+}
+
+static __attribute__((noinline)) void tb_irq_restore_call(struct cpu_ctx *c, unsigned long *flags)
+{
+	__local_irq_restore(c, *flags, 0, 0);
+}
+
+/* The pairs back to back, TB_CALL_UNROLL in a loop iteration, as the
+ * referee's program makes them (see tb_calls_back_to_back()). */
+static __always_inline uint64_t tb_irq_calls_back_to_back(struct cpu_ctx *c, uint64_t loops)
+{
+	uint64_t i, t0 = tsc_start();
+	unsigned long flags;
+
+	for (i = 0; i < loops / TB_CALL_UNROLL; i++) {
+		_Pragma("GCC unroll 16")
+		for (int j = 0; j < TB_CALL_UNROLL; j++) {
+			tb_irq_save_call(c, &flags);
+			tb_irq_restore_call(c, &flags);
+		}
+	}
+	return tsc_stop() - t0;
+}
+
 /* The referee's contended atomics (experiments/kernel/referee.py): one
  * locked RMW on a word every CPU shares, over and over until `deadline`
  * (read every 16th op) or a stop, as time_bench's atomic_fetch_add,

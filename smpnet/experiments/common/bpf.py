@@ -89,6 +89,10 @@ def call(func):
     return insn(0x85, imm=func)
 
 
+def kfunc_call(btf_id):        # BPF_CALL, src BPF_PSEUDO_KFUNC_CALL: a kernel function by BTF id
+    return insn(0x85, src=2, imm=btf_id)
+
+
 def jeq_imm(dst, imm, off):
     return insn(0x15, dst, off=off, imm=imm)
 
@@ -151,6 +155,52 @@ def btf_spin_lock_value():
     ])
     header = struct.pack("<HBBIIIII", 0xeB9F, 1, 0, 24, 0, len(types), len(types), len(names))
     return header + types + names, 1, 4
+
+
+# The kernel's own BTF: which type is which kernel function (a kfunc's id)
+VMLINUX_BTF = "/sys/kernel/btf/vmlinux"
+# the bytes each BTF kind's record carries after its 12-byte head (vlen: its count)
+_BTF_EXTRA = {1: lambda n: 4, 3: lambda n: 12, 4: lambda n: 12 * n, 5: lambda n: 12 * n,
+              6: lambda n: 8 * n, 13: lambda n: 8 * n, 14: lambda n: 4, 15: lambda n: 12 * n,
+              17: lambda n: 4, 19: lambda n: 12 * n}
+BTF_KIND_FUNC = 12
+
+
+def vmlinux_func_ids(names, path=VMLINUX_BTF):
+    """{name: BTF id} of the kernel functions among `names` the running
+    kernel's BTF declares (those it lacks are left out); OSError where it
+    cannot be read, BpfError where it is not BTF."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, _, _, hdr_len, type_off, type_len, str_off, _ = struct.unpack_from("<HBBIIIII", data)
+    if magic != 0xEB9F:
+        raise BpfError(f"{path}: not BTF", errno.EINVAL)
+    types, strings = hdr_len + type_off, hdr_len + str_off
+    wanted = {n.encode(): n for n in names}
+    out, pos, type_id = {}, types, 1
+    while pos < types + type_len:
+        name_off, info, _ = struct.unpack_from("<III", data, pos)
+        kind, vlen = info >> 24 & 0x1F, info & 0xFFFF
+        if kind == BTF_KIND_FUNC:
+            at = strings + name_off
+            name = data[at:data.index(b"\0", at)]
+            if name in wanted:
+                out[wanted[name]] = type_id
+        pos += 12 + _BTF_EXTRA.get(kind, lambda n: 0)(vlen)
+        type_id += 1
+    return out
+
+
+IRQ_KFUNCS = ("bpf_local_irq_save", "bpf_local_irq_restore")
+
+
+def irq_save_restore(ids):
+    """bpf_local_irq_save() and bpf_local_irq_restore() (kfuncs of
+    kernel/bpf/helpers.c, Linux 6.14 and later; `ids` their BTF ids) of
+    flags on the stack: local_irq_save() and local_irq_restore(), each a call."""
+    flags = mov64_reg(R1, R10) + add64_imm(R1, -16)
+    return (flags + kfunc_call(ids["bpf_local_irq_save"])
+            + flags + kfunc_call(ids["bpf_local_irq_restore"]))
 
 
 # where struct val's cnt lies (btf_spin_lock_value())

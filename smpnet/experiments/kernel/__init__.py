@@ -245,7 +245,8 @@ def referee_part(cpus, p, warnings):
         warnings.append(f"kernel referee skipped: {p.get('referee_skipped', 'not planned')}")
         return []
     tsc_hz, algo = tsc_info()["tsc_hz"], p["referee_algo"]
-    rows = referee.measure(cpus[0], tsc_hz, algo, p["kernel_build"], p["referee_rounds"])
+    rows = referee.measure(cpus[0], tsc_hz, algo, p["kernel_build"], p["referee_rounds"],
+                           warnings)
     functions, why = kernel_text.listing()
     p["kernel_text"] = functions
     if why:

@@ -10,7 +10,8 @@ import tempfile
 
 from ..common import bpf
 
-HELPERS = ("bpf_spin_lock", "bpf_spin_unlock", "bpf_get_numa_node_id")
+HELPERS = ("bpf_spin_lock", "bpf_spin_unlock", "bpf_get_numa_node_id", "bpf_local_irq_save",
+           "bpf_local_irq_restore")
 MAX_FUNCTIONS = 16      # the helpers and what they call, breadth first
 MAX_DEPTH = 2           # the helpers' callees and theirs: the slow path named, not walked
 MAX_BYTES = 1024        # of one function: a lock's slow path is listed by name, not followed
