@@ -14,7 +14,7 @@ from conftest import code_of, drop_capabilities
 from smpnet import _core
 from smpnet.cli import main
 from smpnet.experiments.common import bpf
-from smpnet.experiments.kernel import kernel_text, referee
+from smpnet.experiments.kernel import kernel_text, referee, referee_contended
 
 root = pytest.mark.skipif(os.geteuid() != 0 or platform.machine() != "x86_64",
                           reason="needs root on x86-64: bpf(2)")
@@ -121,9 +121,9 @@ def test_an_emulated_row_is_not_judged_and_says_what_it_leaves_out():
 def test_a_contended_row_whose_counter_is_off_is_warned_of():
     rows = [{"test": "spin_lock_pair_contended", "ops": {"kernel": 10, "model": 7},
              "counted": {"kernel": True, "model": False}}, {"test": "xchg_contended"}]
-    (w,) = referee.miscounted(rows)
+    (w,) = referee_contended.miscounted(rows)
     assert "spin_lock_pair_contended: the model's counter is not the ops it ran (7)" in w
-    assert referee.miscounted(rows[1:]) == []
+    assert referee_contended.miscounted(rows[1:]) == []
 
 
 def test_the_models_atomic_hammer_runs_its_op_on_the_shared_word(allowed):
@@ -161,7 +161,7 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
                  "--rounds", "1", "--trials", "1"]) == 0
     env = json.loads(capsys.readouterr().out)
     rows = [r for r in env["results"] if r["placement"] == referee.PLACEMENT]
-    contended = [f"{t}_contended" for t in referee.CONTENDED] if len(cpus) == 2 else []
+    contended = [f"{t}_contended" for t in referee_contended.CONTENDED] if len(cpus) == 2 else []
     assert [r["test"] for r in rows] == [t.name for t in referee.available()[0]] + contended
     assert (("kernel referee: no contended rows: they need two CPUs and one is selected"
              in env["warnings"]) == (not contended))
@@ -190,7 +190,7 @@ def test_a_contended_op_counts_only_the_runs_every_cpu_overlapped():
     a = (10, [(0.0, 1.0, 1000 * u), (1.0, 2.0, 20 * u + 10), (2.0, 3.0, 40 * u + 10)])
     b = (0, [(0.5, 1.5, 100 * u), (1.5, 2.5, 300 * u), (2.5, 3.5, 7000 * u)])
     # the window is [0.5, 3.0]: a's last two runs, b's first two
-    assert referee._overlapped_ns_per_op([a, b]) == [30, 200]
+    assert referee_contended._overlapped_ns_per_op([a, b]) == [30, 200]
 
 
 def test_without_privilege_the_referee_is_one_skip_line(tmp_path):

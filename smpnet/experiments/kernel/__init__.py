@@ -31,7 +31,7 @@ from ...measure import calibration, stats
 from ...report import output
 from ...report.report import table
 from ..common import bpf, lockopts
-from . import kernel_text, netns, ping_veth, referee
+from . import kernel_text, netns, ping_veth, referee, referee_contended
 
 PLACEMENTS = ("same-cpu", "two-cpus")
 SERVER, CLIENT = 0, 1           # the emulated CPU each end runs on
@@ -120,7 +120,8 @@ def warm(n):
 def seconds(p, cpus):
     per_round = 0.05 + (p["transactions"] + warm(p["transactions"])) * 20e-6
     veth = 0 if p.get("veth_skipped") else ping_veth.seconds(p["trials"], p["count"])
-    ref = (referee.seconds(p["referee_rounds"]) + referee.contended_seconds(p["referee_rounds"])
+    ref = (referee.seconds(p["referee_rounds"])
+           + referee_contended.contended_seconds(p["referee_rounds"])
            if "referee_rounds" in p else 0)
     return len(p["placements"]) * (p["rounds"] + 1) * per_round + veth + ref
 
@@ -255,9 +256,9 @@ def referee_part(cpus, p, warnings):
         warnings.append("kernel referee: no contended rows: they need two CPUs and one is "
                         "selected")
         return rows
-    contended = referee.measure_contended(cpus, tsc_hz, algo, p["kernel_build"],
+    contended = referee_contended.measure_contended(cpus, tsc_hz, algo, p["kernel_build"],
                                           p["referee_rounds"])
-    warnings += referee.miscounted(contended)
+    warnings += referee_contended.miscounted(contended)
     return rows + contended
 
 
