@@ -43,10 +43,12 @@ from smpnet.kernel.spinlock cimport spin_lock_init, _Q_PENDING_LOOPS
 from smpnet.kernel.mcs_spinlock cimport mcs_nodes_reset
 from smpnet.kernel.spinlock_api_smp cimport (
     spin_lock, spin_unlock, spin_lock_bh, spin_unlock_bh, spin_lock_irq, spin_unlock_irq,
-    spin_lock_irqsave, spin_unlock_irqrestore, spin_lock_variant, spin_unlock_variant,
-    SPIN_NR_VARIANTS, spin_variant_names, VARIANT_PLAIN, VARIANT_BH, VARIANT_IRQ,
-    VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK, VARIANT_IRQ_DISABLE_BEFORE_LOCK,
-    SPIN_NR_ENTRIES, spin_entry_names, kbuild_calls_of)
+    spin_lock_irqsave, spin_unlock_irqrestore, SPIN_NR_ENTRIES, spin_entry_names,
+    kbuild_calls_of)
+from smpnet.kernel.spinlock_variant cimport (
+    spin_lock_variant, spin_unlock_variant, SPIN_NR_VARIANTS, spin_variant_names, VARIANT_PLAIN,
+    VARIANT_BH, VARIANT_IRQ, VARIANT_IRQSAVE, VARIANT_IRQSAVE_BEFORE_LOCK,
+    VARIANT_IRQ_DISABLE_BEFORE_LOCK)
 from smpnet.kernel.kernel_build cimport (KBUILD, KBUILD_NR, KRET_NR, KSHAPE_NR, kbuild_valid,
                                          kernel_return_names, kernel_shape_names,
                                          RETHUNK_MODELLED)

@@ -17,7 +17,7 @@ KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "smpnet"
 # Python's choices -> (header, its table, the enum's count in c_constants())
 TABLES = {
     "LOCK_ALGOS": ("spinlock_types.h", "SPIN_ALGO_TABLE", "SPIN_NR_ALGOS"),
-    "LOCK_VARIANTS": ("spinlock_api_smp.h", "SPIN_VARIANT_TABLE", "SPIN_NR_VARIANTS"),
+    "LOCK_VARIANTS": ("spinlock_variant.h", "SPIN_VARIANT_TABLE", "SPIN_NR_VARIANTS"),
     "KERNEL_SHAPES": ("kernel_build.h", "KERNEL_SHAPE_TABLE", "KSHAPE_NR"),
     "KERNEL_RETURNS": ("kernel_build.h", "KERNEL_RETURN_TABLE", "KRET_NR"),
     "DEFER_STRATEGIES": ("skbuff.h", "DEFER_STRATEGY_TABLE", "DEFER_NR_STRATEGIES"),

@@ -23,6 +23,7 @@
 #include "fake_nic.h"
 #include "link.h"
 #include "loopback.h"
+#include "spinlock_variant.h"
 
 struct smp_field {
 	const char *name;

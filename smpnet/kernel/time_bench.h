@@ -5,7 +5,7 @@
 #define SMPNET_TIME_BENCH_H
 
 #include "compiler.h"
-#include "spinlock_api_smp.h"
+#include "spinlock_variant.h"
 #include "tsc.h"
 
 /* An empty function the compiler may not inline: function_call_cost. */
