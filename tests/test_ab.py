@@ -7,6 +7,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -170,6 +171,27 @@ def test_a_compile_error_shows_the_compilers_messages_then_one_line(capsys, tmp_
     assert any(f"{f}:5:" in line and "error" in line and "'y'" in line.replace("‘", "'")
                .replace("’", "'") for line in err)
     assert err[-1] == f"smpnet-bench: {f}: does not compile (the compiler's messages are above)"
+
+
+@pytest.mark.parametrize("source, built", [("int f(void) { return 1; }", True),
+                                           ("int f(void) { return y; }", False)])
+def test_the_compile_child_answers_one_json_object_and_stderr_is_the_compilers(tmp_path,
+                                                                              source, built):
+    job = {"modname": "_t_child", "source": source, "include_dirs": [], "define_macros": [],
+           "extra_compile_args": [], "cdef": "int f(void);", "tmpdir": str(tmp_path)}
+    child = pathlib.Path(build.__file__).with_name("compile.py")
+    r = subprocess.run([sys.executable, str(child)], input=json.dumps(job),
+                       capture_output=True, text=True, timeout=120)
+    answer = json.loads(r.stdout)           # the whole of stdout: one object
+    assert list(answer) == (["path"] if built else ["error"])
+    assert (r.returncode == 0) == built
+    if built:
+        assert pathlib.Path(answer["path"]).is_file() and r.stderr == ""
+    else:
+        assert "error" in r.stderr and "'y'" in r.stderr.replace("‘", "'").replace("’", "'")
+        # the build's own lines are not there: only the compiler's
+        assert not [line for line in r.stderr.splitlines()
+                    if line.startswith(("gcc ", "running ", "building ", "Traceback"))]
 
 
 def test_a_hook_without_its_variant_and_state_too_large_are_refused(capsys, tmp_path):

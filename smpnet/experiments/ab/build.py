@@ -213,25 +213,27 @@ def _compile(source, name, modname, macros, debug, cache, path, timeout, stderr)
         except subprocess.TimeoutExpired:
             raise BadInput(f"{name}: the build took over {timeout:g} s, the bound on one "
                            "build; stopped") from None
-        if r.returncode != 0:
-            stderr.write(_diagnostics(r.stdout + r.stderr))
+        answer = _answer(r.stdout)
+        if "path" not in answer and not r.stderr.strip():
+            raise BadInput(f"{name}: not built: {answer['error']}")
+        if "path" not in answer:
+            stderr.write(r.stderr)
             raise BadInput(f"{name}: does not compile (the compiler's messages are above)"
-                           + _hint(r.stdout + r.stderr))
-        warnings = _diagnostics(r.stdout + r.stderr)
-        if "warning:" in warnings:
-            stderr.write(warnings)
-        os.replace(r.stdout.strip().splitlines()[-1].split(": ", 1)[1], path)
+                           + _hint(r.stderr))
+        if "warning:" in r.stderr:
+            stderr.write(r.stderr)
+        os.replace(answer["path"], path)
 
 
-def _diagnostics(out):
-    """The compiler's messages, without the build's own lines (the commands
-    it ran, cffi's progress, the child's traceback)."""
-    keep = [line for line in out.splitlines(keepends=True)
-            if not line.startswith(("generating ", "running ", "building ", "creating ",
-                                    "gcc ", "cc ", "clang ", "x86_64-", "Traceback",
-                                    "  File ", "smpnet-ab-built:"))
-            and not line.lstrip().startswith(("raise ", "^"))]
-    return "".join(keep)
+def _answer(stdout):
+    """The compile child's one JSON object; an error if it wrote none (it
+    died before answering: its stderr says how)."""
+    try:
+        answer = json.loads(stdout)
+    except ValueError:
+        return {"error": "the build process gave no answer"}
+    return answer if isinstance(answer, dict) else {"error": "the build process's answer "
+                                                             "is not an object"}
 
 
 def _hint(out):
