@@ -254,12 +254,25 @@ def test_a_failed_check_ends_the_run_naming_its_variant(capsys, tmp_path):
 
 # ---------------------------------------------------------------- the examples
 
+# every key an ab row had before rows carried their role: none lost
+ROW_KEYS = {"uncontended": {"mode", "variant", "cpus", "loops", "overhead_cycles", "cycles",
+                            "cycles_min", "cycles_max", "ns", "samples", "rounds"},
+            "contended": {"mode", "variant", "cpus", "duration_s", "hold_cycles",
+                          "think_cycles", "timing_valid", "ops", "cycles", "cycles_min",
+                          "cycles_max", "ns", "samples", "rounds", "ops_per_s",
+                          "ops_per_s_interval", "fairness", "fairness_interval",
+                          "ops_per_s_samples", "ops_per_s_per_cpu",
+                          "ops_per_s_per_cpu_interval"}}
+
+
 def _check_outcome(out, variants, modes):
     names = variants + [variants[0] + " (A/A)"]
     for mode in modes:
-        rows = [r for r in out.rows if r["mode"] == mode and not r["variant"].startswith(
-            figures.BUILTIN)]
+        mine = [r for r in out.rows if r["mode"] == mode]
+        assert all(ROW_KEYS[mode] <= set(r) for r in mine)
+        rows = [r for r in mine if r["role"] != figures.BUILTIN_ROLE]
         assert [r["variant"] for r in rows] == names
+        assert [r["role"] for r in rows] == [figures.VARIANT] * len(variants) + [figures.CONTROL]
         assert all(r["cycles_min"] <= r["cycles"] <= r["cycles_max"] for r in rows)
         vs = [v for v in out.verdicts if v["mode"] == mode]
         assert [v["variant"] for v in vs] == variants[1:]
@@ -268,6 +281,19 @@ def _check_outcome(out, variants, modes):
             assert lo <= v["measured"] <= hi and v["verdict"] in LABELS
             assert v["verdict"] == figures.label(v["interval"])
             assert v["control"]["sides"] == f"{variants[0]} twice"
+
+
+def test_the_verdicts_find_the_baseline_and_the_control_by_role_not_label():
+    def row(label, role, samples):
+        return {"mode": "uncontended", "variant": label, "role": role, "samples": samples}
+    base = [10.0, 10.2] * 6
+    rows = [row("x (A/A)", figures.VARIANT, base),                 # a label that looks like one
+            row("built-in y", figures.VARIANT, [12.0, 12.2] * 6),
+            row("ctl", figures.CONTROL, [10.1, 10.1] * 6),
+            row("z", figures.BUILTIN_ROLE, [50.0] * 12)]
+    (v,) = figures.verdicts(rows, 1e9)
+    assert v["baseline"] == "x (A/A)" and v["variant"] == "built-in y"
+    assert v["verdict"] == figures.SLOWER and v["control"]["sides"] == "x (A/A) twice"
 
 
 def test_the_seed_003_example_on_one_cpu(capsys):
@@ -280,6 +306,8 @@ def test_the_spin_lock_bh_example_beside_the_built_in_op(allowed):
     out = smpnet.ab(str(EXAMPLES / "spin_lock_bh.c"), cpus=allowed[:1], loops=2000,
                     rounds=12, builtin="spin_lock_unlock")
     _check_outcome(out, ["plain", "bh"], ["uncontended"])
+    (built_in,) = [r for r in out.rows if r["role"] == figures.BUILTIN_ROLE]
+    assert built_in["test"] == "spin_lock_unlock"
     plain = next(r for r in out.rows if r["variant"] == "plain")
     o = plain["over_builtin"]["spin_lock_unlock"]
     assert o["interval"][0] <= o["ratio"] <= o["interval"][1] and o["pairs"] == 6

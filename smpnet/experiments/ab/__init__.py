@@ -127,10 +127,11 @@ def params(args, cpus):
 
 def _entries(obj, p):
     """The variants run, the baseline's second copy (the A/A control) last,
-    and their labels."""
+    their labels and their roles."""
     by_name = {v.name: v for v in obj.variants}
     chosen = [by_name[n] for n in p["variants"]]
-    return chosen + [chosen[0]], p["variants"] + [p["variants"][0] + AA]
+    return (chosen + [chosen[0]], p["variants"] + [p["variants"][0] + AA],
+            [figures.VARIANT] * len(chosen) + [figures.CONTROL])
 
 
 def _uncontended_s(p):
@@ -180,7 +181,7 @@ def run(cpus, p, progress=None):
     algo, popf = _core.LOCK_ALGOS[p["algo"]], p["restore"] == "popf"
     kbuild = _core.KERNEL_BUILDS[p.get("kernel_build", "inline")]
     obj = build.build(p["source"], p["file"], algo, p["check"], popf, kbuild=kbuild)
-    entries, labels = _entries(obj, p)
+    entries, labels, roles = _entries(obj, p)
     tsc_hz = tsc.tsc_hz()
     steps = 1 + (len(entries) * p["repeat"] if p["contended"] else 0)
     if progress:
@@ -194,13 +195,13 @@ def run(cpus, p, progress=None):
             m, labels, rounds.uncontended, entries, where, p["loops"], p["rounds"],
             p["builtin"], expected=_uncontended_s(p))[0]
         _check(m, entries, labels, where, ops, "uncontended")
-    rows = figures.uncontended_rows(labels, p["builtin"], p["cpu"], counts, samples, empty,
-                                    tsc_hz)
+    rows = figures.uncontended_rows(labels, roles, p["builtin"], p["cpu"], counts, samples,
+                                    empty, tsc_hz)
     for r, d in zip(rows, dropped):
         r.update(d)
     verdicts = figures.verdicts(rows, tsc_hz)
     if p["contended"]:
-        con = _contended(cpus, p, entries, labels, obj, where, progress, steps, tsc_hz)
+        con = _contended(cpus, p, entries, labels, roles, obj, where, progress, steps, tsc_hz)
         rows += con
         verdicts += figures.verdicts(con, tsc_hz)
     warnings = []
@@ -210,7 +211,7 @@ def run(cpus, p, progress=None):
     return Outcome(p, rows, verdicts, warnings)
 
 
-def _contended(cpus, p, entries, labels, obj, where0, progress, steps, tsc_hz):
+def _contended(cpus, p, entries, labels, roles, obj, where0, progress, steps, tsc_hz):
     runs = [[] for _ in entries]
     n = 1
     with Machine(cpus=cpus, ncpus=p["ncpus"], oversubscribe=p["oversubscribe"],
@@ -227,7 +228,8 @@ def _contended(cpus, p, entries, labels, obj, where0, progress, steps, tsc_hz):
                                     expected=p["duration_s"], entry=i))
         ops = [sum(c[0] for per in rs for c in per) for rs in runs]
         _check(m, entries, labels, where, ops, "contended")
-        return figures.contended_rows(labels, m.cpu_map, runs, tsc_hz, p, m.timing_valid)
+        return figures.contended_rows(labels, roles, m.cpu_map, runs, tsc_hz, p,
+                                      m.timing_valid)
 
 
 def text(env, extra):

@@ -28,34 +28,40 @@ def _summary(samples, tsc_hz):
             "ns": med * 1e9 / tsc_hz, "samples": samples, "rounds": len(samples)}
 
 
-BUILTIN = "built-in "   # a built-in time_bench test's row: this, then its name
+BUILTIN = "built-in "   # a built-in time_bench test's label: this, then its name
+# Each row's role: a variant of the file (the first the baseline), the A/A
+# control (the baseline's second copy), or a built-in time_bench test.
+VARIANT, CONTROL, BUILTIN_ROLE = "variant", "control", "builtin"
 
 
-def uncontended_rows(labels, builtins, cpu, counts, samples, empty, tsc_hz):
-    """The variants' rows (labels), then the built-in tests' (builtins);
-    each variant's cost over each built-in, paired over ABBA blocks
-    (`over_builtin`: the harness's overhead for a user's op, where the two
-    are the same op), the A/A control's left out."""
-    rows = [dict(mode="uncontended", variant=lab, cpus=[cpu], loops=n,
-                 overhead_cycles=empty, **_summary(s, tsc_hz))
-            for lab, n, s in zip(labels + [BUILTIN + b for b in builtins], counts, samples)]
-    for r in rows[:len(labels) - 1]:
-        for b in rows[len(labels):]:
+def uncontended_rows(labels, roles, builtins, cpu, counts, samples, empty, tsc_hz):
+    """The entries' rows (labels, roles), then the built-in tests'
+    (builtins, their `test` named); each variant's cost over each built-in,
+    paired over ABBA blocks (`over_builtin`: the harness's overhead for a
+    user's op, where the two are the same op), the A/A control's left out."""
+    entries = list(zip(labels, roles, [None] * len(labels)))
+    entries += [(BUILTIN + b, BUILTIN_ROLE, b) for b in builtins]
+    rows = [dict(mode="uncontended", variant=lab, role=role, cpus=[cpu], loops=n,
+                 overhead_cycles=empty, **({"test": test} if test else {}),
+                 **_summary(s, tsc_hz))
+            for (lab, role, test), n, s in zip(entries, counts, samples)]
+    for r in (r for r in rows if r["role"] == VARIANT):
+        for b in (b for b in rows if b["role"] == BUILTIN_ROLE):
             ratio = stats.paired(stats.abba_blocks(r["samples"]),
                                  stats.abba_blocks(b["samples"]), lambda x, y: x / y)
             if ratio:
-                r.setdefault("over_builtin", {})[b["variant"][len(BUILTIN):]] = {
+                r.setdefault("over_builtin", {})[b["test"]] = {
                     "ratio": ratio[0], "interval": ratio[1], "pairs": ratio[2]}
     return rows
 
 
-def contended_rows(labels, cpus, runs, tsc_hz, p, timing_valid):
+def contended_rows(labels, roles, cpus, runs, tsc_hz, p, timing_valid):
     """runs[entry]: a list of rounds, each the per-CPU (ops, cycles, spins).
     A round's cost per op is the CPUs' cycles over their ops together (what
     one op costs a CPU while every CPU runs it); its throughput, all ops
     over the longest CPU's time."""
     rows = []
-    for lab, rounds in zip(labels, runs):
+    for lab, role, rounds in zip(labels, roles, runs):
         cost, total, fair, per_cpu = [], [], [], [[] for _ in cpus]
         for per in rounds:
             ops = [r[0] for r in per]
@@ -64,7 +70,7 @@ def contended_rows(labels, cpus, runs, tsc_hz, p, timing_valid):
             fair.append(stats.jain_fairness(ops))
             for i, r in enumerate(per):
                 per_cpu[i].append(r[0] / (r[1] / tsc_hz) if r[1] else 0.0)
-        row = dict(mode="contended", variant=lab, cpus=list(cpus),
+        row = dict(mode="contended", variant=lab, role=role, cpus=list(cpus),
                    duration_s=p["duration_s"], hold_cycles=p["hold_cycles"],
                    think_cycles=p["think_cycles"], timing_valid=timing_valid,
                    ops=sum(r[0] for per in rounds for r in per), **_summary(cost, tsc_hz))
@@ -85,18 +91,19 @@ def _paired(a, b):
 
 
 def verdicts(rows, tsc_hz):
-    """Each variant against the baseline (rows[0]), and the A/A control
-    (the last variant row, the baseline's second copy) beside every one;
-    built-in rows take no part. Empty when the rounds are too few for an
-    interval (stats.MIN_SAMPLES blocks)."""
-    rows = [r for r in rows if not r["variant"].startswith(BUILTIN)]
-    base, aa = rows[0], rows[-1]
+    """Each variant against the baseline (the first variant row of one
+    mode), and the A/A control (the row whose role is the control, the
+    baseline's second copy) beside every one; built-in rows take no part.
+    Empty when the rounds are too few for an interval (stats.MIN_SAMPLES
+    blocks)."""
+    variants = [r for r in rows if r["role"] == VARIANT]
+    base, aa = variants[0], next(r for r in rows if r["role"] == CONTROL)
     ctl = _paired(aa, base)
     if ctl is None:
         return []
     control = stats.control(f"{base['variant']} twice", ctl[0], ctl[1])
     out = []
-    for r in rows[1:-1]:
+    for r in variants[1:]:
         d, ci, pairs = _paired(r, base)
         v = {"mode": r["mode"], "variant": r["variant"], "baseline": base["variant"],
              "seed": None, "claim": f"{r['variant']} against {base['variant']}, {r['mode']}",
