@@ -162,6 +162,15 @@ def test_a_second_run_of_an_unchanged_file_does_not_compile(tmp_path, monkeypatc
     assert other.compiled is True and other.path != first.path
 
 
+def test_one_ab_run_builds_its_file_once(tmp_path, monkeypatch):
+    calls = []
+    real = build.build
+    monkeypatch.setattr(build, "build", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    monkeypatch.setenv("SMPNET_CACHE_DIR", str(tmp_path))
+    assert main(["ab", str(EXAMPLES / "aa.c"), "--cpus", "0"] + FAST) == 0
+    assert calls == [str(EXAMPLES / "aa.c")]
+
+
 def test_a_compile_error_shows_the_compilers_messages_then_one_line(capsys, tmp_path):
     f = write(tmp_path, "#include <smpnet.h>\nstruct s { int x; };\n"
                         "SMPNET_STATE(struct s, struct smpnet_none);\n"

@@ -107,7 +107,8 @@ def params(args, cpus):
          "kernel_build": builds[0], "kernel_build_record": record, "loops": args.loops, "rounds": args.rounds or ROUNDS, "builtin": builtins,
          "contended": contended,
          "ncpus": ncpus, "oversubscribe": getattr(args, "oversubscribe", False),
-         "object": obj.path, "compiled": obj.compiled, "build_s": obj.build_s,
+         "object": obj.path, "build_key": obj.key, "compiled": obj.compiled,
+         "build_s": obj.build_s,
          "shared_bytes": obj.shared_size, "percpu_bytes": obj.percpu_size}
     if contended:
         p.update(duration_s=args.duration or DURATION, repeat=args.repeat or REPEAT,
@@ -180,7 +181,9 @@ def _check(m, entries, labels, where, ops, mode):
 def run(cpus, p, progress=None):
     algo, popf = _core.LOCK_ALGOS[p["algo"]], p["restore"] == "popf"
     kbuild = _core.KERNEL_BUILDS[p.get("kernel_build", "inline")]
-    obj = build.build(p["source"], p["file"], algo, p["check"], popf, kbuild=kbuild)
+    # the object params() built and loaded; built here only for params made elsewhere
+    obj = build.loaded(p.get("build_key")) or build.build(p["source"], p["file"], algo,
+                                                         p["check"], popf, kbuild=kbuild)
     entries, labels, roles = _entries(obj, p)
     tsc_hz = tsc.tsc_hz()
     steps = 1 + (len(entries) * p["repeat"] if p["contended"] else 0)
