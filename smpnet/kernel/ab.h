@@ -46,7 +46,6 @@ typedef const char *(*smpnet_check_fn)(struct smpnet_env *e);
 struct smpnet_variant_info {
 	char name[SMPNET_AB_NAME];
 	int line;			/* where SMPNET_VARIANT() names it */
-	int flags;
 	uintptr_t loop;			/* smpnet_loop_fn */
 	uintptr_t contended;		/* smpnet_contended_fn */
 	uintptr_t init;			/* smpnet_init_fn, 0: none */

@@ -42,7 +42,6 @@ CDEF = """
 struct smpnet_variant_info {
     char name[32];
     int line;
-    int flags;
     uintptr_t loop;
     uintptr_t contended;
     uintptr_t init;
