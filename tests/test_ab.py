@@ -162,6 +162,23 @@ def test_a_second_run_of_an_unchanged_file_does_not_compile(tmp_path, monkeypatc
     assert other.compiled is True and other.path != first.path
 
 
+def test_ab_takes_the_lock_and_contended_options_as_declared_once():
+    from smpnet.cli import build_parser
+    from smpnet.experiments import ab
+    from smpnet.experiments.common import lockopts
+
+    def actions(name):
+        sub = next(a for a in build_parser()._actions if a.dest == "command").choices[name]
+        return {a.option_strings[0]: a for a in sub._actions if a.option_strings}
+    ab_opts, con = actions("ab"), actions("contended")
+    for option in ("--restore", "--hold-cycles", "--think-cycles", "--duration", "--repeat"):
+        assert type(ab_opts[option].type) is type(con[option].type), option
+        assert ab_opts[option].choices == con[option].choices, option
+    assert f"default: {ab.DURATION}" in ab_opts["--duration"].help
+    assert f"default: {lockopts.DURATION}" in con["--duration"].help
+    assert "--scale" not in ab_opts and "--scale" in con
+
+
 def test_one_ab_run_builds_its_file_once(tmp_path, monkeypatch):
     calls = []
     real = build.build

@@ -27,7 +27,6 @@ from ...measure.time_bench import MIN_ROUND_S, pass_order
 from ..common import lockbench, lockopts
 from . import build, figures, rounds
 
-ALGOS = tuple(sorted(_core.LOCK_ALGOS, key=_core.LOCK_ALGOS.get))
 ROUNDS, DURATION, REPEAT = 20, 0.05, 20
 AA = " (A/A)"   # the control's label: the baseline's name and this
 
@@ -38,13 +37,9 @@ def add_options(p):
     p.add_argument("--variants", metavar="LIST",
                    help="the variants to run, the first the baseline (default: all, in "
                         "the file's order)")
-    p.add_argument("--algo", default="qspinlock", metavar="ALGO",
-                   help=f"the lock algorithm spin_lock() is built with: {', '.join(ALGOS)} "
-                        "or host, the one a kernel here runs (default: qspinlock)")
-    p.add_argument("--restore", choices=("sti", "popf"), default="sti",
-                   help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
-    p.add_argument("--check", action="store_true",
-                   help="build with the lock/IRQ checker (timings then include it)")
+    lockopts.add_algo_option(p, several=False)
+    lockopts.add_restore_check_options(
+        p, check="build with the lock/IRQ checker (timings then include it)")
     lockopts.add_kernel_build_option(p)
     p.add_argument("--loops", type=bounded("--loops"), metavar="N",
                    help="uncontended: ops per round (default: calibrated to 10 ms a round)")
@@ -56,22 +51,15 @@ def add_options(p):
                         "spin_lock_unlock: the harness overhead of a user's lock op)")
     p.add_argument("--contended", action=argparse.BooleanOptionalAction, default=None,
                    help="also run every CPU at once (default: on with 2 CPUs or more)")
-    p.add_argument("--duration", type=bounded("--duration"), metavar="S",
-                   help=f"contended: seconds per round of one variant (default: {DURATION})")
-    p.add_argument("--repeat", type=bounded("--repeat"), metavar="R",
-                   help=f"contended: rounds per variant (default: {REPEAT})")
-    for option, what in (("--hold-cycles", "TSC cycles hold() spins in a variant's "
-                                           "critical section"),
-                         ("--think-cycles", "TSC cycles of work between two ops")):
-        p.add_argument(option, type=bounded(option), metavar="N",
-                       help=f"contended: {what} (default: 0)")
+    lockopts.add_contended_options(p, "contended: ", DURATION, REPEAT, sweeps=False,
+                                   side="variant")
 
 
 def _one(option, values):
     if values is None:
         return 0
     if len(values) != 1:
-        raise BadInput(f"{option} takes one value in ab")
+        raise BadInput(f"{option} takes one value in ab (a sweep is contended's)")
     return values[0]
 
 

@@ -79,18 +79,33 @@ def one_algo(option, text):
     return text, None
 
 
+def add_algo_option(p, default="qspinlock", several=True):
+    """--algo: lock algorithms, a list or (not `several`) one, or host."""
+    if several:
+        p.add_argument("--algo", default=default, metavar="LIST",
+                       help=f"lock algorithms: {','.join(ALGOS)}, all, or host (the one a "
+                            f"kernel on this host runs: info says which) (default: {default})")
+    else:
+        p.add_argument("--algo", default=default, metavar="ALGO",
+                       help=f"the lock algorithm spin_lock() is built with: "
+                            f"{', '.join(ALGOS)} or host, the one a kernel here runs "
+                            f"(default: {default})")
+
+
+def add_restore_check_options(p, check="run the lock/IRQ checker and report what it finds"):
+    """--restore and --check (`check`: what the checker does in this experiment)."""
+    p.add_argument("--restore", choices=RESTORES, default="sti",
+                   help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
+    p.add_argument("--check", action="store_true", help=check)
+
+
 def add_lock_options(p, algo_default="qspinlock", several_builds=False):
     """--algo, --variant, --restore, --check, --kernel-build: what every
     lock experiment takes."""
-    p.add_argument("--algo", default=algo_default, metavar="LIST",
-                   help=f"lock algorithms: {','.join(ALGOS)}, all, or host (the one a kernel "
-                        f"on this host runs: info says which) (default: {algo_default})")
+    add_algo_option(p, algo_default)
     p.add_argument("--variant", default="all", metavar="LIST",
                    help=f"lock variants: {','.join(VARIANTS)} or all (default: all)")
-    p.add_argument("--restore", choices=RESTORES, default="sti",
-                   help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
-    p.add_argument("--check", action="store_true",
-                   help="run the lock/IRQ checker and report what it finds")
+    add_restore_check_options(p)
     add_kernel_build_option(p, several_builds)
 
 
@@ -106,21 +121,25 @@ CONTENDED_ONLY = ("--hold-cycles", "--think-cycles", "--duration", "--repeat", "
                   "--rng-seed")
 
 
-def add_contended_options(p, which=""):
-    """The options of a contended run (`which`: the help's prefix). No
-    default here: a run that is not contended refuses them."""
+def add_contended_options(p, which="", duration=DURATION, repeat=REPEAT, sweeps=True,
+                          side="algorithm and variant"):
+    """The options of a contended run (`which`: the help's prefix; its
+    defaults, and what one run's `side` is; `sweeps`: --scale and
+    --rng-seed too). No default set here: a run that is not contended
+    refuses them, and the experiment applies the defaults it names."""
     for option, what, default in (
             ("--hold-cycles", "critical-section lengths in TSC cycles", HOLD_CYCLES),
             ("--think-cycles", "TSC cycles of work outside the lock between a release and the "
                                "next acquire", THINK_CYCLES)):
-        p.add_argument(option, type=bounded(option), metavar="LIST",
-                       help=f"{which}{what}, a sweep such as 0,100,1000 (default: {default})")
+        p.add_argument(option, type=bounded(option), metavar="LIST" if sweeps else "N",
+                       help=f"{which}{what}" + (", a sweep such as 0,100,1000" if sweeps
+                                                else "") + f" (default: {default})")
     p.add_argument("--duration", type=bounded("--duration"), metavar="S",
-                   help=f"{which}seconds per run of one algorithm and variant "
-                        f"(default: {DURATION})")
+                   help=f"{which}seconds per run of one {side} (default: {duration})")
     p.add_argument("--repeat", type=bounded("--repeat"), metavar="R",
-                   help=f"{which}rounds at each sweep point; each round runs every algorithm "
-                        f"and variant once, in a shuffled order (default: {REPEAT})")
+                   help=f"{which}rounds; each round runs every {side} once (default: {repeat})")
+    if not sweeps:
+        return
     p.add_argument("--scale", type=bounded("--scale"), metavar="LIST",
                    help=f"{which}emulated CPU counts to run on, a sweep such as 1,2 (the "
                         "first N selected CPUs; more than are selected with --oversubscribe, "
