@@ -120,6 +120,16 @@ def test_paired_needs_enough_pairs_and_skips_missing_values():
     assert stats.gain(105.0, 100.0) == pytest.approx(5.0)
 
 
+def test_paired_abba_pairs_blocks_of_two_rounds_and_cancels_a_linear_drift():
+    # side b costs 1 more per op; both drift by 0.5 a round; rounds run A B, B A, ...
+    a = [10 + 0.5 * k for k in range(13)]           # 13: the odd last round left out
+    b = [11 + 0.5 * k + (0.5 if k % 2 == 0 else -0.5) for k in range(13)]
+    med, ci, pairs = stats.paired_abba(b, a, stats.per_op_diff)
+    assert pairs == 6 and med == 1.0 and ci == [1.0, 1.0]
+    assert stats.paired_abba(b[:10], a[:10], stats.per_op_diff) is None   # 5 blocks: too few
+    assert stats.per_op_diff(24.0, 20.0) == 2.0
+
+
 def test_median_fields_name_the_median_and_its_interval():
     values = [5.0, 1.0, 4.0, 2.0, 3.0, 6.0, 7.0]
     med, (lo, hi) = stats.median_ci(values)

@@ -284,7 +284,7 @@ def plot(ax, rows):
     found = []
     for side in sides:
         d = lockbench.paired(by_side[side], "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", side[0],
-                             lockbench.per_op_diff)
+                             stats.per_op_diff)
         if d:
             found.append((short[side], d[0], d[1]))
     if found:

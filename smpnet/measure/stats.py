@@ -140,6 +140,17 @@ def abba_blocks(x):
     return [x[k] + x[k + 1] for k in range(0, len(x) - 1, 2)]
 
 
+def paired_abba(a, b, op):
+    """paired() over ABBA blocks of two rounds (abba_blocks()) of two
+    sides' rounds, run in the same rounds."""
+    return paired(abba_blocks(a), abba_blocks(b), op)
+
+
+def per_op_diff(a, b):
+    """a - b per op, from two ABBA blocks' sums of two rounds each."""
+    return (a - b) / 2
+
+
 def gain(a, b):
     """a over b, in %."""
     return (a - b) / b * 100

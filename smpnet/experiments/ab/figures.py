@@ -47,8 +47,7 @@ def uncontended_rows(labels, roles, builtins, cpu, counts, samples, empty, tsc_h
             for (lab, role, test), n, s in zip(entries, counts, samples)]
     for r in (r for r in rows if r["role"] == VARIANT):
         for b in (b for b in rows if b["role"] == BUILTIN_ROLE):
-            ratio = stats.paired(stats.abba_blocks(r["samples"]),
-                                 stats.abba_blocks(b["samples"]), lambda x, y: x / y)
+            ratio = stats.paired_abba(r["samples"], b["samples"], lambda x, y: x / y)
             if ratio:
                 r.setdefault("over_builtin", {})[b["test"]] = {
                     "ratio": ratio[0], "interval": ratio[1], "pairs": ratio[2]}
@@ -86,8 +85,7 @@ def contended_rows(labels, roles, cpus, runs, tsc_hz, p, timing_valid):
 
 def _paired(a, b):
     """a - b per op over ABBA blocks (stats.abba_blocks): (median, interval, pairs) or None."""
-    return stats.paired(stats.abba_blocks(a["samples"]), stats.abba_blocks(b["samples"]),
-                        lockbench.per_op_diff)
+    return stats.paired_abba(a["samples"], b["samples"], stats.per_op_diff)
 
 
 def verdicts(rows, tsc_hz):
@@ -112,8 +110,7 @@ def verdicts(rows, tsc_hz):
              "ns": d * 1e9 / tsc_hz, "ns_interval": [x * 1e9 / tsc_hz for x in ci],
              "verdict": label(ci), "control": control}
         if r["mode"] == "contended":
-            g = stats.paired(stats.abba_blocks(r["ops_per_s_samples"]),
-                             stats.abba_blocks(base["ops_per_s_samples"]), stats.gain)
+            g = stats.paired_abba(r["ops_per_s_samples"], base["ops_per_s_samples"], stats.gain)
             if g:
                 v["ops_per_s_gain_pct"], v["ops_per_s_gain_interval"] = g[0], g[1]
         out.append(v)

@@ -200,12 +200,7 @@ def paired(rows, a, b, algo, op):
     ra, rb = _row(rows, a, algo), _row(rows, b, algo)
     if ra is None or rb is None or len(ra["samples"]) != len(rb["samples"]):
         return None
-    return stats.paired(stats.abba_blocks(ra["samples"]), stats.abba_blocks(rb["samples"]), op)
-
-
-def per_op_diff(a, b):
-    """a - b per op, from two blocks' sums of two rounds each"""
-    return (a - b) / 2
+    return stats.paired_abba(ra["samples"], rb["samples"], op)
 
 
 def derived(rows):
@@ -217,7 +212,7 @@ def derived(rows):
     checker off; with popf it also holds the popf restore, with the
     checker the checker's work on the save). Each with its 95 % interval
     over the blocks of two rounds (paired); a difference is halved per op
-    (per_op_diff), a block being two rounds' sum."""
+    (stats.per_op_diff), a block being two rounds' sum."""
     for r in rows:
         if r["test"] == "spin_lock_unlock":
             ratio = paired(rows, "spin_lock_unlock", BASELINE, r["algo"], lambda a, b: a / b)
@@ -227,7 +222,7 @@ def derived(rows):
         elif r["test"] == CONTROL:
             for key, a, b in (("pushf_pop", "spin_lock_unlock_irqsave", CONTROL),
                               ("control_minus_irq", CONTROL, "spin_lock_unlock_irq")):
-                d = paired(rows, a, b, r["algo"], per_op_diff)
+                d = paired(rows, a, b, r["algo"], stats.per_op_diff)
                 if d:
                     r[f"{key}_cycles"], r[f"{key}_interval"], _ = d
 
@@ -237,7 +232,7 @@ def seed_003_verdict(rows, algo, build="inline"):
     control splits it into, the A/A control's own verdict and the machine
     fact (verdict_facts.pushf_pop), the rows' entry points shaped as kernel
     build `build` makes them."""
-    d = paired(rows, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", algo, per_op_diff)
+    d = paired(rows, "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", algo, stats.per_op_diff)
     if d is None:
         return None
     v = stats.judge(SEED_003, d[0], d[1], pairs=d[2])
@@ -248,7 +243,7 @@ def seed_003_verdict(rows, algo, build="inline"):
         v["pushf_control"] = {k: ctl[k] for k in (
             "test", "pushf_pop_cycles", "pushf_pop_interval", "control_minus_irq_cycles",
             "control_minus_irq_interval")}
-    aa = paired(rows, AA, "spin_lock_unlock_irq", algo, per_op_diff)
+    aa = paired(rows, AA, "spin_lock_unlock_irq", algo, stats.per_op_diff)
     if aa:
         v["control"] = stats.control("irq against irq", aa[0], aa[1])
     # what sets the size here: this CPU's pushf; pop against the seed's 14
