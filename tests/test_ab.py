@@ -179,6 +179,34 @@ def test_ab_takes_the_lock_and_contended_options_as_declared_once():
     assert "--scale" not in ab_opts and "--scale" in con
 
 
+UNBALANCED = """#include <smpnet.h>
+SMPNET_STATE(struct smpnet_none, struct smpnet_none);
+SMPNET_VARIANT(saves) { unsigned long flags; local_irq_save(flags); (void)flags; }
+SMPNET_VARIANT(other) { }
+"""
+
+
+def test_the_core_runs_a_variant_as_its_object_was_built(allowed):
+    """The checker is on in the object's build options alone: the core,
+    given nothing but the object, sets the CPU up with it, so that its own
+    end-of-round check (lockdep_end(): a save never restored) reports what
+    the variant left; where the object was built without, nothing."""
+    from smpnet import Machine
+    from smpnet.experiments.ab import rounds
+    from smpnet.machine import layout
+
+    qspinlock = smpnet._core.LOCK_ALGOS["qspinlock"]
+    for check in (True, False):
+        obj = build.build(UNBALANCED, "unbalanced.c", qspinlock, check=check)
+        assert obj.options == {"algo": qspinlock, "check": int(check), "popf": 0,
+                               "kbuild": 0}
+        with Machine(cpus=allowed[:1], regions=rounds.regions(obj, 1, 1)) as m:
+            where = rounds.Where(m, obj)
+            smpnet._core.ab_round(obj.variants[0].loop, 10, m.segment.buf, 0, **where.state(0))
+            bugs = dict(zip(layout.LOCKDEP_BUGS, m.region("irq")["bugs"].sum(axis=0).tolist()))
+        assert (bugs["unbalanced_irq_restore"] > 0) == check, check
+
+
 def test_one_ab_run_builds_its_file_once(tmp_path, monkeypatch):
     calls = []
     real = build.build

@@ -5,7 +5,8 @@
 # addresses, and the core calls them here under nogil with an smpnet_env:
 # the emulated CPU and its variant's copy of the file's state. The object
 # was built from the same headers with the same flags and has told its
-# SMPNET_ABI_HASH, which the caller compared with AB_ABI_HASH below.
+# SMPNET_ABI_HASH, which the caller compared with AB_ABI_HASH below; the
+# build options it was compiled for (its smpnet_build_info) set up the CPU.
 
 AB_ABI_HASH = ab.SMPNET_ABI_HASH
 AB_MAX_VARIANTS = ab.SMPNET_AB_MAX_VARIANTS
@@ -13,10 +14,12 @@ AB_NAME = ab.SMPNET_AB_NAME
 
 
 cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int cpu,
-                     int copy, int shared_region, int percpu_region, int algo,
-                     bint check, bint popf) except -1:
+                     int copy, int shared_region, int percpu_region,
+                     uintptr_t build_info) except -1:
     """e: emulated CPU `cpu` on copy `copy` of the state: record `copy` of
-    the shared region, records copy * nr_cpus .. of the per-CPU one."""
+    the shared region, records copy * nr_cpus .. of the per-CPU one; the
+    CPU set up as the object was built (its lock algorithm, checker,
+    restore mode and kernel build, read from `build_info`)."""
     cdef smp_header *hdr = segment_header(seg)
     cdef int region   # typed: Cython 3.3 infers a loop over a tuple of ints wrongly
     check_cpu(hdr, cpu)
@@ -27,9 +30,14 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
         raise IndexError(f"no state copy {copy}")
     if <uint64_t>(copy + 1) * hdr.nr_cpus > hdr.regions[percpu_region].count:
         raise IndexError(f"no per-CPU state for copy {copy}")
-    check_enum(algo, SPIN_NR_ALGOS, "lock algorithm")
-    cpu_ctx_init(c, hdr, cpu, check, popf)
-    c.lock_algo = algo
+    if build_info == 0:
+        raise ValueError("no build info")
+    cdef const ab.smpnet_build_info *b = <const ab.smpnet_build_info *>build_info
+    check_enum(b.algo, SPIN_NR_ALGOS, "lock algorithm")
+    check_kbuild(b.kbuild)
+    cpu_ctx_init(c, hdr, cpu, b.check, b.popf)
+    c.lock_algo = b.algo
+    c.kbuild = b.kbuild
     memset(e, 0, sizeof(ab.smpnet_env))
     e.c = c
     e.shared = per_cpu_ptr(hdr, shared_region, copy)
@@ -41,14 +49,13 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
 
 
 def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, int copy,
-             int shared_region, int percpu_region, int algo, bint check=False,
-             bint popf=False):
+             int shared_region, int percpu_region, uintptr_t build_info):
     """One round of a user variant's loop: (cycles, wall_ns) for `loops` ops."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
     if loop == 0:
         raise ValueError("no loop")
-    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, algo, check, popf)
+    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, build_info)
     cdef ab.smpnet_loop_fn fn = <ab.smpnet_loop_fn>loop
     cdef uint64_t cycles, w0, w1
     with nogil:
@@ -60,9 +67,8 @@ def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, in
 
 
 def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg, int cpu,
-                 int copy, int shared_region, int percpu_region, int algo,
-                 uint64_t hold_cycles=0, uint64_t think_cycles=0, bint check=False,
-                 bint popf=False):
+                 int copy, int shared_region, int percpu_region, uintptr_t build_info,
+                 uint64_t hold_cycles=0, uint64_t think_cycles=0):
     """A user variant on this CPU for duration_s, as every CPU of the run
     does at once: (ops, tsc_cycles, spins, aborted by a stop)."""
     cdef ab.smpnet_env e
@@ -73,7 +79,7 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
         raise ValueError("no loop")
     if not 0 < duration_s <= 1e6:
         raise ValueError(f"duration_s must be in (0, 1e6], got {duration_s}")
-    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, algo, check, popf)
+    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, build_info)
     e.hold_cycles = hold_cycles
     e.think_cycles = think_cycles
     cdef ab.smpnet_contended_fn fn = <ab.smpnet_contended_fn>contended
@@ -88,11 +94,11 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
 
 
 def ab_init(uintptr_t init, unsigned char[::1] seg, int copy, int shared_region,
-            int percpu_region, int algo, bint check=False, bint popf=False):
+            int percpu_region, uintptr_t build_info):
     """A variant's SMPNET_INIT on its copy of the state, as CPU 0: 0 or an errno."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
-    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, algo, check, popf)
+    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, build_info)
     e.lock_ids = copy << 8   # a report names a lock by its copy, then its place in the init
     cdef ab.smpnet_init_fn fn = <ab.smpnet_init_fn>init
     cdef int rc
@@ -102,12 +108,12 @@ def ab_init(uintptr_t init, unsigned char[::1] seg, int copy, int shared_region,
 
 
 def ab_check(uintptr_t check_fn, unsigned char[::1] seg, int copy, int shared_region,
-             int percpu_region, int algo, uint64_t ops):
+             int percpu_region, uintptr_t build_info, uint64_t ops):
     """A variant's SMPNET_CHECK on its copy, `ops` ops done on every CPU:
     None, or the message it failed with."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
-    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, algo, False, False)
+    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, build_info)
     e.ops = ops
     cdef ab.smpnet_check_fn fn = <ab.smpnet_check_fn>check_fn
     cdef const char *msg

@@ -108,6 +108,11 @@ static __attribute__((unused)) void smpnet_register_hook(const char *name, int l
 
 /* What the harness asks the object (cffi's declarations: ab/build.py). */
 uint64_t smpnet_abi_hash(void) { return SMPNET_ABI_HASH; }
+
+static const struct smpnet_build_info smpnet_build_ = {
+	SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER, SMPNET_BUILD_POPF, SMPNET_BUILD_KERNEL
+};
+const struct smpnet_build_info *smpnet_build(void) { return &smpnet_build_; }
 int smpnet_overflow(void) { return smpnet_overflow_; }
 int smpnet_nr_variants(void) { return smpnet_nr_variants_; }
 

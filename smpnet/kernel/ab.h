@@ -30,6 +30,16 @@ struct smpnet_env {
 	uint32_t _pad;
 };
 
+/* The options the object was built for (SMPNET_BUILD_*: the lock
+ * algorithm, the checker, the restore mode, the kernel build), which the
+ * core reads from the object to set up the CPU its loops run on. */
+struct smpnet_build_info {
+	int algo;
+	int check;
+	int popf;
+	int kbuild;
+};
+
 /* loops ops between two TSC reads: the cycles (fewer ops when stopped) */
 typedef uint64_t (*smpnet_loop_fn)(struct smpnet_env *e, uint64_t loops);
 /* ops until the TSC passes `deadline` or a stop; *ops done; 1 when stopped */
@@ -59,12 +69,12 @@ struct smpnet_variant_info {
 #define SMPNET_ABI_HASH									\
 	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(	\
 	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(	\
-	SMPNET_ABI_MIX(SMPNET_ABI_MIX(0xcbf29ce484222325ull,				\
+	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(0xcbf29ce484222325ull,				\
 	SMPNET_LAYOUT_VERSION), sizeof(struct cpu_ctx)),				\
 	offsetof(struct cpu_ctx, lock_algo)), sizeof(struct smp_header)),		\
 	offsetof(struct smp_header, regions)), sizeof(struct irq_cpustat)),		\
 	sizeof(spinlock_t)), sizeof(struct lock_info)), sizeof(struct qnodes)),		\
 	sizeof(struct smpnet_env)), offsetof(struct smpnet_env, lock_ids)),		\
-	sizeof(struct smpnet_variant_info))
+	sizeof(struct smpnet_variant_info)), sizeof(struct smpnet_build_info))
 
 #endif

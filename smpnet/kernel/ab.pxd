@@ -14,6 +14,12 @@ cdef extern from "ab.h" nogil:
         uint64_t ops
         uint32_t lock_ids
 
+    struct smpnet_build_info:
+        int algo
+        int check
+        int popf
+        int kbuild
+
     ctypedef uint64_t (*smpnet_loop_fn)(smpnet_env *e, uint64_t loops) noexcept nogil
     ctypedef int (*smpnet_contended_fn)(smpnet_env *e, uint64_t deadline, uint64_t *ops) noexcept nogil
     ctypedef int (*smpnet_init_fn)(smpnet_env *e) noexcept nogil

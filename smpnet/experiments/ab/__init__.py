@@ -180,7 +180,7 @@ def run(cpus, p, progress=None):
     regions = rounds.regions(obj, len(entries), 1) + lockbench.locks_region(1)
     with Machine(cpus=[p["cpu"]], regions=regions) as m:
         lockbench.init_locks(m, [p["algo"]])   # the built-in tests' lock
-        where = rounds.Where(m, algo, p["check"], popf, kbuild)
+        where = rounds.Where(m, obj)
         _init(m, entries, labels, where)
         counts, samples, ops, empty, dropped = _run(
             m, labels, rounds.uncontended, entries, where, p["loops"], p["rounds"],
@@ -192,7 +192,7 @@ def run(cpus, p, progress=None):
         r.update(d)
     verdicts = figures.verdicts(rows, tsc_hz)
     if p["contended"]:
-        con = _contended(cpus, p, entries, labels, roles, obj, where, progress, steps, tsc_hz)
+        con = _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz)
         rows += con
         verdicts += figures.verdicts(con, tsc_hz)
     warnings = []
@@ -202,12 +202,12 @@ def run(cpus, p, progress=None):
     return Outcome(p, rows, verdicts, warnings)
 
 
-def _contended(cpus, p, entries, labels, roles, obj, where0, progress, steps, tsc_hz):
+def _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz):
     runs = [[] for _ in entries]
     n = 1
     with Machine(cpus=cpus, ncpus=p["ncpus"], oversubscribe=p["oversubscribe"],
                  regions=rounds.regions(obj, len(entries), p["ncpus"])) as m:
-        where = rounds.Where(m, where0.algo, where0.check, where0.popf, where0.kbuild)
+        where = rounds.Where(m, obj)
         _init(m, entries, labels, where)
         for r in range(p["repeat"]):
             for i in pass_order(len(entries), r):

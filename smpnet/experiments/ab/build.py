@@ -48,6 +48,8 @@ struct smpnet_variant_info {
     uintptr_t check;
     ...;
 };
+struct smpnet_build_info { int algo; int check; int popf; int kbuild; };
+const struct smpnet_build_info *smpnet_build(void);
 uint64_t smpnet_abi_hash(void);
 int smpnet_overflow(void);
 int smpnet_nr_variants(void);
@@ -81,6 +83,8 @@ class UserObject:
     percpu_size: int
     variants: list = field(default_factory=list)
     module: object = None   # keeps the object loaded
+    build_info: int = 0     # the address of its smpnet_build_info, which the core reads
+    options: dict = field(default_factory=dict)   # that: algo, check, popf, kbuild
 
 
 def cache_dir():
@@ -267,8 +271,11 @@ def _describe(module, name, key, path, compiled, build_s):
         variants.append(Variant(ffi.string(v.name).decode(), v.line, int(v.loop),
                                 int(v.contended), int(v.init), int(v.check)))
     variants.sort(key=lambda v: v.line)   # the file's order: the first is the baseline
+    info = lib.smpnet_build()
     obj = UserObject(name, key, path, compiled, build_s, int(lib.smpnet_shared_size()),
-                     int(lib.smpnet_percpu_size()), variants, module)
+                     int(lib.smpnet_percpu_size()), variants, module,
+                     int(ffi.cast("uintptr_t", info)),
+                     {k: int(getattr(info, k)) for k in ("algo", "check", "popf", "kbuild")})
     if len(variants) < 2:
         raise BadInput(f"{name}: defines {len(variants)} variant(s) once built: ab compares "
                        "two or more, the first against the others")

@@ -37,14 +37,16 @@ def state_bytes(obj, copies, nr_cpus):
 class Where:
     """A copy of the state on one machine: the arguments of every core call."""
 
-    def __init__(self, machine, algo, check, popf, kbuild=0):
+    def __init__(self, machine, obj):
         names = machine.segment.region_names
         self.shared, self.percpu = names.index("ab_shared"), names.index("ab_percpu")
-        self.algo, self.check, self.popf, self.kbuild = algo, check, popf, kbuild
+        # the object's build options: the core reads its own copy of them
+        # from the object (build_info); the built-in tests run as it was built
+        self.build_info, self.options = obj.build_info, obj.options
 
     def state(self, copy):
         return dict(copy=copy, shared_region=self.shared, percpu_region=self.percpu,
-                    algo=self.algo)
+                    build_info=self.build_info)
 
 
 def _mark(ctx, entry):
@@ -59,8 +61,7 @@ def init_all(ctx, entries, where):
     for i, v in enumerate(entries):
         if v.init:
             _mark(ctx, i)
-            rc = _core.ab_init(v.init, ctx.seg, check=where.check, popf=where.popf,
-                               **where.state(i))
+            rc = _core.ab_init(v.init, ctx.seg, **where.state(i))
             if rc:
                 return (i, rc)
     _mark(ctx, -1)
@@ -99,12 +100,12 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
 
     def one(i, n):
         if i >= len(entries):   # a built-in test
+            o = where.options
             return _core.time_bench_round(builtins[i - len(entries)], n, seg=ctx.seg, cpu=0,
-                                          check=where.check, popf=where.popf,
-                                          kbuild=where.kbuild, **lock)
+                                          check=bool(o["check"]), popf=bool(o["popf"]),
+                                          kbuild=o["kbuild"], **lock)
         _mark(ctx, i)
-        cycles, wall_ns = _core.ab_round(entries[i].loop, n, ctx.seg, 0, check=where.check,
-                                         popf=where.popf, **where.state(i))
+        cycles, wall_ns = _core.ab_round(entries[i].loop, n, ctx.seg, 0, **where.state(i))
         ops[i] += n
         return cycles, wall_ns
 
@@ -127,7 +128,7 @@ def contended(ctx, entry, index, where, duration, hold, think):
     _mark(ctx, index)
     ops, cycles, spins, stopped = _core.ab_contended(
         entry.contended, duration, ctx.seg, ctx.cpu, hold_cycles=hold, think_cycles=think,
-        check=where.check, popf=where.popf, **where.state(index))
+        **where.state(index))
     if stopped:
         raise RunFailed("stopped")
     _mark(ctx, -1)
