@@ -10,10 +10,10 @@ def _args(experiment, positional, options):
     """The experiment's argparse namespace for `positional` and `options`
     (keyword names of its options, --hold-cycles as hold_cycles), each value
     checked by the option's own type, as on the command line."""
-    from .cli import _machine_options
+    from .cli import add_machine_options
 
     p = argparse.ArgumentParser(prog=f"smpnet.{experiment.name}", add_help=False)
-    _machine_options(p)   # --ncpus, --oversubscribe, as the command line checks them
+    add_machine_options(p)   # --ncpus, --oversubscribe, as the command line checks them
     experiment.add_options(p)
     args = p.parse_args(positional)
     actions = {a.dest: a for a in p._actions}
@@ -31,22 +31,22 @@ def _args(experiment, positional, options):
     return args
 
 
-def ab(path_or_source, variants=None, cpus=None, progress=None, **options):
+def ab(path=None, *, source=None, variants=None, cpus=None, progress=None, **options):
     """Measure the variants of one C file (docs/experiments/ab.md) as
-    `smpnet-bench ab FILE.c` does: `path_or_source` is the file's path or
-    its text; `variants` the names to run, the first the baseline (default:
-    all, in the file's order); `cpus` the --cpus syntax or a list (default:
-    every allowed CPU). The other options by their long names, e.g.
-    rounds=20, contended=False, builtin=["spin_lock_unlock"],
+    `smpnet-bench ab FILE.c` does: the file at `path`, or its text as
+    `source=` (one of the two); `variants` the names to run, the first the
+    baseline (default: all, in the file's order); `cpus` the --cpus syntax
+    or a list (default: every allowed CPU). The other options by their long
+    names, e.g. rounds=20, contended=False, builtin=["spin_lock_unlock"],
     hold_cycles=100. Returns the Outcome: params, rows, verdicts, warnings,
     as the JSON carries them. BadInput for a file or option that cannot run."""
     from .experiments import get
     from .machine.cpus import parse_cpus
 
     e = get("ab")
-    text = str(path_or_source)
-    source = text if ("\n" in text or "SMPNET_VARIANT" in text) else None
-    name = "<source>" if source is not None else os.fspath(path_or_source)
+    if (path is None) == (source is None):
+        raise BadInput("smpnet.ab() takes a file's path or its text as source=, one of the two")
+    name = "<source>" if source is not None else os.fspath(path)
     if variants is not None and not isinstance(variants, str):
         variants = ",".join(variants)
     args = _args(e, [name], dict(options, variants=variants))

@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(f"{message} (see {self.prog} --help)")
 
 
-def _machine_options(p):
+def add_machine_options(p):
     p.add_argument("--ncpus", type=bounded("--ncpus"), metavar="N",
                    help="emulated CPUs (default: one per selected real CPU)")
     p.add_argument("--oversubscribe", action="store_true",
@@ -60,7 +60,7 @@ def build_parser():
         p = sub.add_parser(e.name, help=e.help, description=e.description)
         _common(p)
         if e.machine_options:
-            _machine_options(p)
+            add_machine_options(p)
         p.add_argument("--long", action="store_true",
                        help="allow a run estimated at over an hour (refused without it)")
         if e.plot is not None:

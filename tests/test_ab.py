@@ -389,8 +389,17 @@ def test_the_aa_example_from_source_text_and_its_result_for_compare(capsys, tmp_
     assert env["params"]["source"] == text and env["params"]["variants"] == ["a", "b"]
     assert main(["compare", str(a), str(b)]) == 0
     assert "a (A/A)" in capsys.readouterr().out
-    out = smpnet.ab(text, cpus="0", loops=2000, rounds=12)
+    out = smpnet.ab(source=text, cpus="0", loops=2000, rounds=12)
     assert out.params["file"] == "<source>" and out.params["compiled"] is False
+
+
+def test_the_api_takes_a_path_or_source_and_never_guesses(tmp_path):
+    for kw in ({}, {"path": str(EXAMPLES / "aa.c"), "source": "x"}):
+        with pytest.raises(BadInput, match="a file's path or its text as source="):
+            smpnet.ab(**kw)
+    # a path that reads like source is a path: the file is not there
+    with pytest.raises(BadInput, match="SMPNET_VARIANT.c: no such file"):
+        smpnet.ab(str(tmp_path / "SMPNET_VARIANT.c"))
 
 
 def test_the_api_pages_example_runs(capsys):
