@@ -12,7 +12,7 @@ from lock_helpers import is_free, lock_machine, region
 from smpnet import Machine, _core
 from smpnet.cli import main
 from smpnet.experiments import contended
-from smpnet.experiments.common import lockbench as locks
+from smpnet.experiments.common import lockbench as locks, lockpairs, locktext
 from smpnet.machine import layout
 from smpnet.machine.tsc import tsc_hz
 from smpnet.measure import stats, time_bench
@@ -21,7 +21,7 @@ ALGOS = locks.ALGOS
 
 
 def _blocks(a, b, op):
-    """op over blocks of two rounds (A B, then B A), as lockbench.paired pairs them."""
+    """op over blocks of two rounds (A B, then B A), as lockpairs.paired pairs them."""
     return [op(a[k] + a[k + 1], b[k] + b[k + 1]) for k in range(0, len(a) - 1, 2)]
 
 
@@ -110,8 +110,8 @@ def test_paired_figures_take_blocks_of_two_rounds():
                  spin_lock_unlock_irqsave_nopushf=[x + 1 for x in irq],
                  **{locks.AA: [x + (0.5 if k % 2 else -0.5) for k, x in enumerate(irq)]},
                  spin_lock_unlock=[20] * 12, ref_spin_lock_unlock=[10] * 12)
-    locks.derived(rows)
-    v = locks.seed_003_verdict(rows, "qspinlock")
+    lockpairs.derived(rows)
+    v = lockpairs.seed_003_verdict(rows, "qspinlock")
     assert v["measured"] == 11 and v["interval"] == [11, 11] and v["pairs"] == 6
     assert v["verdict"] == stats.REPRODUCED and v["size_ratio"][0] == pytest.approx(11 / 14)
     ctl = v["pushf_control"]
@@ -124,8 +124,8 @@ def test_paired_figures_take_blocks_of_two_rounds():
 def test_no_paired_figure_from_too_few_or_unequal_rounds():
     rows = _rows(spin_lock_unlock_irqsave=[30] * 10, spin_lock_unlock_irq=[20] * 10,
                  spin_lock_unlock=[20] * 12, ref_spin_lock_unlock=[10] * 11)
-    locks.derived(rows)
-    assert locks.seed_003_verdict(rows, "qspinlock") is None   # 5 blocks
+    lockpairs.derived(rows)
+    assert lockpairs.seed_003_verdict(rows, "qspinlock") is None   # 5 blocks
     assert all("harness_overhead" not in r for r in rows)      # unequal rounds
 
 
@@ -146,7 +146,7 @@ def test_the_checker_run_says_its_figures_include_the_checker(capsys):
     (["inline", "x86-nopreempt"],
      "smpnet's bookkeeping + the calls irqsave makes and irq does not, by build")])
 def test_control_minus_irq_names_the_call_a_build_adds_to_irqsave(builds, held):
-    assert locks.control_minus_irq("sti", False, builds) == held
+    assert locktext.control_minus_irq("sti", False, builds) == held
 
 
 def test_the_locks_text_has_time_bench_lines(capsys):

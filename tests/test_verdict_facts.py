@@ -7,7 +7,7 @@ import pytest
 
 from smpnet import run_all
 from smpnet.experiments import locks
-from smpnet.experiments.common import lockbench
+from smpnet.experiments.common import lockbench, lockpairs
 from smpnet.experiments.loopback import seed002
 from smpnet.measure import verdict_facts
 from smpnet.report import plaintext, report
@@ -28,8 +28,8 @@ def seed_003(with_control=True):
     if with_control:
         per_op[lockbench.CONTROL] = 20.0
     rows = suite_rows(per_op)
-    lockbench.derived(rows)
-    return lockbench.seed_003_verdict(rows, "qspinlock")
+    lockpairs.derived(rows)
+    return lockpairs.seed_003_verdict(rows, "qspinlock")
 
 
 # ------------------------------------------------------------------ seed 003

@@ -13,7 +13,7 @@ from ..measure.time_bench import BUILT
 from ..report import report
 from ..report.report import table
 from ..seeds import SEED_003
-from .common import lockbench, lockopts
+from .common import lockbench, lockpairs, locktext, lockopts
 from .common.lockbench import ALGOS, VARIANTS
 
 ROUNDS = 20   # 10 blocks of two rounds: a 95 % interval from the 2nd to the 9th
@@ -87,10 +87,11 @@ def run(cpus, p, progress=None):
             p["cpu"], algos, variants, loops=p["loops"], rounds=p["rounds"],
             restore=p["restore"], check=p["check"], progress=progress, locks_only=i > 0,
             build=build, built_too=i < len(builds))
+        lockpairs.derived(some)
         rows += some
         for k, n in found.items():
             reports[k] = reports.get(k, 0) + n
-        v = lockbench.seed_003_verdict(some, _seed_algo(p), build)
+        v = lockpairs.seed_003_verdict(some, _seed_algo(p), build)
         verdicts += [v] if v else []
     if p["check"]:
         p = dict(p, checker_reports=reports)
@@ -136,7 +137,8 @@ def time_bench_row_line(r):
             f"time_interval:{round(period * 1e9)}) - "
             f"(invoke count:{r['loops']} tsc_interval:{round(r['cycles'] * r['loops'])})")
     tags = [t for t in (r.get("algo"), r.get("kernel_build") if _built(r) else None,
-                        "no clean round" if r.get("no_clean_round") else None) if t]
+                        locktext.NO_CLEAN_ROUND.strip("[]") if r.get("no_clean_round")
+                        else None) if t]
     return line + (f" [{', '.join(tags)}]" if tags else "")
 
 
@@ -150,7 +152,7 @@ def text(env, extra):
               for b in _builds(p) + p.get("seed_003_builds", [])]
     lines += [time_bench_row_line(r) for r in rows]
     lines.append("")
-    cells = [(lockbench.row_name(r, r["test"]), r["algo"] or "-", r.get("kernel_build", "inline") if _built(r) else "-",
+    cells = [(locktext.row_name(r, r["test"]), r["algo"] or "-", r.get("kernel_build", "inline") if _built(r) else "-",
               r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"]) for r in rows]
     lines.append("Summary, per op (median of rounds, with min and max):")
     lines.append(table(cells, ["test", "algo", "build", "cycles", "min", "max", "ns"]))
@@ -158,7 +160,7 @@ def text(env, extra):
     if overhead is not None:
         lines.append(f"Loop overhead: for_loop = {overhead:.2f} cycles per iteration, "
                      "included in every figure above.")
-    dropped = lockbench.dropped_line(rows)
+    dropped = locktext.dropped_line(rows)
     lines.append(f"Rounds: {dropped}." if dropped else
                  "Rounds: none thrown out (no round's thread was switched out).")
     lines += harness_text(rows, p["check"], p["restore"])
@@ -166,11 +168,11 @@ def text(env, extra):
     for v in verdicts:
         text = report.verdict_lines(v, where=f"{v['algo']}, restore={p['restore']}, kernel "
                                              f"build {v.get('kernel_build', 'inline')}")
-        lines += text[:2] + lockbench.control_lines(v, p["restore"], p["check"]) + text[2:]
+        lines += text[:2] + locktext.control_lines(v, p["restore"], p["check"]) + text[2:]
     if not verdicts:
         lines.append(f"seed 003: no verdict (it needs the irq and irqsave variants and "
                      f"--rounds {2 * stats.MIN_SAMPLES} or more: {stats.MIN_SAMPLES} blocks of two)")
-    lines.append(lockbench.checker_text(p.get("checker_reports", {}), p["check"]))
+    lines.append(locktext.checker_text(p.get("checker_reports", {}), p["check"]))
     lines += referee_lines(p.get("calibration"), rows)
     return "\n".join(lines)
 
@@ -198,7 +200,7 @@ def referee_lines(cal, rows):
     for op, r in ref.items():
         mine = next((row["cycles"] - loop for row in rows if _same_path(row, r)), None) \
             if loop is not None else None
-        cells.append((op, lockbench.figure(r["kernel_cycles"], (r["kernel_cycles_lo"],
+        cells.append((op, locktext.figure(r["kernel_cycles"], (r["kernel_cycles_lo"],
                                                                  r["kernel_cycles_hi"]), 2),
                       r.get("model_test") or "-", f"{r['model_over_kernel']:.3f}", mine,
                       f"{mine / r['kernel_cycles']:.3f}" if mine is not None else "not run"))
@@ -213,7 +215,7 @@ def referee_lines(cal, rows):
 
 def harness_text(rows, check, restore):
     """What the harness adds (smpnet / the bare-C baseline) and irqsave's
-    control, per algorithm, from the paired rounds (lockbench.derived)."""
+    control, per algorithm, from the paired rounds (lockpairs.derived)."""
     lines = []
     base = [r for r in rows if "harness_overhead" in r]
     if not base:
@@ -225,7 +227,7 @@ def harness_text(rows, check, restore):
                   + (" (checker on: smpnet's figures include the checker)" if check else "")]
         lines.append(table([(r["algo"], r.get("kernel_build", "inline"), r["cycles"],
                              r["bare_cycles"],
-                             lockbench.figure(r["harness_overhead"], r["harness_overhead_interval"], 3))
+                             locktext.figure(r["harness_overhead"], r["harness_overhead_interval"], 3))
                             for r in base],
                            ["algo", "build", "smpnet cycles", "bare cycles",
                             "smpnet / bare [95 % interval]"]))
@@ -234,14 +236,14 @@ def harness_text(rows, check, restore):
         lines += ["", f"irqsave's control ({lockbench.CONTROL}: irqsave without its pushf; pop), "
                   "cycles, median over blocks of two rounds [95 % interval]"]
         lines.append(table([(r["algo"], r.get("kernel_build", "inline"), r["cycles"],
-                             lockbench.figure(r["pushf_pop_cycles"], r["pushf_pop_interval"])
+                             locktext.figure(r["pushf_pop_cycles"], r["pushf_pop_interval"])
                              if "pushf_pop_cycles" in r else None,
-                             lockbench.figure(r["control_minus_irq_cycles"],
+                             locktext.figure(r["control_minus_irq_cycles"],
                                               r["control_minus_irq_interval"])
                              if "control_minus_irq_cycles" in r else None)
                             for r in ctl],
                            ["algo", "build", "control cycles", "irqsave - control (pushf; pop)",
-                            "control - irq (" + lockbench.control_minus_irq(
+                            "control - irq (" + locktext.control_minus_irq(
                                 restore, check, {r.get("kernel_build", "inline") for r in ctl})
                             + ")"]))
     return lines
@@ -283,7 +285,7 @@ def plot(ax, rows):
     # seed 003: irqsave - irq, where both ran with enough rounds for an interval
     found = []
     for side in sides:
-        d = lockbench.paired(by_side[side], "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", side[0],
+        d = lockpairs.paired(by_side[side], "spin_lock_unlock_irqsave", "spin_lock_unlock_irq", side[0],
                              stats.per_op_diff)
         if d:
             found.append((short[side], d[0], d[1]))

@@ -16,7 +16,7 @@ from ..machine.machine import Machine
 from ..measure import stats
 from ..measure.time_bench import SUITE, calibrate_loops, clean_round, round_counts
 from ..report.report import table
-from .common import lockbench
+from .common import lockbench, locktext
 
 TESTS = tuple(t for t, _ in SUITE)
 SIDES = ("A", "B")
@@ -115,9 +115,9 @@ def text(env, extra):
     lines = [f"# null: {p['test']}" + (f" [{p['algo']}]" if rows[0]["algo"] else "")
              + f" twice on CPU {p['cpu']}, {p['rounds']} rounds of {rows[0]['loops']} ops "
              "per side, ABBA order"]
-    lines.append(table([(lockbench.row_name(r, r["side"]), r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"])
+    lines.append(table([(locktext.row_name(r, r["side"]), r["cycles"], r["cycles_min"], r["cycles_max"], r["ns"])
                         for r in rows], ["side", "cycles", "min", "max", "ns"]))
-    dropped = lockbench.dropped_line(rows)
+    dropped = locktext.dropped_line(rows)
     if dropped:
         lines.append(dropped)
     for v in env["verdicts"]:

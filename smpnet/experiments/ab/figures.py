@@ -5,7 +5,7 @@ import statistics
 from ...machine import kernel_build
 from ...measure import stats
 from ...report.report import table
-from ..common import lockbench
+from ..common import locktext
 
 FASTER, SLOWER = "faster", "slower"
 UNIT = "cycles"
@@ -159,10 +159,10 @@ def text(env, extra):
         out.append(f"\nuncontended, CPU {unc[0]['cpus'][0]}: {p['rounds']} rounds per variant "
                    f"in ABBA order; the harness's empty loop: {unc[0]['overhead_cycles']:.2f} "
                    "cycles per op (in every figure below)")
-        out.append(table([(lockbench.row_name(r, r["variant"]), r["loops"], r["cycles"],
+        out.append(table([(locktext.row_name(r, r["variant"]), r["loops"], r["cycles"],
                            r["cycles_min"], r["cycles_max"], r["ns"]) for r in unc],
                          ["variant", "ops/round", "cycles/op", "min", "max", "ns/op"]))
-        dropped = lockbench.dropped_line(unc)
+        dropped = locktext.dropped_line(unc)
         if dropped:
             out.append(dropped)
         for r in unc:

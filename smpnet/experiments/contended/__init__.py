@@ -17,7 +17,7 @@ from ...machine.machine import Machine
 from ...measure import stats
 from ...measure.time_bench import TEST_OF_VARIANT
 from ...report.report import table
-from ..common import lockbench, lockopts
+from ..common import lockbench, locktext, lockopts
 from ..common.lockbench import ALGOS, VARIANTS
 from . import lockrank
 
@@ -284,7 +284,7 @@ def text(env, extra):
               f"'{lockrank.REAL}' where its 95 % interval excludes 0. Ranking: '>' a real "
               "difference, '~' none measurable, '?' too few rounds "
               f"(under {stats.MIN_SAMPLES})."]
-    lines.append(lockbench.checker_text(p.get("checker_reports", {}), p["check"]))
+    lines.append(locktext.checker_text(p.get("checker_reports", {}), p["check"]))
     return "\n".join(lines)
 
 

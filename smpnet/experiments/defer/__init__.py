@@ -16,7 +16,7 @@ from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
 from ...measure import stats
 from ...seeds import SEED_003_RATE
-from ..common import lockbench, lockopts, net
+from ..common import lockbench, lockpairs, lockopts, net
 from . import defer_rows
 from .defer_ipi import AA, MEASURED, ipi_charges, ipi_figures, ipi_wake, verdict_point
 from .defer_text import plot, text
@@ -225,7 +225,8 @@ def _verdicts(runs, cpu, lock_algo, progress, build="inline"):
         progress(0, 1, "the per-op cost of irq and irqsave, uncontended")
     suite, _ = lockbench.run_suite(cpu, [lock_algo], OP_VARIANTS, rounds=OP_ROUNDS, locks_only=True,
                                    build=build)
-    op = lockbench.seed_003_verdict(suite, lock_algo, build)
+    lockpairs.derived(suite)
+    op = lockpairs.seed_003_verdict(suite, lock_algo, build)
     def values(side, key="skbs_per_s"):
         return [r[key] for r in runs.get(side, [])]
 

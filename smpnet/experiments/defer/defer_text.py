@@ -6,7 +6,7 @@ from ...machine import kernel_build
 from ...machine.cpus import format_cpus
 from ...report import report
 from ...report.report import table
-from ..common import lockbench
+from ..common import locktext
 from .defer_ipi import (MEASURED, gain_text, ipi_lines, ipi_point_text, ipi_points, plot_sweep,
                         sweep_lines, verdict_point)
 from .defer_rows import line_rtt_range
@@ -87,11 +87,11 @@ def text(env, extra):
     lines.append("")
     for v in verdicts:
         text = report.verdict_lines(v)
-        lines += text[:2] + lockbench.control_lines(v)
+        lines += text[:2] + locktext.control_lines(v)
         if "in_flush" in v:
             f = v["in_flush"]
             lines.append(f"  in the flush itself (contended line): irqsave - irq = "
-                         f"{lockbench.figure(f['measured'], f['interval'])} {f['unit']}")
+                         f"{locktext.figure(f['measured'], f['interval'])} {f['unit']}")
         lines += text[2:]
     if not verdicts:
         lines.append("seed 003: no verdict (see the warnings)")
