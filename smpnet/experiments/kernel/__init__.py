@@ -83,29 +83,33 @@ def params(args, cpus):
     return _params(cpus, args.transactions, args.rounds, args.trials, args.count, args.save)
 
 
-def _params(cpus, transactions, rounds, trials, count, save=None):
+def _params(cpus, transactions, rounds, trials, count, save=None,
+            contended=referee_contended.CONTENDED):
     placements = list(PLACEMENTS if len(cpus) >= 2 else PLACEMENTS[:1])
     return {"cpus": format_cpus(cpus), "transactions": transactions,
             "rounds": rounds, "placements": placements, "sysctls": read_sysctls(),
             "trials": trials, "count": count, "save": save,
             "veth_skipped": netns.can_admin_net(), **ping_veth.neigh_params(),
-            **_referee_params(rounds)}
+            **_referee_params(rounds, contended)}
 
 
-def _referee_params(rounds):
-    """The referee's plan: its rounds, and the lock and kernel build the
-    model's side runs (the host's), or why it cannot run here."""
+def _referee_params(rounds, contended):
+    """The referee's plan: its rounds, its contended ops, and the lock and
+    kernel build the model's side runs (the host's), or why it cannot run here."""
     why = bpf.refused()
     if why:
         return {"referee_skipped": why}
-    return {"referee_rounds": max(rounds, stats.MIN_SAMPLES), "referee_algo":
-            lockopts.host_algo()["algo"], **lockopts.host_build()}
+    return {"referee_rounds": max(rounds, stats.MIN_SAMPLES), "referee_contended":
+            list(contended), "referee_algo": lockopts.host_algo()["algo"],
+            **lockopts.host_build()}
 
 
 def plan(cpus, quick):
     """Inside `all`: a profile for the calibrated stages after it (a few
-    seconds in quick mode, most of them the two-CPU round trips)."""
-    return _params(cpus, 3000 if quick else 20000, 6 if quick else 10, 10 if quick else 20, 3)
+    seconds in quick mode, most of them the two-CPU round trips); quick,
+    the referee's contended rows are the lock pair's alone."""
+    return _params(cpus, 3000 if quick else 20000, 6 if quick else 10, 10 if quick else 20, 3,
+                   contended=("spin_lock_pair",) if quick else referee_contended.CONTENDED)
 
 
 def profile(cpus, p, outcome):
@@ -121,7 +125,8 @@ def seconds(p, cpus):
     per_round = 0.05 + (p["transactions"] + warm(p["transactions"])) * 20e-6
     veth = 0 if p.get("veth_skipped") else ping_veth.seconds(p["trials"], p["count"])
     ref = (referee.seconds(p["referee_rounds"])
-           + referee_contended.contended_seconds(p["referee_rounds"])
+           + referee_contended.contended_seconds(p["referee_rounds"],
+                                                 p.get("referee_contended", ()))
            if "referee_rounds" in p else 0)
     return len(p["placements"]) * (p["rounds"] + 1) * per_round + veth + ref
 
@@ -256,8 +261,9 @@ def referee_part(cpus, p, warnings):
         warnings.append("kernel referee: no contended rows: they need two CPUs and one is "
                         "selected")
         return rows
-    contended = referee_contended.measure_contended(cpus, tsc_hz, algo, p["kernel_build"],
-                                          p["referee_rounds"])
+    contended = referee_contended.measure_contended(
+        cpus, tsc_hz, algo, p["kernel_build"], p["referee_rounds"],
+        p.get("referee_contended", referee_contended.CONTENDED))
     warnings += referee_contended.miscounted(contended)
     return rows + contended
 

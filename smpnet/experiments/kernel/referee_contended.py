@@ -84,22 +84,23 @@ CONTENDED = ("spin_lock_pair", "fetch_add", "cmpxchg", "xchg")
 CONTENDED_ATOMIC_S = 0.1
 
 
-def contended_seconds(rounds):
-    return rounds * 2 * (CONTENDED_S + 0.3 + (len(CONTENDED) - 1) * (CONTENDED_ATOMIC_S + 0.3))
+def contended_seconds(rounds, tests=CONTENDED):
+    return rounds * 2 * sum((CONTENDED_S if t == "spin_lock_pair" else CONTENDED_ATOMIC_S) + 0.3
+                            for t in tests)
 
 
-def measure_contended(cpus, tsc_hz, algo, build, rounds):
-    """The contended rows: each op of CONTENDED on every CPU of `cpus` at
-    once, in the kernel (its BPF program's test runs on one map value) and
-    in the model (lock_hammer of one lock; atomic_hammer of one word), kernel
-    and model in alternate order round by round: cycles per op while all
-    contend, the mean over the CPUs. The lock pair's counter, on each side,
+def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
+    """The contended rows: each op of `tests` (of CONTENDED) on every CPU
+    of `cpus` at once, in the kernel (its BPF program's test runs on one
+    map value) and in the model (lock_hammer of one lock; atomic_hammer of
+    one word), kernel and model in alternate order round by round: cycles
+    per op while all contend, the mean over the CPUs. The lock pair's counter, on each side,
     must equal the ops it ran (`counted`: a lost update would be a broken
     lock, or a miscount)."""
     rows = []
     with bpf.Bpf() as k, Machine(cpus=cpus, regions=lockbench.locks_region(2)) as m:
         region = lockbench.init_locks(m, [algo])
-        for test in CONTENDED:
+        for test in tests:
             if test == "spin_lock_pair":
                 prog, empty, m_fd = counted_programs(k)
                 seconds, model = CONTENDED_S, (_model_hammer, region, CONTENDED_S,
