@@ -57,7 +57,7 @@ from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lo
                                        tb_lock_loop_of, tb_cpu_loop_of,
                                        TB_VARIANT_IRQSAVE_NOPUSHF, TB_OP_LOCAL_BH_DISABLE_ENABLE,
                                        TB_OP_LOCAL_IRQ_SAVE_RESTORE, tb_calls_back_to_back,
-                                       TB_CALL_UNROLL_C, tb_irq_calls_back_to_back,
+                                       TB_CALL_UNROLL_C, TB_CALLS_EMPTY, TB_CALLS_IRQ_SAVE_RESTORE,
                                        tb_atomic_hammer, TB_ATOMIC_FETCH_ADD, TB_ATOMIC_CMPXCHG,
                                        TB_ATOMIC_XCHG)
 

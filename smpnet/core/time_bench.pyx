@@ -114,13 +114,13 @@ cdef uint64_t tb_function_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
 
 cdef uint64_t tb_function_calls_unrolled(tb_ctx *t, uint64_t loops) noexcept nogil:
     # the referee's helper_call: calls back to back (time_bench.h)
-    return tb_calls_back_to_back(loops)
+    return tb_calls_back_to_back(&t.c, loops, TB_CALLS_EMPTY)
 
 
 cdef uint64_t tb_irq_save_restore_calls(tb_ctx *t, uint64_t loops) noexcept nogil:
     # the referee's irq_save_restore: the model's save and restore, each a
     # call, back to back as the kernel's program makes them (time_bench.h)
-    return tb_irq_calls_back_to_back(&t.c, loops)
+    return tb_calls_back_to_back(&t.c, loops, TB_CALLS_IRQ_SAVE_RESTORE)
 
 
 cdef uint64_t tb_func_ptr_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:

@@ -14,26 +14,6 @@ static __attribute__((noinline)) void tb_empty_function(void)
 	barrier();
 }
 
-/* The referee's helper_call (experiments/kernel/referee.py): calls back to
- * back, TB_CALL_UNROLL in a loop iteration, as its BPF program calls the
- * kernel's helper 128 times in a row. One call a loop iteration
- * (function_call_cost) overlaps the call with the loop's own branch, which
- * the empty loop subtracted does not undo: a different op. `loops` counts
- * calls (rounded down to a whole iteration). */
-#define TB_CALL_UNROLL	16
-
-static __always_inline uint64_t tb_calls_back_to_back(uint64_t loops)
-{
-	uint64_t i, t0 = tsc_start();
-
-	for (i = 0; i < loops / TB_CALL_UNROLL; i++) {
-		_Pragma("GCC unroll 16")
-		for (int j = 0; j < TB_CALL_UNROLL; j++)
-			tb_empty_function();
-	}
-	return tsc_stop() - t0;
-}
-
 /* The referee's irq_save_restore: local_irq_save() and local_irq_restore()
  * each a call, as the kernel's bpf_local_irq_save()/restore() kfuncs are;
  * the bodies are the model's (a real pushf; pop, the mask kept in software,
@@ -48,9 +28,18 @@ static __attribute__((noinline)) void tb_irq_restore_call(struct cpu_ctx *c, uns
 	__local_irq_restore(c, *flags, 0, 0);
 }
 
-/* The pairs back to back, TB_CALL_UNROLL in a loop iteration, as the
- * referee's program makes them (see tb_calls_back_to_back()). */
-static __always_inline uint64_t tb_irq_calls_back_to_back(struct cpu_ctx *c, uint64_t loops)
+/* The referee's calls back to back (experiments/kernel/referee.py), as
+ * its BPF programs make them, 128 in a row: TB_CALL_UNROLL in a loop
+ * iteration, of an empty function (helper_call) or of the IRQ save and
+ * restore, each a call (irq_save_restore). One call a loop iteration
+ * (function_call_cost) overlaps the call with the loop's own branch, which
+ * the empty loop subtracted does not undo: a different op. `loops` counts
+ * calls (rounded down to a whole iteration). */
+#define TB_CALL_UNROLL	16
+enum { TB_CALLS_EMPTY, TB_CALLS_IRQ_SAVE_RESTORE };
+
+static __always_inline uint64_t tb_calls_back_to_back(struct cpu_ctx *c, uint64_t loops,
+						      const int calls)
 {
 	uint64_t i, t0 = tsc_start();
 	unsigned long flags;
@@ -58,8 +47,12 @@ static __always_inline uint64_t tb_irq_calls_back_to_back(struct cpu_ctx *c, uin
 	for (i = 0; i < loops / TB_CALL_UNROLL; i++) {
 		_Pragma("GCC unroll 16")
 		for (int j = 0; j < TB_CALL_UNROLL; j++) {
-			tb_irq_save_call(c, &flags);
-			tb_irq_restore_call(c, &flags);
+			if (calls == TB_CALLS_EMPTY) {
+				tb_empty_function();
+			} else {
+				tb_irq_save_call(c, &flags);
+				tb_irq_restore_call(c, &flags);
+			}
 		}
 	}
 	return tsc_stop() - t0;

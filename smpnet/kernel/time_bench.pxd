@@ -6,8 +6,9 @@ from smpnet.kernel.spinlock_types cimport spinlock_t
 cdef extern from "time_bench.h" nogil:
     void tb_empty_function()
     void (*tb_function_ptr)()
-    uint64_t tb_calls_back_to_back(uint64_t loops)
-    uint64_t tb_irq_calls_back_to_back(cpu_ctx *c, uint64_t loops)
+    uint64_t tb_calls_back_to_back(cpu_ctx *c, uint64_t loops, int calls)
+    enum: TB_CALLS_EMPTY
+    enum: TB_CALLS_IRQ_SAVE_RESTORE
     enum: TB_CALL_UNROLL_C "TB_CALL_UNROLL"
     ctypedef uint64_t (*tb_lock_loop_t)(cpu_ctx *c, spinlock_t *l, uint64_t loops) noexcept nogil
     tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, int popf, int build)
