@@ -125,8 +125,7 @@ def seconds(p, cpus):
     per_round = 0.05 + (p["transactions"] + warm(p["transactions"])) * 20e-6
     veth = 0 if p.get("veth_skipped") else ping_veth.seconds(p["trials"], p["count"])
     ref = (referee.seconds(p["referee_rounds"])
-           + referee_contended.contended_seconds(p["referee_rounds"],
-                                                 p.get("referee_contended", ()))
+           + referee_contended.contended_seconds(p["referee_rounds"], p["referee_contended"])
            if "referee_rounds" in p else 0)
     return len(p["placements"]) * (p["rounds"] + 1) * per_round + veth + ref
 
@@ -262,8 +261,7 @@ def referee_part(cpus, p, warnings):
                         "selected")
         return rows
     contended = referee_contended.measure_contended(
-        cpus, tsc_hz, algo, p["kernel_build"], p["referee_rounds"],
-        p.get("referee_contended", referee_contended.CONTENDED))
+        cpus, tsc_hz, algo, p["kernel_build"], p["referee_rounds"], p["referee_contended"])
     warnings += referee_contended.miscounted(contended)
     return rows + contended
 

@@ -49,8 +49,9 @@ TESTS = (
 )
 
 
-def _op(test):
-    """The instructions of one op of `test`, the value's address in r6."""
+def _op(test, ids=None):
+    """The instructions of one op of `test`, the value's address in r6;
+    `ids`: the IRQ kfuncs' BTF ids (available()'s), read here when None."""
     R0, R1, R6 = bpf.R0, bpf.R1, bpf.R6
     if test == "spin_lock_pair":
         return bpf.spin_lock_pair()
@@ -66,13 +67,14 @@ def _op(test):
     if test == "helper_call":
         return bpf.call(bpf.FUNC_get_numa_node_id)
     if test == "irq_save_restore":
-        return bpf.irq_save_restore(bpf.vmlinux_func_ids(bpf.IRQ_KFUNCS))
+        return bpf.irq_save_restore(ids or bpf.vmlinux_func_ids(bpf.IRQ_KFUNCS))
     raise ValueError(test)
 
 
 def available():
-    """(the tests this kernel can run, [why each other cannot]): the IRQ
-    kfuncs need Linux 6.14 or later and the kernel's BTF."""
+    """(the tests this kernel can run, [why each other cannot], the IRQ
+    kfuncs' BTF ids): the IRQ kfuncs need Linux 6.14 or later and the
+    kernel's BTF, read once here for the run."""
     try:
         ids = bpf.vmlinux_func_ids(bpf.IRQ_KFUNCS)
     except (OSError, bpf.BpfError) as e:
@@ -80,13 +82,14 @@ def available():
     else:
         why = f"this kernel has no {', '.join(bpf.IRQ_KFUNCS)} kfuncs (Linux 6.14 on)"
     if len(ids) == len(bpf.IRQ_KFUNCS):
-        return TESTS, []
-    return tuple(t for t in TESTS if t.name != "irq_save_restore"), [f"irq_save_restore: {why}"]
+        return TESTS, [], ids
+    return (tuple(t for t in TESTS if t.name != "irq_save_restore"),
+            [f"irq_save_restore: {why}"], ids)
 
 
-def programs(k, test):
+def programs(k, test, ids=None):
     """(the op's program, its empty twin): the same lookup of the same map,
-    UNROLL ops or none, loaded through `k` (a bpf.Bpf)."""
+    UNROLL ops or none, loaded through `k` (a bpf.Bpf); `ids` as _op()'s."""
     if test == "spin_lock_pair":
         m = bpf.spin_lock_map(k)
     elif test == "this_cpu_inc":
@@ -94,7 +97,7 @@ def programs(k, test):
     else:
         m = k.map(bpf.BPF_MAP_TYPE_ARRAY, 16)
     name = test.encode()[:15]
-    return (k.prog(bpf.lookup_or_exit(m, _op(test) * UNROLL), name),
+    return (k.prog(bpf.lookup_or_exit(m, _op(test, ids) * UNROLL), name),
             k.prog(bpf.lookup_or_exit(m, b""), name))
 
 
@@ -116,7 +119,7 @@ def _repeat(prog):
     return int(min(max(RUN_NS / max(ns, 1), 100), 1 << 20))
 
 
-def _measure(ctx, tests, rounds, algo, build):
+def _measure(ctx, tests, ids, rounds, algo, build):
     """In the pinned worker: every test's programs loaded (closed at the
     end, whatever happens), then `rounds` rounds, each test's kernel round
     and model round in turn, tests forwards and backwards by round; the
@@ -127,7 +130,7 @@ def _measure(ctx, tests, rounds, algo, build):
     loops = [calibrate_loops(test, **where) for test, where in entries]
     empty = calibrate_loops("for_loop")
     with bpf.Bpf() as k:
-        progs = [programs(k, t.name) for t in tests]
+        progs = [programs(k, t.name, ids) for t in tests]
         repeats = [_repeat(p) for p, _ in progs]
         kernel_ns = [[] for _ in tests]
         model = [[] for _ in tests]
@@ -155,11 +158,11 @@ def measure(cpu, tsc_hz, algo, build, rounds, warnings):
     other) in the kernel and in the model on `cpu`, in TSC cycles, with
     model / kernel round by round; the model's lock is `algo`, its entry
     points and returns kernel build `build` (the host's)."""
-    tests, missing = available()
+    tests, missing, ids = available()
     warnings += [f"kernel referee: {why}" for why in missing]
     with Machine(cpus=[cpu], regions=lockbench.locks_region(1)) as m:
         lockbench.init_locks(m, [algo])
-        kernel_ns, model, repeats = m.run(_measure, tests, rounds, algo, build,
+        kernel_ns, model, repeats = m.run(_measure, tests, ids, rounds, algo, build,
                                           expected=seconds(rounds))[0]
     rows = []
     for t, kns, mod, rep in zip(tests, kernel_ns, model, repeats):

@@ -94,9 +94,9 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
     of `cpus` at once, in the kernel (its BPF program's test runs on one
     map value) and in the model (lock_hammer of one lock; atomic_hammer of
     one word), kernel and model in alternate order round by round: cycles
-    per op while all contend, the mean over the CPUs. The lock pair's counter, on each side,
-    must equal the ops it ran (`counted`: a lost update would be a broken
-    lock, or a miscount)."""
+    per op while all contend, the mean over the CPUs. The lock pair's
+    counter, on each side, must equal the ops it ran (`counted`: a lost
+    update would be a broken lock, or a miscount)."""
     rows = []
     with bpf.Bpf() as k, Machine(cpus=cpus, regions=lockbench.locks_region(2)) as m:
         region = lockbench.init_locks(m, [algo])
