@@ -166,12 +166,16 @@ def _check(m, entries, labels, where, ops, mode):
                         f"{mode} rounds: {bad[1]}")
 
 
+def _object(p):
+    """The object params() built and loaded; built here only for params
+    made elsewhere (a result's, without the object in this process)."""
+    return build.loaded(p.get("build_key")) or build.build(
+        p["source"], p["file"], _core.LOCK_ALGOS[p["algo"]], p["check"],
+        p["restore"] == "popf", kbuild=_core.KERNEL_BUILDS[p.get("kernel_build", "inline")])
+
+
 def run(cpus, p, progress=None):
-    algo, popf = _core.LOCK_ALGOS[p["algo"]], p["restore"] == "popf"
-    kbuild = _core.KERNEL_BUILDS[p.get("kernel_build", "inline")]
-    # the object params() built and loaded; built here only for params made elsewhere
-    obj = build.loaded(p.get("build_key")) or build.build(p["source"], p["file"], algo,
-                                                         p["check"], popf, kbuild=kbuild)
+    obj = _object(p)
     entries, labels, roles = _entries(obj, p)
     tsc_hz = tsc.tsc_hz()
     steps = 1 + (len(entries) * p["repeat"] if p["contended"] else 0)
