@@ -87,8 +87,8 @@ cdef int check_kbuild(int build) except -1:
 
 
 def c_constants():
-    """{name: value} of the headers' constants that Python reads (layout.h)."""
-    cdef const layout.smp_const *k = layout.smp_consts
+    """{name: value} of the headers' constants that Python reads (consts.h)."""
+    cdef const consts.smp_const *k = consts.smp_consts
     out = {}
     while k.name != NULL:
         out[k.name.decode()] = k.value

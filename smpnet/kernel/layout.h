@@ -13,8 +13,8 @@
  * an array, SMP_ARRAY on a scalar, SMP_BYTES on anything but uint8_t[], or
  * SMP_RECORD naming the wrong struct do not compile.
  *
- * The constants Python needs (the magic, the version, sizes, states) and
- * the built-in regions come from here too.
+ * The built-in regions come from here too; the constants Python needs,
+ * from consts.h.
  */
 #ifndef SMPNET_LAYOUT_H
 #define SMPNET_LAYOUT_H
@@ -23,7 +23,6 @@
 #include "fake_nic.h"
 #include "link.h"
 #include "loopback.h"
-#include "spinlock_variant.h"
 
 struct smp_field {
 	const char *name;
@@ -462,67 +461,6 @@ static const struct smp_builtin_region smp_builtin_regions[REGION_NR_BUILTIN] = 
 	[REGION_IRQ]	 = { "irq", "irq_cpustat" },
 	[REGION_QNODES]	 = { "qnodes", "qnodes" },
 	[REGION_LOCK_INFO] = { "lock_info", "lock_infos" },
-};
-
-/* The constants Python reads instead of repeating them. */
-struct smp_const {
-	const char *name;
-	uint64_t value;
-};
-
-#define SMP_CONST(name) { #name, (uint64_t)(name) }
-
-static const struct smp_const smp_consts[] = {
-	SMP_CONST(SMPNET_MAGIC),
-	SMP_CONST(SMPNET_LAYOUT_VERSION),
-	SMP_CONST(SMPNET_MAX_REGIONS),
-	SMP_CONST(SMPNET_REGION_NAME),
-	SMP_CONST(SMP_F_OVERSUBSCRIBED),
-	SMP_CONST(SMP_CACHE_BYTES),
-	SMP_CONST(CPU_OFFLINE),
-	SMP_CONST(CPU_ONLINE),
-	SMP_CONST(CPU_RUNNING),
-	SMP_CONST(CPU_DONE),
-	SMP_CONST(LOCKDEP_NR_BUGS),
-	SMP_CONST(MAX_NODES),
-	SMP_CONST(MCS_NODES),
-	SMP_CONST(REGION_CPU),
-	SMP_CONST(REGION_SOFTNET),
-	SMP_CONST(REGION_LSTATS),
-	SMP_CONST(REGION_IRQ),
-	SMP_CONST(REGION_QNODES),
-	SMP_CONST(REGION_LOCK_INFO),
-	SMP_CONST(LOCK_INFO_PER_CPU),
-	SMP_CONST(REGION_NR_BUILTIN),
-	SMP_CONST(NAPI_SKB_CACHE_SIZE),
-	SMP_CONST(SLAB_CPU_MAX),
-	SMP_CONST(SKB_FRAGS_PER_PAGE),
-	SMP_CONST(FLUSH_HIST_BUCKETS),
-	SMP_CONST(FLUSH_SAMPLES),
-	SMP_CONST(SKB_FREE),
-	SMP_CONST(SKB_LIVE),
-	SMP_CONST(SKB_DEFERRED),
-	SMP_CONST(SKB_RING_SIZE),
-	SMP_CONST(ARPQ_SLOTS),
-	SMP_CONST(NEIGH_HASH),
-	SMP_CONST(LINK_SLOTS),
-	SMP_CONST(PING_PENDING),
-	SMP_CONST(PING_OK),
-	SMP_CONST(PING_ERROR),
-	SMP_CONST(PING_TIMEOUT),
-	/* the sizes of the enums Python offers as choices (their *_TABLEs) */
-	SMP_CONST(SPIN_NR_ALGOS),
-	SMP_CONST(SPIN_NR_VARIANTS),
-	SMP_CONST(KSHAPE_NR),
-	SMP_CONST(KRET_NR),
-	SMP_CONST(KBUILD_NR),
-	SMP_CONST(SPIN_NR_ENTRIES),
-	SMP_CONST(DEFER_NR_STRATEGIES),
-	SMP_CONST(LO_NR_MODES),
-	SMP_CONST(NR_STACK_FRAMES),
-	SMP_CONST(OOPS_TRACE),
-	SMP_CONST(NR_PROBE_MODES),
-	{ 0 }
 };
 
 #endif

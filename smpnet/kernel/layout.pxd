@@ -1,5 +1,3 @@
-from libc.stdint cimport uint64_t
-
 cdef extern from "layout.h" nogil:
     struct smp_field:
         const char *name
@@ -18,10 +16,5 @@ cdef extern from "layout.h" nogil:
         const char *name
         const char *record
 
-    struct smp_const:
-        const char *name
-        uint64_t value
-
     const smp_struct smp_structs[]
     const smp_builtin_region smp_builtin_regions[]
-    const smp_const smp_consts[]
