@@ -80,7 +80,7 @@ def test_the_programs_load_run_their_op_and_are_closed():
             m = k.map(bpf.BPF_MAP_TYPE_ARRAY, 16)
             prog = k.prog(bpf.lookup_or_exit(m, referee._op(test) * referee.UNROLL))
             bpf.test_run(prog, 10)
-            assert struct.unpack_from("<q", k.lookup(m, 16), 8)[0] == 10 * referee.UNROLL, test
+            assert struct.unpack_from("<q", k.lookup(m), 8)[0] == 10 * referee.UNROLL, test
     for fd in fds:
         with pytest.raises(OSError):
             os.fstat(fd)

@@ -226,6 +226,7 @@ class Bpf:
 
     def __init__(self):
         self.fds = []
+        self.value_size = {}    # map fd -> its value's size: what a lookup copies out
 
     def __enter__(self):
         return self
@@ -235,6 +236,7 @@ class Bpf:
 
     def close(self):
         while self.fds:
+            self.value_size.pop(self.fds[-1], None)
             os.close(self.fds.pop())
 
     def _keep(self, fd):
@@ -259,11 +261,14 @@ class Bpf:
         attr = (struct.pack("<IIIIIII", kind, 4, value_size, 1, 0, 0, 0)
                 + name[:15].ljust(16, b"\0") + struct.pack("<IIII", 0, btf_fd, key_id, value_id))
         fd, _ = sys_bpf(BPF_MAP_CREATE, attr, "map create")
+        self.value_size[fd] = value_size
         return self._keep(fd)
 
-    def lookup(self, map_fd, size):
+    def lookup(self, map_fd):
+        """The value of key 0, all of it: the kernel copies the map's whole
+        value (a buffer sized otherwise would be overrun)."""
         key = ctypes.c_uint32(0)
-        value = ctypes.create_string_buffer(size)
+        value = ctypes.create_string_buffer(self.value_size[map_fd])
         attr = struct.pack("<IIQQQ", map_fd, 0, ctypes.addressof(key), ctypes.addressof(value), 0)
         sys_bpf(BPF_MAP_LOOKUP_ELEM, attr, "map lookup")
         return value.raw
@@ -322,7 +327,7 @@ def read_kernel(k, address, size):
                                      + jeq_imm(R0, 0, 2) + mov64_imm(R0, 0) + exit_insn()))
         if test_run(prog, 1)[1] != XDP_PASS:
             raise BpfError(f"read of kernel memory at {at:#x}", errno.EIO)
-        out += k.lookup(m, TEXT_CHUNK)
+        out += k.lookup(m)
         os.close(k.fds.pop())       # this chunk's program: done with
     return out[:size]
 

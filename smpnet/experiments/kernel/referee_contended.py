@@ -74,7 +74,7 @@ def counted_programs(k):
 
 def kernel_count(k, m):
     """The counter of the counted programs' map value."""
-    return struct.unpack_from("<q", k.lookup(m, 16), bpf.SPIN_LOCK_CNT)[0]
+    return struct.unpack_from("<q", k.lookup(m), bpf.SPIN_LOCK_CNT)[0]
 
 
 # The contended rows: the lock pair (a counter + 1 inside, as lock_hammer
