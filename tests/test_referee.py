@@ -35,7 +35,7 @@ def test_each_program_unrolls_its_op_between_a_lookup_and_an_exit():
         assert len(prog) == len(empty) + referee.UNROLL * len(op)
         assert prog[-1][0] == 0x95 and empty[-1][0] == 0x95      # exit
         # the null check jumps over the whole body to the return
-        assert prog[jeq + 1 + prog[jeq][2]][0] == 0xb7           # r0 = XDP_PASS
+        assert prog[jeq + 1 + prog[jeq][2]][0] == 0xb7           # r0 = DONE
     calls = [x[3] for x in _insns(referee._op("spin_lock_pair") * referee.UNROLL)
              if x[0] == 0x85]
     assert calls == [bpf.FUNC_spin_lock, bpf.FUNC_spin_unlock] * referee.UNROLL
@@ -71,8 +71,8 @@ def test_the_programs_load_run_their_op_and_are_closed():
     with bpf.Bpf() as k:
         for t in referee.available()[0]:
             prog, empty = referee.programs(k, t.name)
-            assert bpf.test_run(prog, 10)[1] == bpf.XDP_PASS
-            assert bpf.test_run(empty, 10)[1] == bpf.XDP_PASS
+            assert bpf.test_run(prog, 10)[1] == bpf.DONE
+            assert bpf.test_run(empty, 10)[1] == bpf.DONE
         fds = list(k.fds)
         # fetch_add's and cmpxchg's words went up by one per op, UNROLL per
         # run, 10 runs: every cmpxchg succeeded, as the model's does

@@ -14,8 +14,13 @@ import struct
 BPF_MAP_CREATE, BPF_MAP_LOOKUP_ELEM, BPF_PROG_LOAD = 0, 1, 5
 BPF_PROG_TEST_RUN, BPF_BTF_LOAD = 10, 18
 BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY = 2, 6
-BPF_PROG_TYPE_XDP = 6
-XDP_PASS = 2
+# The programs' type: a tc classifier. Its test run (bpf_prog_test_run_skb()
+# in net/bpf/test_run.c) runs the program `repeat` times and nothing else;
+# XDP's, for repeat > 1, first points the XDP dispatcher at the program and
+# back after (bpf_prog_change_xdp()): a text patch, about 16 ms each here,
+# whose IPIs land in the other CPUs' timed runs.
+BPF_PROG_TYPE_SCHED_CLS = 3
+DONE = 2        # what a program returns when it ran through (tc's value, unread)
 # helpers (enum bpf_func_id)
 FUNC_map_lookup_elem, FUNC_get_numa_node_id = 1, 42
 FUNC_spin_lock, FUNC_spin_unlock = 93, 94
@@ -114,12 +119,12 @@ def ld_imm64(dst, value):      # BPF_LD | BPF_IMM | BPF_DW: two slots, the low w
 def lookup_or_exit(map_fd, body):
     """The program every referee test is: look up key 0 of `map_fd` (its
     value's address in r6), then `body` (instructions), then return
-    XDP_PASS; a failed lookup returns at once."""
+    DONE; a failed lookup returns 0 at once."""
     head = (st_w(R10, -4, 0) + mov64_reg(R2, R10) + add64_imm(R2, -4) + ld_map_fd(R1, map_fd)
             + call(FUNC_map_lookup_elem))
     n = len(body) // 8
     return (head + jeq_imm(R0, 0, n + 1) + mov64_reg(R6, R0) + body
-            + mov64_imm(R0, XDP_PASS) + exit_insn())
+            + mov64_imm(R0, DONE) + exit_insn())
 
 
 # ------------------------------------------------------------ BTF
@@ -274,7 +279,7 @@ class Bpf:
         return value.raw
 
     def prog(self, insns, name=b"smpnet"):
-        """An XDP program from raw instructions; BpfError with the verifier's
+        """A tc program (BPF_PROG_TYPE_SCHED_CLS) from raw instructions; BpfError with the verifier's
         log when it is refused. Loaded without a log first: a long program's
         log can overflow the buffer, which fails the load (ENOSPC) even where
         the verifier accepts the program; the log is asked for on a refusal."""
@@ -283,7 +288,7 @@ class Bpf:
         log = ctypes.create_string_buffer(1 << 16)
 
         def load(level):
-            attr = (struct.pack("<IIQQIIQII", BPF_PROG_TYPE_XDP, len(insns) // 8,
+            attr = (struct.pack("<IIQQIIQII", BPF_PROG_TYPE_SCHED_CLS, len(insns) // 8,
                                 ctypes.addressof(code), ctypes.addressof(lic), level,
                                 len(log) if level else 0, ctypes.addressof(log) if level else 0,
                                 0, 0)
@@ -321,11 +326,11 @@ def read_kernel(k, address, size):
     m = k.map(BPF_MAP_TYPE_ARRAY, TEXT_CHUNK)
     out = b""
     for at in range(address, address + size, TEXT_CHUNK):
-        # a failed read returns XDP_ABORTED (0), not the map's stale bytes
+        # a failed read returns 0, not DONE: the map's bytes would be stale
         prog = k.prog(lookup_or_exit(m, mov64_reg(R1, R6) + mov64_imm(R2, TEXT_CHUNK)
                                      + ld_imm64(R3, at) + call(FUNC_probe_read_kernel)
                                      + jeq_imm(R0, 0, 2) + mov64_imm(R0, 0) + exit_insn()))
-        if test_run(prog, 1)[1] != XDP_PASS:
+        if test_run(prog, 1)[1] != DONE:
             raise BpfError(f"read of kernel memory at {at:#x}", errno.EIO)
         out += k.lookup(m)
         os.close(k.fds.pop())       # this chunk's program: done with
@@ -351,7 +356,7 @@ def refused():
     return None
 
 
-PACKET = bytes(64)   # what an XDP test run gets: one Ethernet-sized frame of zeros
+PACKET = bytes(64)   # what a test run gets: one Ethernet-sized frame of zeros
 
 
 def test_run(prog_fd, repeat):

@@ -109,7 +109,7 @@ def _kernel_round(prog, empty, repeat, reverse):
     ns = [0, 0]
     for fd, i in (reversed(runs) if reverse else runs):
         ns[i], ret = bpf.test_run(fd, repeat)
-        if ret != bpf.XDP_PASS:
+        if ret != bpf.DONE:
             raise bpf.BpfError(f"test run returned {ret}", errno.EIO)
     return (ns[1] - ns[0]) / UNROLL
 
