@@ -86,6 +86,26 @@ def test_the_programs_load_run_their_op_and_are_closed():
             os.fstat(fd)
 
 
+@root
+def test_the_lock_and_the_atomics_word_lie_alone_in_one_cache_line():
+    """The referee's values put the lock (or the atomics' word) at a line
+    start with its counter in the same line and the rest of the line theirs,
+    as the model's lock slot: read back from the value's own address."""
+    with bpf.Bpf() as k:
+        at = k.line_start()
+        assert 0 <= at < bpf.LINE and at % 8 == 0 and at + bpf.LINE <= bpf.LINE_VALUE
+        for m in (bpf.spin_lock_map(k, at), k.map(bpf.BPF_MAP_TYPE_ARRAY, bpf.LINE_VALUE)):
+            # the value's address, stored past the lock and its counter
+            where = at + 16
+            prog = k.prog(bpf.lookup_or_exit(m, bpf.stx_dw(bpf.R6, bpf.R6, where)))
+            assert bpf.test_run(prog, 1)[1] == bpf.DONE
+            value = k.lookup(m)
+            assert len(value) == bpf.LINE_VALUE        # the whole value copied out
+            address, = struct.unpack_from("<Q", value, where)
+            assert (address + at) % bpf.LINE == 0
+            assert (address + at + bpf.SPIN_LOCK_CNT) // bpf.LINE == (address + at) // bpf.LINE
+
+
 def test_the_kernels_btf_names_its_functions_and_a_missing_one_is_left_out(tmp_path):
     # a BTF blob of its own: int, then a FUNC_PROTO and two FUNCs
     names = b"\0int\0f_one\0f_two\0"
@@ -197,11 +217,31 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
 def test_a_contended_op_counts_only_the_runs_every_cpu_overlapped():
     """A CPU that started first or ended last ran alone for a while: its
     runs outside the common window are not contended and not counted."""
-    u = referee.UNROLL
-    a = (10, [(0.0, 1.0, 1000 * u), (1.0, 2.0, 20 * u + 10), (2.0, 3.0, 40 * u + 10)])
-    b = (0, [(0.5, 1.5, 100 * u), (1.5, 2.5, 300 * u), (2.5, 3.5, 7000 * u)])
+    a = [(0.0, 1.0, (1000, 1)), (1.0, 2.0, (20, 1)), (2.0, 3.0, (40, 1))]
+    b = [(0.5, 1.5, (100, 1)), (1.5, 2.5, (300, 1)), (2.5, 3.5, (7000, 1))]
     # the window is [0.5, 3.0]: a's last two runs, b's first two
-    assert referee_contended._overlapped_ns_per_op([a, b]) == [30, 200]
+    assert referee_contended._overlapped([a, b]) == [30, 200]
+
+
+def test_each_line_takes_its_turn_on_every_cpu_at_once(monkeypatch):
+    """The lines in turn, each for its time slot, chunks run until its end:
+    every CPU on the same line at the same times, whatever its chunks cost."""
+    monkeypatch.setattr(referee_contended.workers, "heartbeat", lambda: None)
+    seen = []
+
+    def chunk(line):
+        seen.append(line)
+        return (1.0, 1)
+
+    turns = referee_contended._in_turn(chunk, ["a", "b", "c"], 0.01)
+    assert len(turns) == 3 and sorted(set(seen)) == ["a", "b", "c"]
+    assert seen == sorted(seen)         # a's runs, then b's, then c's
+    for i, runs in enumerate(turns):
+        # each line's runs begin in its slot and go on until its end
+        assert runs[0][0] >= turns[0][0][0] + i * 0.01 - 0.002
+        assert runs[-1][1] >= turns[0][0][0] + (i + 1) * 0.01 - 0.002
+        if i:
+            assert runs[0][0] >= turns[i - 1][-1][0]
 
 
 def test_without_privilege_the_referee_is_one_skip_line(tmp_path):

@@ -30,6 +30,8 @@ BPF_ADD, BPF_FETCH, BPF_XCHG, BPF_CMPXCHG = 0x00, 0x01, 0xe0 | 0x01, 0xf0 | 0x01
 SYS_BPF = {"x86_64": 321, "aarch64": 280}
 ATTR_SIZE = 128
 R0, R1, R2, R3, R6, R10 = 0, 1, 2, 3, 6, 10
+LINE = 64               # x86's cache line
+LINE_VALUE = 2 * LINE   # an array map value that holds one whole line wherever it starts
 
 
 class BpfError(OSError):
@@ -131,32 +133,36 @@ def lookup_or_exit(map_fd, body):
 
 BTF_KIND_INT, BTF_KIND_STRUCT = 1, 4
 BTF_INT_SIGNED = 1
+# where struct val's cnt lies after its lock (btf_spin_lock_value()), as
+# lock_slot's counter after its lock (spinlock_types.h)
+SPIN_LOCK_CNT = 8
 
 
-def btf_spin_lock_value():
+def btf_spin_lock_value(at=0, size=16):
     """The BTF of `struct val { struct bpf_spin_lock lock; int pad; long cnt; }`
-    (a map value the verifier lets bpf_spin_lock() take: the lock is found by
-    its struct's name) and of `int`: (blob, int's id, struct val's id)."""
+    with the lock `at` bytes into a value of `size` (a map value the verifier
+    lets bpf_spin_lock() take: the lock is found by its struct's name) and of
+    `int`: (blob, int's id, struct val's id)."""
     names = b"\0int\0bpf_spin_lock\0val\0lock\0pad\0cnt\0long\0"
 
-    def at(name):
-        return names.index(b"\0" + name + b"\0") + 1
+    def name(text):
+        return names.index(b"\0" + text + b"\0") + 1
 
     types = b"".join([
         # 1: int
-        struct.pack("<III", at(b"int"), BTF_KIND_INT << 24, 4),
+        struct.pack("<III", name(b"int"), BTF_KIND_INT << 24, 4),
         struct.pack("<I", BTF_INT_SIGNED << 24 | 32),
         # 2: struct bpf_spin_lock { int val; }
-        struct.pack("<III", at(b"bpf_spin_lock"), BTF_KIND_STRUCT << 24 | 1, 4),
-        struct.pack("<III", at(b"val"), 1, 0),
+        struct.pack("<III", name(b"bpf_spin_lock"), BTF_KIND_STRUCT << 24 | 1, 4),
+        struct.pack("<III", name(b"val"), 1, 0),
         # 3: long
-        struct.pack("<III", at(b"long"), BTF_KIND_INT << 24, 8),
+        struct.pack("<III", name(b"long"), BTF_KIND_INT << 24, 8),
         struct.pack("<I", BTF_INT_SIGNED << 24 | 64),
         # 4: struct val { struct bpf_spin_lock lock; int pad; long cnt; }
-        struct.pack("<III", at(b"val"), BTF_KIND_STRUCT << 24 | 3, 16),
-        struct.pack("<III", at(b"lock"), 2, 0),
-        struct.pack("<III", at(b"pad"), 1, 32),
-        struct.pack("<III", at(b"cnt"), 3, 64),
+        struct.pack("<III", name(b"val"), BTF_KIND_STRUCT << 24 | 3, size),
+        struct.pack("<III", name(b"lock"), 2, 8 * at),        # bit offsets
+        struct.pack("<III", name(b"pad"), 1, 8 * at + 32),
+        struct.pack("<III", name(b"cnt"), 3, 8 * (at + SPIN_LOCK_CNT)),
     ])
     header = struct.pack("<HBBIIIII", 0xeB9F, 1, 0, 24, 0, len(types), len(types), len(names))
     return header + types + names, 1, 4
@@ -208,19 +214,15 @@ def irq_save_restore(ids):
             + flags + kfunc_call(ids["bpf_local_irq_restore"]))
 
 
-# where struct val's cnt lies (btf_spin_lock_value())
-SPIN_LOCK_CNT = 8
-
-
-def spin_lock_pair(counted=False):
-    """bpf_spin_lock() and bpf_spin_unlock() of the lock at r6 (a map value
-    of spin_lock_map()); `counted`: the value's cnt + 1 between the two,
-    under the lock (load, add, store), as lock_hammer counts its critical
-    sections."""
-    inside = (ldx_dw(R1, R6, SPIN_LOCK_CNT) + add64_imm(R1, 1) + stx_dw(R6, R1, SPIN_LOCK_CNT)
-              if counted else b"")
-    return (mov64_reg(R1, R6) + call(FUNC_spin_lock) + inside
-            + mov64_reg(R1, R6) + call(FUNC_spin_unlock))
+def spin_lock_pair(at=0, counted=False):
+    """bpf_spin_lock() and bpf_spin_unlock() of the lock `at` bytes into the
+    value at r6 (a map value of spin_lock_map(k, at)); `counted`: the
+    value's cnt + 1 between the two, under the lock (load, add, store), as
+    lock_hammer counts its critical sections."""
+    cnt = at + SPIN_LOCK_CNT
+    inside = ldx_dw(R1, R6, cnt) + add64_imm(R1, 1) + stx_dw(R6, R1, cnt) if counted else b""
+    lock = mov64_reg(R1, R6) + (add64_imm(R1, at) if at else b"")
+    return lock + call(FUNC_spin_lock) + inside + lock + call(FUNC_spin_unlock)
 
 
 # ------------------------------------------------------------ objects
@@ -232,6 +234,7 @@ class Bpf:
     def __init__(self):
         self.fds = []
         self.value_size = {}    # map fd -> its value's size: what a lookup copies out
+        self._line_start = None
 
     def __enter__(self):
         return self
@@ -278,6 +281,22 @@ class Bpf:
         sys_bpf(BPF_MAP_LOOKUP_ELEM, attr, "map lookup")
         return value.raw
 
+    def line_start(self):
+        """Where the first whole cache line begins in a LINE_VALUE-byte array
+        map's value. struct bpf_array's value[] follows its header 8-aligned
+        (include/linux/bpf.h), so offset 0 of a value may share its line
+        with the header, and a small value's last bytes with the next slab
+        object (here values begin 56 bytes into a line: the lock pair's lock
+        and counter fell in two lines). A program stores its value's address
+        in the value (a pointer leak: root's); the maps of one size and type
+        come from one slab cache and begin alike. Asked once."""
+        if self._line_start is None:
+            m = self.map(BPF_MAP_TYPE_ARRAY, LINE_VALUE)
+            test_run(self.prog(lookup_or_exit(m, stx_dw(R6, R6, 0)), b"line_start"), 1)
+            address, = struct.unpack_from("<Q", self.lookup(m))
+            self._line_start = -address % LINE
+        return self._line_start
+
     def prog(self, insns, name=b"smpnet"):
         """A tc program (BPF_PROG_TYPE_SCHED_CLS) from raw instructions; BpfError with the verifier's
         log when it is refused. Loaded without a log first: a long program's
@@ -308,11 +327,13 @@ class Bpf:
         return self._keep(fd)
 
 
-def spin_lock_map(k):
+def spin_lock_map(k, at=0):
     """An array map, through `k` (a Bpf), whose value's BTF declares the
-    struct bpf_spin_lock that spin_lock_pair() takes."""
-    blob, key_id, value_id = btf_spin_lock_value()
-    return k.map(BPF_MAP_TYPE_ARRAY, 16, (k.btf(blob), key_id, value_id))
+    struct bpf_spin_lock that spin_lock_pair(at) takes, `at` bytes into a
+    LINE_VALUE-byte value (k.line_start(): the lock and its counter alone
+    in one cache line, as a lock slot of the model's)."""
+    blob, key_id, value_id = btf_spin_lock_value(at, LINE_VALUE)
+    return k.map(BPF_MAP_TYPE_ARRAY, LINE_VALUE, (k.btf(blob), key_id, value_id))
 
 
 TEXT_CHUNK = 512    # bytes of kernel memory one read_kernel() test run copies

@@ -49,19 +49,22 @@ TESTS = (
 )
 
 
-def _op(test, ids=None):
-    """The instructions of one op of `test`, the value's address in r6;
-    `ids`: the IRQ kfuncs' BTF ids (available()'s), read here when None."""
+def _op(test, ids=None, at=0):
+    """The instructions of one op of `test`, the value's address in r6, its
+    line `at` bytes into the value (the lock there, the atomics' word 8 bytes
+    on, as a lock slot's counter); `ids`: the IRQ kfuncs' BTF ids
+    (available()'s), read here when None."""
     R0, R1, R6 = bpf.R0, bpf.R1, bpf.R6
+    word = at + bpf.SPIN_LOCK_CNT
     if test == "spin_lock_pair":
-        return bpf.spin_lock_pair()
+        return bpf.spin_lock_pair(at)
     if test == "fetch_add":
-        return bpf.mov64_imm(R1, 1) + bpf.atomic_dw(bpf.BPF_ADD | bpf.BPF_FETCH, R6, R1, 8)
+        return bpf.mov64_imm(R1, 1) + bpf.atomic_dw(bpf.BPF_ADD | bpf.BPF_FETCH, R6, R1, word)
     if test == "cmpxchg":     # old = *p; cmpxchg(p, old, old + 1): time_bench's, always succeeds
-        return (bpf.ldx_dw(R0, R6, 8) + bpf.mov64_reg(R1, R0) + bpf.add64_imm(R1, 1)
-                + bpf.atomic_dw(bpf.BPF_CMPXCHG, R6, R1, 8))
+        return (bpf.ldx_dw(R0, R6, word) + bpf.mov64_reg(R1, R0) + bpf.add64_imm(R1, 1)
+                + bpf.atomic_dw(bpf.BPF_CMPXCHG, R6, R1, word))
     if test == "xchg":
-        return bpf.mov64_imm(R1, 1) + bpf.atomic_dw(bpf.BPF_XCHG, R6, R1, 8)
+        return bpf.mov64_imm(R1, 1) + bpf.atomic_dw(bpf.BPF_XCHG, R6, R1, word)
     if test == "this_cpu_inc":
         return bpf.ldx_dw(R1, R6, 0) + bpf.add64_imm(R1, 1) + bpf.stx_dw(R6, R1, 0)
     if test == "helper_call":
@@ -89,15 +92,18 @@ def available():
 
 def programs(k, test, ids=None):
     """(the op's program, its empty twin): the same lookup of the same map,
-    UNROLL ops or none, loaded through `k` (a bpf.Bpf); `ids` as _op()'s."""
-    if test == "spin_lock_pair":
-        m = bpf.spin_lock_map(k)
-    elif test == "this_cpu_inc":
+    UNROLL ops or none, loaded through `k` (a bpf.Bpf); `ids` as _op()'s.
+    The lock and the atomics' word lie in a cache line of their own
+    (k.line_start()), as the model's lock slot does."""
+    at = 0
+    if test == "this_cpu_inc":
         m = k.map(bpf.BPF_MAP_TYPE_PERCPU_ARRAY, 16)
     else:
-        m = k.map(bpf.BPF_MAP_TYPE_ARRAY, 16)
+        at = k.line_start()
+        m = (bpf.spin_lock_map(k, at) if test == "spin_lock_pair"
+             else k.map(bpf.BPF_MAP_TYPE_ARRAY, bpf.LINE_VALUE))
     name = test.encode()[:15]
-    return (k.prog(bpf.lookup_or_exit(m, _op(test, ids) * UNROLL), name),
+    return (k.prog(bpf.lookup_or_exit(m, _op(test, ids, at) * UNROLL), name),
             k.prog(bpf.lookup_or_exit(m, b""), name))
 
 

@@ -7,78 +7,107 @@ import struct
 import time
 
 from ... import _core
-from ...machine import workers
+from ...machine import layout, workers
 from ...machine.machine import Machine
 from ..common import bpf, lockbench
 from .referee import PLACEMENT, TESTS, UNROLL, _figures, _repeat, programs
 
 CONTENDED_S = 0.2       # each side's hammer in a lock pair's round, every CPU at once
+# Lines a side a round, fresh each round. A contended op's cost depends on
+# which cache line it hammers, the same line giving the same figure run
+# after run (here a lock pair 630-1100 cycles, fetch_add 99-140, by slot):
+# one line a side would compare two placements, not two ops.
+LINES = 8
+CHUNK_S = 0.0005        # a model's timed run, about a kernel test run's length contended
+START_S = 0.002         # from the barrier to the first line's turn
 
 
-def _kernel_hammer(ctx, prog, empty, repeat, duration):
-    """In every worker at once: the counted lock pair's test runs for
-    `duration` seconds on one shared map value. Returns the empty twin's ns
-    per run (the lookup, uncontended) and each run's (start, end, ns as the
-    kernel timed it), start and end on CLOCK_MONOTONIC, shared by the CPUs."""
-    empty_ns, _ = bpf.test_run(empty, repeat)
-    deadline = time.monotonic() + duration
-    runs = []
-    while not runs or runs[-1][1] < deadline:
-        t0 = time.monotonic()
-        ns, _ = bpf.test_run(prog, repeat)
-        runs.append((t0, time.monotonic(), ns))
-    workers.heartbeat()
-    return empty_ns, runs
-
-
-def _overlapped_ns_per_op(per_cpu):
-    """ns per op on each CPU from its runs that lie wholly inside the time
-    every CPU was running them: a CPU that started first or ended last ran
-    alone for a while, uncontended, and that is not this row's op."""
-    start = max(runs[0][0] for _, runs in per_cpu)
-    end = min(runs[-1][1] for _, runs in per_cpu)
+def _in_turn(chunk, lines, seconds):
+    """In every worker at once: chunk(line) -> cycles per op (and ops) over
+    and over on each of `lines` in turn, `seconds` each, every CPU on the
+    same line at the same CLOCK_MONOTONIC times (from the barrier that
+    released them together). [[(start, end, (cycles per op, ops)), ...]
+    per line]."""
+    t0 = time.monotonic() + START_S
     out = []
-    for empty_ns, runs in per_cpu:
-        inside = [ns for t0, t1, ns in runs if t0 >= start and t1 <= end]
-        if inside:
-            out.append((sum(inside) / len(inside) - empty_ns) / UNROLL)
+    for i, line in enumerate(lines):
+        begin, end = t0 + i * seconds, t0 + (i + 1) * seconds
+        while time.monotonic() < begin:
+            pass
+        runs = []
+        while not runs or runs[-1][1] < end:
+            start = time.monotonic()
+            got = chunk(line)
+            runs.append((start, time.monotonic(), got))
+        out.append(runs)
+        workers.heartbeat()
     return out
 
 
-def _model_hammer(ctx, region, duration, kbuild):
-    """In every worker at once: the model's lock pair (irqsave, flags
-    restored by a test of them, as the kernel's) on one lock, its counter
-    + 1 inside; (cycles per op, ops)."""
-    n, cycles, _, _ = _core.lock_hammer(ctx.seg, ctx.cpu, region, 0,
-                                        _core.LOCK_VARIANTS["irqsave"], 0, duration, 0,
-                                        False, False, -1, 0, kbuild)
-    workers.heartbeat()
-    return cycles / n, n
+def _overlapped(per_cpu):
+    """Cycles per op on each CPU from its runs that lie wholly inside the
+    time every CPU was running them: a CPU that started first or ended
+    last ran alone for a while, uncontended, and that is not this row's op."""
+    start = max(runs[0][0] for runs in per_cpu)
+    end = min(runs[-1][1] for runs in per_cpu)
+    out = []
+    for runs in per_cpu:
+        inside = [cycles for t0, t1, (cycles, _) in runs if t0 >= start and t1 <= end]
+        if inside:
+            out.append(sum(inside) / len(inside))
+    return out
 
 
-def _model_atomic(ctx, region, op, duration):
-    """In every worker at once: the model's locked RMW `op` on one shared
-    word (lock slot 1's); (cycles per op, ops)."""
-    n, cycles = _core.atomic_hammer(ctx.seg, region, 1, op, duration)
-    workers.heartbeat()
-    return cycles / n, n
+def _kernel_chunk(progs, repeat, tsc_hz):
+    """A kernel test run of line i's program: (its cycles per op, its ops),
+    the line's empty twin's run (timed uncontended, before) subtracted."""
+    def chunk(i):
+        prog, empty_ns = progs[i]
+        ns, _ = bpf.test_run(prog, repeat)
+        return (ns - empty_ns) / UNROLL * tsc_hz / 1e9, repeat * UNROLL
+    return chunk
+
+
+def _kernel_side(ctx, progs, repeat, seconds, tsc_hz):
+    progs = [(prog, bpf.test_run(empty, repeat)[0]) for prog, empty in progs]
+    return _in_turn(_kernel_chunk(progs, repeat, tsc_hz), range(len(progs)), seconds)
+
+
+def _model_side(ctx, region, slots, seconds, test, kbuild):
+    """The model's lock pair (irqsave, flags restored by a test of them, as
+    the kernel's; its slot's counter + 1 inside) or locked RMW `test` on
+    the slot's counter word, on each of `slots` in turn."""
+    if test == "spin_lock_pair":
+        variant = _core.LOCK_VARIANTS["irqsave"]
+
+        def chunk(slot):
+            n, cycles, _, _ = _core.lock_hammer(ctx.seg, ctx.cpu, region, slot, variant, 0,
+                                                CHUNK_S, 0, False, False, -1, 0, kbuild)
+            return cycles / n, n
+    else:
+        def chunk(slot):
+            n, cycles = _core.atomic_hammer(ctx.seg, region, slot, test, CHUNK_S)
+            return cycles / n, n
+    return _in_turn(chunk, slots, seconds)
 
 
 def counted_programs(k):
     """(the contended lock pair's program, its empty twin, their map): UNROLL
-    lock pairs, each with the value's counter + 1 inside, as lock_hammer's."""
-    m = bpf.spin_lock_map(k)
-    return (k.prog(bpf.lookup_or_exit(m, bpf.spin_lock_pair(counted=True) * UNROLL),
+    lock pairs, each with the value's counter + 1 inside, as lock_hammer's;
+    the lock and its counter alone in one cache line, as a lock slot's."""
+    m = bpf.spin_lock_map(k, k.line_start())
+    pair = bpf.spin_lock_pair(k.line_start(), counted=True)
+    return (k.prog(bpf.lookup_or_exit(m, pair * UNROLL),
                    b"pair_counted"), k.prog(bpf.lookup_or_exit(m, b""), b"pair_counted"), m)
 
 
 def kernel_count(k, m):
     """The counter of the counted programs' map value."""
-    return struct.unpack_from("<q", k.lookup(m), bpf.SPIN_LOCK_CNT)[0]
+    return struct.unpack_from("<q", k.lookup(m), k.line_start() + bpf.SPIN_LOCK_CNT)[0]
 
 
 # The contended rows: the lock pair (a counter + 1 inside, as lock_hammer
-# counts its critical sections), then the atomics on one shared word; and
+# counts its critical sections), then the atomics on a shared word; and
 # how long each side runs in a round.
 CONTENDED = ("spin_lock_pair", "fetch_add", "cmpxchg", "xchg")
 CONTENDED_ATOMIC_S = 0.1
@@ -91,42 +120,59 @@ def contended_seconds(rounds, tests=CONTENDED):
 
 def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
     """The contended rows: each op of `tests` (of CONTENDED) on every CPU
-    of `cpus` at once, in the kernel (its BPF program's test runs on one
-    map value) and in the model (lock_hammer of one lock; atomic_hammer of
-    one word), kernel and model in alternate order round by round: cycles
-    per op while all contend, the mean over the CPUs. The lock pair's
-    counter, on each side, must equal the ops it ran (`counted`: a lost
-    update would be a broken lock, or a miscount)."""
+    of `cpus` at once, in the kernel (its BPF program's test runs on a map
+    value) and in the model (lock_hammer of a lock; atomic_hammer of a
+    word), on LINES fresh cache lines a side a round, kernel and model in
+    alternate order round by round: cycles per op while all contend, the
+    mean over the CPUs, then over the lines. The lock pair's counters, on
+    each side, must sum to the ops it ran (`counted`: a lost update would
+    be a broken lock, or a miscount)."""
     rows = []
-    with bpf.Bpf() as k, Machine(cpus=cpus, regions=lockbench.locks_region(2)) as m:
-        region = lockbench.init_locks(m, [algo])
+    # fresh lines each round, as many as the lock side table holds
+    slots = min(LINES * rounds, len(cpus) * layout.LOCK_INFO_PER_CPU)
+    with bpf.Bpf() as k, Machine(cpus=cpus, regions=lockbench.locks_region(slots)) as m:
+        region = lockbench.init_locks(m, [algo] * slots)
         for test in tests:
-            if test == "spin_lock_pair":
-                prog, empty, m_fd = counted_programs(k)
-                seconds, model = CONTENDED_S, (_model_hammer, region, CONTENDED_S,
-                                               _core.KERNEL_BUILDS[build])
-            else:
-                prog, empty = programs(k, test)
-                seconds, model = CONTENDED_ATOMIC_S, (_model_atomic, region, test,
-                                                      CONTENDED_ATOMIC_S)
-            # runs of about RUN_NS / 10 uncontended, ten times that contended: tens
-            # in a round, each long beside the test run's own set-up between two
-            repeat = max(1, _repeat(prog) // 10)
-            ops = {"kernel": kernel_count(k, m_fd) if test == "spin_lock_pair" else 0,
-                   "model": 0}     # the lock pair's: _repeat's own runs counted
-            kernel, modelled = _contended_rounds(m, (_kernel_hammer, prog, empty, repeat, seconds),
-                                                 model, seconds, rounds, repeat, tsc_hz, ops)
+            seconds = CONTENDED_S if test == "spin_lock_pair" else CONTENDED_ATOMIC_S
+            ops = {"kernel": 0, "model": 0}
+            maps = []
+            m.region("locks")["counter"] = 0     # the lock pair's count starts here
+
+            def kernel_side(r):
+                progs = []
+                for _ in range(LINES):
+                    if test == "spin_lock_pair":
+                        prog, empty, fd = counted_programs(k)
+                        maps.append(fd)
+                    else:
+                        prog, empty = programs(k, test)
+                    progs.append((prog, empty))
+                return (_kernel_side, progs, repeat, seconds / LINES, tsc_hz)
+
+            def model_side(r):
+                return (_model_side, region, [(r * LINES + i) % slots for i in range(LINES)],
+                        seconds / LINES,
+                        test, _core.KERNEL_BUILDS[build])
+
+            # a contended test run about CHUNK_S: tens of them a line, each long
+            # beside the test run's own set-up between two
+            repeat = max(1, _repeat((counted_programs(k)[0] if test == "spin_lock_pair"
+                                     else programs(k, test)[0])) // 100)
+            kernel, modelled = _contended_rounds(m, kernel_side, model_side, seconds, rounds,
+                                                 ops)
             row = {"test": f"{test}_contended", "placement": PLACEMENT, "contended": True,
                    "cpus": ",".join(map(str, cpus)),
                    "kernel_runs": f"{KERNEL_RUNS[test]}, on CPUs {','.join(map(str, cpus))} at "
-                                  f"once, one map value, {seconds:g} s a side a round: cycles "
-                                  "per op, the mean over the CPUs",
+                                  f"once, {LINES} fresh cache lines a side a round (maps; lock "
+                                  f"slots), {seconds / LINES * 1e3:g} ms a line: cycles per op, "
+                                  "the mean over the CPUs, then over the lines",
                    "model_test": MODEL_CONTENDED[test], "algo": algo if test ==
                    "spin_lock_pair" else None, "kernel_build": build,
-                   **_figures(kernel, modelled), "repeat": repeat, "rounds": rounds, "ops": ops}
+                   **_figures(kernel, modelled), "repeat": repeat, "rounds": rounds,
+                   "lines": LINES, "ops": ops}
             if test == "spin_lock_pair":
-                row["counted"] = {"kernel": kernel_count(k, m_fd) == ops["kernel"],
-                                  "model": int(m.region("locks")[0]["counter"]) == ops["model"]}
+                row["counted"] = {"kernel": sum(kernel_count(k, fd) for fd in maps) == ops["kernel"],
+                                  "model": int(m.region("locks")["counter"].sum()) == ops["model"]}
             rows.append(row)
     return rows
 
@@ -141,31 +187,31 @@ def miscounted(rows):
 
 # what each contended row runs, kernel and model
 KERNEL_RUNS = {**{t.name: t.kernel for t in TESTS if t.name in CONTENDED},
-               "spin_lock_pair": "bpf_spin_lock() + bpf_spin_unlock() of one map value, its "
+               "spin_lock_pair": "bpf_spin_lock() + bpf_spin_unlock() of a map value, its "
                                  "counter + 1 inside"}
 MODEL_CONTENDED = {"spin_lock_pair": "lock_hammer irqsave, a counter + 1 inside",
                    "fetch_add": "atomic_hammer fetch_add", "cmpxchg": "atomic_hammer cmpxchg",
                    "xchg": "atomic_hammer xchg"}
 
 
-def _contended_rounds(m, kernel_side, model_side, seconds, rounds, repeat, tsc_hz, ops):
-    """`rounds` rounds of one contended op, each side on every CPU at once,
-    in alternate order: ([kernel cycles per op], [model's]), a round counted
+def _contended_rounds(m, kernel_side, model_side, seconds, rounds, ops):
+    """`rounds` rounds of one contended op, each side on every CPU at once
+    (kernel_side(r), model_side(r): round r's function and arguments), in
+    alternate order: ([kernel cycles per op], [model's]), a round counted
     whole so that the ratios pair its sides; `ops` gains each side's ops."""
     kernel, model = [], []
     sides = [("kernel", kernel_side), ("model", model_side)]
     for r in range(rounds):
         got = {}
-        for side, (fn, *args) in (sides if r % 2 == 0 else sides[::-1]):
+        for side, args in (sides if r % 2 == 0 else sides[::-1]):
+            fn, *args = args(r)
             per_cpu = m.run(fn, *args, expected=seconds + 0.3)
-            if side == "kernel":
-                ops["kernel"] += sum(len(runs) for _, runs in per_cpu) * repeat * UNROLL
-                per_cpu = [ns * tsc_hz / 1e9 for ns in _overlapped_ns_per_op(per_cpu)]
-            else:
-                ops["model"] += sum(n for _, n in per_cpu)
-                per_cpu = [c for c, _ in per_cpu]
-            if per_cpu:
-                got[side] = sum(per_cpu) / len(per_cpu)
+            ops[side] += sum(n for lines in per_cpu for runs in lines for *_, (_, n) in runs)
+            per_line = [_overlapped([lines[i] for lines in per_cpu])
+                        for i in range(len(per_cpu[0]))]
+            per_line = [sum(c) / len(c) for c in per_line if c]
+            if per_line:
+                got[side] = sum(per_line) / len(per_line)
         if len(got) == 2:
             kernel.append(got["kernel"])
             model.append(got["model"])
