@@ -19,6 +19,7 @@ CONTENDED_S = 0.2       # each side's hammer in a lock pair's round, every CPU a
 # one line a side would compare two placements, not two ops.
 LINES = 8
 CHUNK_S = 0.0005        # a model's timed run, about a kernel test run's length contended
+KERNEL_CHUNK = 100      # a kernel test run contended: the uncontended repeat (RUN_NS) over this
 START_S = 0.002         # from the barrier to the first line's turn
 
 
@@ -157,7 +158,7 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
             # a contended test run about CHUNK_S: tens of them a line, each long
             # beside the test run's own set-up between two
             repeat = max(1, _repeat((counted_programs(k)[0] if test == "spin_lock_pair"
-                                     else programs(k, test)[0])) // 100)
+                                     else programs(k, test)[0])) // KERNEL_CHUNK)
             kernel, modelled = _contended_rounds(m, kernel_side, model_side, seconds, rounds,
                                                  ops)
             row = {"test": f"{test}_contended", "placement": PLACEMENT, "contended": True,
