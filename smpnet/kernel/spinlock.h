@@ -423,10 +423,8 @@ static __attribute__((noinline)) int pv_queued_spin_lock_slowpath(struct cpu_ctx
 	uint32_t tail, val, next;
 	int stop = 0;
 
-	if (pv_hybrid_queued_unfair_trylock(c, l, &stop))
-		return 0;
-	if (stop)
-		return -1;
+	/* pv_enabled(): straight to the queue, no trylock before the node is
+	 * readied (kernel/locking/qspinlock.c, `goto pv_queue`) */
 	node = qnode_claim(nodes, c->cpu, &tail, 1);
 	if (unlikely(!node)) {
 		while (!pv_hybrid_queued_unfair_trylock(c, l, &stop))
