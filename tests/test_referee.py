@@ -171,6 +171,33 @@ def test_the_models_atomic_hammer_runs_its_op_on_the_shared_word(allowed):
         assert int(m.region("locks")[0]["counter"]) == 0       # the lock's slot untouched
         with pytest.raises(ValueError, match="no atomic op 'add'"):
             _core.atomic_hammer(m.segment.buf, region, 1, "add", 0.01)
+        # on a line of the caller's: its word, and nothing of the slot's
+        line = bytearray(64)
+        n3, _ = _core.atomic_hammer(m.segment.buf, region, 1, "fetch_add", 0.01, line, 8)
+        assert struct.unpack_from("<I", line, 8)[0] == n3 & 0xffffffff and n3 > 0
+        assert not any(line[:8]) and not any(line[12:])
+        assert int(m.region("locks")[1]["counter"]) & 0xffffffff == (n + n2) & 0xffffffff
+        for offset in (12, 64):
+            with pytest.raises(ValueError, match=f"offset {offset}: not an aligned word"):
+                _core.atomic_hammer(m.segment.buf, region, 1, "xchg", 0.01, line, offset)
+
+
+@root
+def test_the_model_hammers_the_very_line_the_kernels_program_does(allowed):
+    """An atomic's lines are shared: the model's loop, through the mapping,
+    and the kernel's program count on one word."""
+    from smpnet import Machine
+    from smpnet.experiments.common import lockbench
+    with bpf.Bpf() as k, Machine(cpus=allowed[:1], regions=lockbench.locks_region(1)) as m:
+        region = lockbench.init_locks(m, ["qspinlock"])
+        fd, mapping = k.mapped(bpf.LINE_VALUE)
+        prog, _ = referee.map_programs(k, fd, "fetch_add", 0)
+        n, _ = _core.atomic_hammer(m.segment.buf, region, 0, "fetch_add", 0.01, mapping,
+                                   bpf.SPIN_LOCK_CNT)
+        assert bpf.test_run(prog, 10)[1] == bpf.DONE
+        word, = struct.unpack_from("<q", k.lookup(fd), bpf.SPIN_LOCK_CNT)
+        assert word == n + 10 * referee.UNROLL
+    assert mapping.closed
 
 
 def test_a_row_is_judged_on_its_whole_interval_and_not_under_a_cycle():

@@ -177,24 +177,32 @@ ATOMIC_OPS = {"fetch_add": TB_ATOMIC_FETCH_ADD, "cmpxchg": TB_ATOMIC_CMPXCHG,
               "xchg": TB_ATOMIC_XCHG}
 
 
-def atomic_hammer(unsigned char[::1] seg, int region, int index, str op, double duration_s):
+def atomic_hammer(unsigned char[::1] seg, int region, int index, str op, double duration_s,
+                  unsigned char[::1] line=None, size_t offset=0):
     """One locked RMW on a word every CPU shares (the low half of lock slot
-    `index`'s counter) over and over for `duration_s`, as time_bench's
+    `index`'s counter; with `line`, the word `offset` bytes into that
+    buffer instead: a mapped BPF array's page, the very line the kernel's
+    program hammers) over and over for `duration_s`, as time_bench's
     atomic_fetch_add, cmpxchg (read, then swap in old + 1; a failure is not
     retried) and atomic_xchg tests run it on a word of their own: what the
     kernel referee's contended atomics measure beside the kernel's.
     Returns (ops, tsc_cycles)."""
     cdef smp_header *hdr = segment_header(seg)
     cdef lock_slot *s = checked_slot(hdr, region, index)
+    cdef uint32_t *word = <uint32_t *>&s.counter
     cdef uint64_t n, cycles, deadline
     cdef uint32_t sink
     if op not in ATOMIC_OPS:
         raise ValueError(f"no atomic op {op!r}: {', '.join(ATOMIC_OPS)}")
     if not 0 < duration_s <= 1e6:
         raise ValueError(f"duration_s must be in (0, 1e6], got {duration_s}")
+    if line is not None:
+        if offset % 8 or offset + 8 > <size_t>line.shape[0]:
+            raise ValueError(f"offset {offset}: not an aligned word of the {line.shape[0]}-byte line")
+        word = <uint32_t *>&line[offset]
     cdef int which = ATOMIC_OPS[op]
     with nogil:
         deadline = tsc_read_unordered() + <uint64_t>(duration_s * hdr.tsc_hz)
-        n = tb_atomic_hammer(hdr, <uint32_t *>&s.counter, which, deadline, &cycles, &sink)
+        n = tb_atomic_hammer(hdr, word, which, deadline, &cycles, &sink)
     s._pad = sink
     return n, cycles

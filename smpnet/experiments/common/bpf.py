@@ -6,6 +6,7 @@ them), BPF_PROG_TEST_RUN, and whether this host lets the kernel referee
 """
 import ctypes
 import errno
+import mmap
 import os
 import platform
 import struct
@@ -14,6 +15,7 @@ import struct
 BPF_MAP_CREATE, BPF_MAP_LOOKUP_ELEM, BPF_PROG_LOAD = 0, 1, 5
 BPF_PROG_TEST_RUN, BPF_BTF_LOAD = 10, 18
 BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY = 2, 6
+BPF_F_MMAPABLE = 1 << 10    # an array map user space can map: its values page-aligned
 # The programs' type: a tc classifier. Its test run (bpf_prog_test_run_skb()
 # in net/bpf/test_run.c) runs the program `repeat` times and nothing else;
 # XDP's, for repeat > 1, first points the XDP dispatcher at the program and
@@ -235,6 +237,7 @@ class Bpf:
         self.fds = []
         self.value_size = {}    # map fd -> its value's size: what a lookup copies out
         self._line_start = None
+        self.mappings = []
 
     def __enter__(self):
         return self
@@ -243,6 +246,8 @@ class Bpf:
         self.close()
 
     def close(self):
+        while self.mappings:
+            self.mappings.pop().close()
         while self.fds:
             self.value_size.pop(self.fds[-1], None)
             os.close(self.fds.pop())
@@ -263,14 +268,24 @@ class Bpf:
             raise
         return self._keep(fd)
 
-    def map(self, kind, value_size, btf=None, name=b"smpnet"):
+    def map(self, kind, value_size, btf=None, name=b"smpnet", flags=0):
         """An array map of one entry (per-CPU or not), key u32."""
         key_id, value_id, btf_fd = (btf[1], btf[2], btf[0]) if btf else (0, 0, 0)
-        attr = (struct.pack("<IIIIIII", kind, 4, value_size, 1, 0, 0, 0)
+        attr = (struct.pack("<IIIIIII", kind, 4, value_size, 1, flags, 0, 0)
                 + name[:15].ljust(16, b"\0") + struct.pack("<IIII", 0, btf_fd, key_id, value_id))
         fd, _ = sys_bpf(BPF_MAP_CREATE, attr, "map create")
         self.value_size[fd] = value_size
         return self._keep(fd)
+
+    def mapped(self, value_size):
+        """(a map, its value mapped into this process): an mmapable array
+        map of one entry, whose value begins a page (kernel/bpf/arraymap.c),
+        so the line at its offset 0 is the program's and the mapping's
+        alike. Unmapped by close(); a forked worker inherits the mapping."""
+        fd = self.map(BPF_MAP_TYPE_ARRAY, value_size, flags=BPF_F_MMAPABLE)
+        self.mappings.append(mmap.mmap(fd, mmap.PAGESIZE, mmap.MAP_SHARED,
+                                       mmap.PROT_READ | mmap.PROT_WRITE))
+        return fd, self.mappings[-1]
 
     def lookup(self, map_fd):
         """The value of key 0, all of it: the kernel copies the map's whole

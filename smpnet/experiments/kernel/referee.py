@@ -102,6 +102,12 @@ def programs(k, test, ids=None):
         at = k.line_start()
         m = (bpf.spin_lock_map(k, at) if test == "spin_lock_pair"
              else k.map(bpf.BPF_MAP_TYPE_ARRAY, bpf.LINE_VALUE))
+    return map_programs(k, m, test, at, ids)
+
+
+def map_programs(k, m, test, at, ids=None):
+    """(the op's program, its empty twin) on map `m`, its line `at` bytes
+    into the value (as _op()'s)."""
     name = test.encode()[:15]
     return (k.prog(bpf.lookup_or_exit(m, _op(test, ids, at) * UNROLL), name),
             k.prog(bpf.lookup_or_exit(m, b""), name))

@@ -10,16 +10,24 @@ from ... import _core
 from ...machine import layout, workers
 from ...machine.machine import Machine
 from ..common import bpf, lockbench
-from .referee import PLACEMENT, TESTS, UNROLL, _figures, _repeat, programs
+from .referee import PLACEMENT, TESTS, UNROLL, _figures, _repeat, map_programs, programs
 
 CONTENDED_S = 0.2       # each side's hammer in a lock pair's round, every CPU at once
-# Lines a side a round, fresh each round. A contended op's cost depends on
-# which cache line it hammers, the same line giving the same figure run
-# after run (here a lock pair 630-1100 cycles, fetch_add 99-140, by slot):
-# one line a side would compare two placements, not two ops.
-LINES = 8
-CHUNK_S = 0.0005        # a model's timed run, about a kernel test run's length contended
-KERNEL_CHUNK = 100      # a kernel test run contended: the uncontended repeat (RUN_NS) over this
+# Lines a round, fresh each round. A contended op's cost depends on which
+# cache line it hammers, the same line giving the same figure run after run
+# (here a lock pair 630-1100 cycles, fetch_add 99-140, by slot): one line
+# would compare two placements, not two ops. The atomics' lines are the
+# same on both sides (mapped maps), the lock pair's cannot be (a map with
+# a bpf_spin_lock is not mmapable): it takes more of them.
+LINES = {"spin_lock_pair": 8}
+SHARED_LINES = 4
+# A timed run, each side. Between two runs a CPU does other work, and the
+# other CPUs run uncontended meanwhile, several times faster: a kernel test
+# run's set-up took 3 % of the time at 0.3 ms runs, the model's 1 %, and
+# the figures part by that (model / kernel fetch_add 1.20 at 0.5 ms runs,
+# 1.15 at 2 ms, 1.11 at 4 ms, with the lines shared).
+CHUNK_S = 0.004
+KERNEL_CHUNK = 12       # a kernel test run contended: the uncontended repeat (RUN_NS) over this
 START_S = 0.002         # from the barrier to the first line's turn
 
 
@@ -74,10 +82,11 @@ def _kernel_side(ctx, progs, repeat, seconds, tsc_hz):
     return _in_turn(_kernel_chunk(progs, repeat, tsc_hz), range(len(progs)), seconds)
 
 
-def _model_side(ctx, region, slots, seconds, test, kbuild):
+def _model_side(ctx, region, lines, seconds, test, kbuild):
     """The model's lock pair (irqsave, flags restored by a test of them, as
-    the kernel's; its slot's counter + 1 inside) or locked RMW `test` on
-    the slot's counter word, on each of `slots` in turn."""
+    the kernel's; its slot's counter + 1 inside) on each lock slot of
+    `lines` in turn, or its locked RMW `test` on the word of each mapped
+    line of `lines` (the kernel's own, its program's word)."""
     if test == "spin_lock_pair":
         variant = _core.LOCK_VARIANTS["irqsave"]
 
@@ -86,10 +95,11 @@ def _model_side(ctx, region, slots, seconds, test, kbuild):
                                                 CHUNK_S, 0, False, False, -1, 0, kbuild)
             return cycles / n, n
     else:
-        def chunk(slot):
-            n, cycles = _core.atomic_hammer(ctx.seg, region, slot, test, CHUNK_S)
+        def chunk(line):
+            n, cycles = _core.atomic_hammer(ctx.seg, region, 0, test, CHUNK_S, line,
+                                            bpf.SPIN_LOCK_CNT)
             return cycles / n, n
-    return _in_turn(chunk, slots, seconds)
+    return _in_turn(chunk, lines, seconds)
 
 
 def counted_programs(k):
@@ -123,40 +133,54 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
     """The contended rows: each op of `tests` (of CONTENDED) on every CPU
     of `cpus` at once, in the kernel (its BPF program's test runs on a map
     value) and in the model (lock_hammer of a lock; atomic_hammer of a
-    word), on LINES fresh cache lines a side a round, kernel and model in
+    word), on fresh cache lines each round (LINES), kernel and model in
     alternate order round by round: cycles per op while all contend, the
     mean over the CPUs, then over the lines. The lock pair's counters, on
     each side, must sum to the ops it ran (`counted`: a lost update would
     be a broken lock, or a miscount)."""
     rows = []
     # fresh lines each round, as many as the lock side table holds
-    slots = min(LINES * rounds, len(cpus) * layout.LOCK_INFO_PER_CPU)
+    slots = min(LINES["spin_lock_pair"] * rounds, len(cpus) * layout.LOCK_INFO_PER_CPU)
     with bpf.Bpf() as k, Machine(cpus=cpus, regions=lockbench.locks_region(slots)) as m:
         region = lockbench.init_locks(m, [algo] * slots)
         for test in tests:
             seconds = CONTENDED_S if test == "spin_lock_pair" else CONTENDED_ATOMIC_S
+            lines = LINES.get(test, SHARED_LINES)
             ops = {"kernel": 0, "model": 0}
             maps = []
             m.region("locks")["counter"] = 0     # the lock pair's count starts here
 
+            shared = {}     # an atomic's lines, round by round: (program, empty, mapping)
+
+            def atomic_lines(r):
+                """Round r's lines for an atomic, fresh: mapped maps, each hammered
+                by the kernel's program and, through the mapping, the model's loop."""
+                if r not in shared:
+                    shared[r] = []
+                    for _ in range(lines):
+                        fd, mapping = k.mapped(bpf.LINE_VALUE)
+                        shared[r].append((*map_programs(k, fd, test, 0), mapping))
+                return shared[r]
+
             def kernel_side(r):
                 progs = []
-                for _ in range(LINES):
+                for _ in range(lines):
                     if test == "spin_lock_pair":
                         prog, empty, fd = counted_programs(k)
                         maps.append(fd)
-                    else:
-                        prog, empty = programs(k, test)
-                    progs.append((prog, empty))
-                return (_kernel_side, progs, repeat, seconds / LINES, tsc_hz)
+                        progs.append((prog, empty))
+                if test != "spin_lock_pair":
+                    progs = [(prog, empty) for prog, empty, _ in atomic_lines(r)]
+                return (_kernel_side, progs, repeat, seconds / lines, tsc_hz)
 
             def model_side(r):
-                return (_model_side, region, [(r * LINES + i) % slots for i in range(LINES)],
-                        seconds / LINES,
-                        test, _core.KERNEL_BUILDS[build])
+                turn = ([(r * lines + i) % slots for i in range(lines)]
+                        if test == "spin_lock_pair" else [m for *_, m in atomic_lines(r)])
+                return (_model_side, region, turn, seconds / lines, test,
+                        _core.KERNEL_BUILDS[build])
 
-            # a contended test run about CHUNK_S: tens of them a line, each long
-            # beside the test run's own set-up between two
+            # a contended test run about CHUNK_S: several a line, each long beside
+            # the test run's own set-up between two
             repeat = max(1, _repeat((counted_programs(k)[0] if test == "spin_lock_pair"
                                      else programs(k, test)[0])) // KERNEL_CHUNK)
             kernel, modelled = _contended_rounds(m, kernel_side, model_side, seconds, rounds,
@@ -164,13 +188,15 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
             row = {"test": f"{test}_contended", "placement": PLACEMENT, "contended": True,
                    "cpus": ",".join(map(str, cpus)),
                    "kernel_runs": f"{KERNEL_RUNS[test]}, on CPUs {','.join(map(str, cpus))} at "
-                                  f"once, {LINES} fresh cache lines a side a round (maps; lock "
-                                  f"slots), {seconds / LINES * 1e3:g} ms a line: cycles per op, "
+                                  f"once, {lines} fresh cache lines a round, "
+                                  + ("a side (maps; lock slots)" if test == "spin_lock_pair" else
+                                     "each hammered by both sides (mmapable maps)")
+                                  + f", {seconds / lines * 1e3:g} ms a line: cycles per op, "
                                   "the mean over the CPUs, then over the lines",
                    "model_test": MODEL_CONTENDED[test], "algo": algo if test ==
                    "spin_lock_pair" else None, "kernel_build": build,
                    **_figures(kernel, modelled), "repeat": repeat, "rounds": rounds,
-                   "lines": LINES, "ops": ops}
+                   "lines": lines, "ops": ops}
             if test == "spin_lock_pair":
                 row["counted"] = {"kernel": sum(kernel_count(k, fd) for fd in maps) == ops["kernel"],
                                   "model": int(m.region("locks")["counter"].sum()) == ops["model"]}
