@@ -328,4 +328,4 @@ def test_the_helpers_are_read_back_from_the_kernel_and_a_bad_address_is_refused(
     assert len(functions) <= kernel_text.MAX_FUNCTIONS
     with bpf.Bpf() as k:
         with pytest.raises(bpf.BpfError, match="read of kernel memory at 0x0"):
-            bpf.read_kernel(k, 0, 16)
+            kernel_text.read_kernel(k, 0, 16)

@@ -351,28 +351,6 @@ def spin_lock_map(k, at=0):
     return k.map(BPF_MAP_TYPE_ARRAY, LINE_VALUE, (k.btf(blob), key_id, value_id))
 
 
-TEXT_CHUNK = 512    # bytes of kernel memory one read_kernel() test run copies
-
-
-def read_kernel(k, address, size):
-    """`size` bytes of the running kernel's memory at `address` (its text,
-    as this boot patched it), copied by bpf_probe_read_kernel() into a map
-    value by one test run per TEXT_CHUNK: it needs CAP_PERFMON, as the
-    referee's other programs do. BpfError if a read is refused."""
-    m = k.map(BPF_MAP_TYPE_ARRAY, TEXT_CHUNK)
-    out = b""
-    for at in range(address, address + size, TEXT_CHUNK):
-        # a failed read returns 0, not DONE: the map's bytes would be stale
-        prog = k.prog(lookup_or_exit(m, mov64_reg(R1, R6) + mov64_imm(R2, TEXT_CHUNK)
-                                     + ld_imm64(R3, at) + call(FUNC_probe_read_kernel)
-                                     + jeq_imm(R0, 0, 2) + mov64_imm(R0, 0) + exit_insn()))
-        if test_run(prog, 1)[1] != DONE:
-            raise BpfError(f"read of kernel memory at {at:#x}", errno.EIO)
-        out += k.lookup(m)
-        os.close(k.fds.pop())       # this chunk's program: done with
-    return out[:size]
-
-
 def refused():
     """Why the kernel cannot referee here, or None: not x86-64 (the model's
     figures are x86's), or bpf(2) refused the most the referee asks of it,

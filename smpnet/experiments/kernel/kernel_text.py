@@ -3,6 +3,8 @@ helpers' bodies and the functions they call, as this boot patched them
 (alternatives, return thunks), disassembled. Docs:
 docs/experiments/kernel.md, "The kernel as referee".
 """
+import errno
+import os
 import re
 import shutil
 import subprocess
@@ -15,7 +17,29 @@ HELPERS = ("bpf_spin_lock", "bpf_spin_unlock", "bpf_get_numa_node_id", "bpf_loca
 MAX_FUNCTIONS = 16      # the helpers and what they call, breadth first
 MAX_DEPTH = 2           # the helpers' callees and theirs: the slow path named, not walked
 MAX_BYTES = 1024        # of one function: a lock's slow path is listed by name, not followed
+TEXT_CHUNK = 512        # bytes of kernel memory one read_kernel() test run copies
 _BRANCH = re.compile(r"\b(call|jmp)q?\s+0x([0-9a-f]+)$")
+
+
+def read_kernel(k, address, size):
+    """`size` bytes of the running kernel's memory at `address` (its text,
+    as this boot patched it), copied by bpf_probe_read_kernel() into a map
+    value by one test run per TEXT_CHUNK, through `k` (a bpf.Bpf): it needs
+    CAP_PERFMON, as the referee's other programs do. BpfError if a read is
+    refused."""
+    m = k.map(bpf.BPF_MAP_TYPE_ARRAY, TEXT_CHUNK)
+    out = b""
+    for at in range(address, address + size, TEXT_CHUNK):
+        # a failed read returns 0, not DONE: the map's bytes would be stale
+        prog = k.prog(bpf.lookup_or_exit(
+            m, bpf.mov64_reg(bpf.R1, bpf.R6) + bpf.mov64_imm(bpf.R2, TEXT_CHUNK)
+            + bpf.ld_imm64(bpf.R3, at) + bpf.call(bpf.FUNC_probe_read_kernel)
+            + bpf.jeq_imm(bpf.R0, 0, 2) + bpf.mov64_imm(bpf.R0, 0) + bpf.exit_insn()))
+        if bpf.test_run(prog, 1)[1] != bpf.DONE:
+            raise bpf.BpfError(f"read of kernel memory at {at:#x}", errno.EIO)
+        out += k.lookup(m)
+        os.close(k.fds.pop())       # this chunk's program: done with
+    return out[:size]
 
 
 def kallsyms(path="/proc/kallsyms"):
@@ -79,7 +103,7 @@ def listing(helpers=HELPERS):
                 a = start[name]
                 size = min(ends.get(a, a + MAX_BYTES) - a, MAX_BYTES)
                 body = []
-                for at, insn in _disassemble(bpf.read_kernel(k, a, size), a):
+                for at, insn in _disassemble(read_kernel(k, a, size), a):
                     m = _BRANCH.search(insn)
                     if m:
                         target = int(m.group(2), 16)
