@@ -26,12 +26,15 @@ FAST = ["--loops", "2000", "--rounds", "12"]   # 6 ABBA blocks: the least a verd
 
 FAULTS = """#include <smpnet.h>
 #include <stdlib.h>
+#include <unistd.h>
 struct shared { int *p; unsigned long n; };
 SMPNET_STATE(struct shared, struct smpnet_none);
 SMPNET_VARIANT(ok) { shared->n++; }
 SMPNET_VARIANT(segv) { *(volatile int *)shared->p = 1; }
 SMPNET_VARIANT(abrt) { abort(); }
 SMPNET_VARIANT(forever) { for (;;) barrier(); }
+SMPNET_VARIANT(forks) { static int once; if (!once++ && fork() == 0) _exit(0); }
+SMPNET_VARIANT(execs) { static int once; if (!once++) execl("/bin/true", "true", (char *)0); }
 SMPNET_VARIANT(miscounts) { shared->n += 2; }
 SMPNET_CHECK(miscounts) { expect(shared->n == nr_ops, "n is not the ops done"); }
 """
@@ -277,8 +280,11 @@ def test_bad_options_get_one_line_and_exit_2(capsys, argv, says):
 
 # ---------------------------------------------------------------- faults
 
-@pytest.mark.parametrize("variant, says", [("segv", "was killed by SIGSEGV"),
-                                           ("abrt", "was killed by SIGABRT")])
+@pytest.mark.parametrize("variant, says", [
+    ("segv", "was killed by SIGSEGV"), ("abrt", "was killed by SIGABRT"),
+    # one fork or exec at the most, even were the worker not contained
+    ("forks", "was killed by SIGSYS: it made a new process or ran a program"),
+    ("execs", "was killed by SIGSYS: it made a new process or ran a program")])
 def test_a_crashing_variant_is_named_with_its_cpu_and_signal(capsys, tmp_path, variant, says,
                                                              allowed):
     f = write(tmp_path, FAULTS)
@@ -286,6 +292,34 @@ def test_a_crashing_variant_is_named_with_its_cpu_and_signal(capsys, tmp_path, v
     err = one_error_line(capsys)[-1]
     assert f"variant '{variant}': emulated CPU 0 (real CPU {allowed[0]}" in err and says in err
     assert open_segments() == set()
+
+
+def test_a_contained_worker_makes_threads_but_no_process():
+    """Past contain(), a thread starts (clone with CLONE_THREAD) and the
+    first fork kills the process with SIGSYS; each child forks once."""
+    import os
+    import signal
+    import threading
+    from smpnet.experiments.ab import contain
+
+    def child(then_fork):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                contain.contain()
+                t = threading.Thread(target=lambda: None)
+                t.start()
+                t.join()
+                if then_fork:
+                    os.fork()
+            finally:
+                os._exit(7)
+        return os.waitpid(pid, 0)[1]
+
+    status = child(False)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 7
+    status = child(True)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS
 
 
 def test_a_variant_that_never_returns_is_stopped_by_the_watchdog(capsys, tmp_path,

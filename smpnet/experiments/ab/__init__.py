@@ -25,7 +25,7 @@ from ...machine.machine import Machine, run_seconds
 from ...measure import stats
 from ...measure.time_bench import MIN_ROUND_S, pass_order
 from ..common import lockbench, lockopts
-from . import build, figures, rounds
+from . import build, contain, figures, rounds
 
 ROUNDS, DURATION, REPEAT = 20, 0.05, 20
 AA = " (A/A)"   # the control's label: the baseline's name and this
@@ -149,6 +149,8 @@ def _run(m, labels, fn, *args, expected, entry=None):
             entry = int(m.region("ab_now")[e.cpu]["entry"])
         if 0 <= entry < len(labels):
             e.args = (f"variant {labels[entry]!r}: {e.args[0]}",)
+        if isinstance(e, WorkerDied) and e.how.endswith("SIGSYS"):
+            e.args = (e.args[0].replace("; run stopped", f": {contain.WHY}; run stopped"),)
         raise
 
 

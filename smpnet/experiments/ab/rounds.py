@@ -1,7 +1,8 @@
 """What the workers run for `ab`: each variant's SMPNET_INIT on its own copy
 of the file's state, its timed rounds (uncontended: one CPU, ABBA order;
 contended: every CPU at once), its SMPNET_CHECK. The loops are the user's
-object's (build.py); the core calls them (core/ab.pyx)."""
+object's (build.py); the core calls them (core/ab.pyx), in workers that
+may not make a process (contain.py)."""
 import numpy as np
 
 from ... import _core
@@ -9,6 +10,7 @@ from ...errors import RunFailed
 from ...machine import layout
 from ...measure.time_bench import (MIN_ROUND_S, calibrate, clean_round, loop_overhead,
                                    pass_order, round_counts)
+from .contain import contain
 
 # which entry each CPU is running, for the message when one dies (-1: none)
 NOW = np.dtype([("entry", "<i4")])
@@ -56,6 +58,7 @@ def _mark(ctx, entry):
 def init_all(ctx, entries, where):
     """Every entry's init on its copy, on CPU 0 (the others wait at the end):
     the first that fails, (entry, errno), or None."""
+    contain()
     if ctx.cpu != 0:
         return None
     for i, v in enumerate(entries):
@@ -71,6 +74,7 @@ def init_all(ctx, entries, where):
 def check_all(ctx, entries, where, ops):
     """Every entry's check on its copy, with the ops it ran: the first that
     fails, (entry, message), or None."""
+    contain()
     if ctx.cpu != 0:
         return None
     for i, v in enumerate(entries):
@@ -93,6 +97,7 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
     (loops of each, per-op cycles per round of each, ops run per entry, the
     empty loop's cycles per op, round_counts of each): entries first, then
     builtins."""
+    contain()
     ops = [0] * len(entries)
     lock = {}
     if builtins:
@@ -125,6 +130,7 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
 
 def contended(ctx, entry, index, where, duration, hold, think):
     """One entry on every CPU at once for `duration`: (ops, cycles, spins)."""
+    contain()
     _mark(ctx, index)
     ops, cycles, spins, stopped = _core.ab_contended(
         entry.contended, duration, ctx.seg, ctx.cpu, hold_cycles=hold, think_cycles=think,
