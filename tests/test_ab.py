@@ -165,6 +165,77 @@ def test_a_second_run_of_an_unchanged_file_does_not_compile(tmp_path, monkeypatc
     assert other.compiled is True and other.path != first.path
 
 
+def _planted(tmp_path, monkeypatch, marker):
+    """A private cache and the path build() would load a new file's object
+    from: (its source, the path)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SMPNET_CACHE_DIR", str(cache))
+    src = (EXAMPLES / "aa.c").read_text() + f"/* {marker} */\n"
+    key = build.build_key(src, build.options_macros(3, False, False), build._core.CORE_DEBUG)
+    real = build.trusted(cache)
+    return src, real / (f"_smpnet_ab_{key[:24]}" + build.sysconfig.get_config_var("EXT_SUFFIX"))
+
+
+def test_a_cache_others_can_write_is_refused_in_one_line(capsys, tmp_path, monkeypatch):
+    """Root must not load an object another user could have put there."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("SMPNET_CACHE_DIR", str(shared / "ab"))
+    f = write(tmp_path, (EXAMPLES / "aa.c").read_text() + "/* open cache */\n")
+    assert main(["ab", f, "--no-contended"] + FAST) == 2
+    (err,) = one_error_line(capsys)
+    assert "is not safe to load code from" in err and f"{shared} can be written by others" in err
+    # a sticky one above it (as /tmp) is fine: others cannot replace what is in it
+    shared.chmod(0o1777)
+    assert build.trusted(shared / "ab") == shared / "ab"
+    (shared / "ab").chmod(0o777)
+    with pytest.raises(BadInput, match="can be written by others"):
+        build.trusted(shared / "ab")
+
+
+def test_a_planted_object_is_not_loaded(tmp_path, monkeypatch):
+    import os
+    src, path = _planted(tmp_path, monkeypatch, "a link")
+    os.symlink(tmp_path / "elsewhere.so", path)
+    with pytest.raises(BadInput, match="is not safe to load: a symbolic link; delete it"):
+        build.build(src, "aa.c", 3)
+    src, path = _planted(tmp_path, monkeypatch, "writable")
+    path.write_bytes(b"not an object")
+    path.chmod(0o666)
+    with pytest.raises(BadInput, match=r"is not safe to load: it can be written by others"):
+        build.build(src, "aa.c", 3)
+    if os.geteuid() == 0:       # another user's object, where root can make one
+        src, path = _planted(tmp_path, monkeypatch, "another's")
+        path.write_bytes(b"not an object")
+        os.chown(path, 65534, 65534)
+        with pytest.raises(BadInput, match="is not safe to load: it belongs to uid 65534"):
+            build.build(src, "aa.c", 3)
+
+
+def test_the_cache_key_follows_the_environments_compiler_and_flags(monkeypatch):
+    src = (EXAMPLES / "aa.c").read_text()
+    key = build.build_key(src, build.options_macros(3, False, False), False)
+    for var in ("CC", "CFLAGS", "LDFLAGS"):
+        monkeypatch.setenv(var, "-O0")
+        assert build.build_key(src, build.options_macros(3, False, False), False) != key, var
+        monkeypatch.delenv(var)
+    assert build.build_key(src, build.options_macros(3, False, False), False) == key
+
+
+def test_a_file_name_with_quotes_and_a_newline_stays_a_name(capsys, tmp_path):
+    """The name goes into the generated C's #line: escaped, it is one
+    string and no code, and the compiler's messages carry it."""
+    name = 'we"ird\\na\nme.c'
+    f = write(tmp_path, "#include <smpnet.h>\nSMPNET_STATE(struct smpnet_none, "
+              "struct smpnet_none);\nSMPNET_VARIANT(a) { }\nSMPNET_VARIANT(b) { oops; }\n", name)
+    assert main(["ab", f, "--no-contended"] + FAST) == 2
+    err = capsys.readouterr().err
+    assert "oops" in err and "undeclared" in err and "does not compile" in err
+    assert 'we"ird\\na\nme.c: In function' in err      # the compiler's messages name it
+    assert build.c_string(name) == 'we\\"ird\\\\na\\012me.c'
+
+
 def test_ab_takes_the_lock_and_contended_options_as_declared_once():
     from smpnet.cli import build_parser
     from smpnet.experiments import ab

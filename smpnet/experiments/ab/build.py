@@ -8,11 +8,12 @@ back function pointers as integers. The compile runs in a child process,
 so that it can be bounded in time and its diagnostics captured whole.
 
 The object is cached in the user's cache directory under a hash of the
-source, every installed header, the flags and the Python and cffi
-versions: an unchanged file does not compile again; a changed header,
-flag or build option (the lock algorithm, the checker, the restore mode)
-does.
+source, every installed header, the flags (the environment's too), the
+core and the Python and cffi versions: an unchanged file does not compile
+again; a changed header, flag or build option does. Code is loaded from
+the cache only where no one else could have put it there (trusted()).
 """
+import errno
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -20,6 +21,7 @@ import json
 import os
 import pathlib
 import re
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -95,6 +97,58 @@ def cache_dir():
     return pathlib.Path(base) / "smpnet" / "ab"
 
 
+def _unsafe(st, what, dir_above=False):
+    """Why `st` (an lstat) cannot be trusted to hold code this process
+    loads, or None: owned by another user, or writable by others (a
+    directory above the cache may be, if sticky: others can add entries
+    there, not replace ours)."""
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"{what} belongs to uid {st.st_uid}"
+    if st.st_mode & 0o022 and not (dir_above and st.st_mode & stat.S_ISVTX):
+        return f"{what} can be written by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def trusted(cache):
+    """The cache directory, made if missing (private), its links resolved,
+    once it can hold code this process runs: it and every directory above
+    it owned by this user or root and writable by no one else (a sticky
+    one above it, as /tmp, may be). BadInput with one line otherwise, or
+    where it cannot be made."""
+    try:
+        cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+        real = pathlib.Path(os.path.realpath(cache))
+        why = _unsafe(os.lstat(real), f"it ({real})")
+        for above in real.parents:
+            why = why or _unsafe(os.lstat(above), f"{above}", dir_above=True)
+    except OSError as e:
+        raise BadInput(f"the build cache {cache} cannot be used ({e.strerror or e}): set "
+                       "SMPNET_CACHE_DIR to a directory of yours") from None
+    if why:
+        raise BadInput(f"the build cache {cache} is not safe to load code from: {why}; set "
+                       "SMPNET_CACHE_DIR to a directory only you can write")
+    return real
+
+
+def _open_object(path):
+    """A descriptor of the cached object at `path`, checked: a regular file
+    (a link is not followed), this user's, writable by no one else.
+    BadInput otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        why = "a symbolic link" if e.errno == errno.ELOOP else e.strerror
+        raise BadInput(f"the cached object {path} is not safe to load: {why}; delete it") from None
+    st = os.fstat(fd)
+    why = ("not a regular file" if not stat.S_ISREG(st.st_mode)
+           else f"it belongs to uid {st.st_uid}" if st.st_uid != os.geteuid()
+           else _unsafe(st, "it"))
+    if why:
+        os.close(fd)
+        raise BadInput(f"the cached object {path} is not safe to load: {why}; delete it")
+    return fd
+
+
 def read_source(path):
     """The text of a user's file, bounded; BadInput when it cannot be one."""
     p = pathlib.Path(path)
@@ -155,11 +209,28 @@ def build_key(source, macros, debug):
     h.update(json.dumps([build_flags.compile_args(debug), build_flags.define_macros(debug),
                          macros, sys.version, sysconfig.get_config_var("EXT_SUFFIX"),
                          sysconfig.get_config_var("CC"), sysconfig.get_config_var("CFLAGS"),
-                         cffi.__version__, hex(_core.AB_ABI_HASH)]).encode())
+                         cffi.__version__, hex(_core.AB_ABI_HASH),
+                         {v: os.environ.get(v) for v in BUILD_ENV}, _core_identity()]).encode())
     return h.hexdigest()
 
 
+# what the build takes from the environment (distutils' customize_compiler())
+BUILD_ENV = ("CC", "CXX", "CFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "AR", "ARFLAGS")
+
+
+def _core_identity():
+    """The core's object, by size and time: a rebuilt core (another debug
+    setting, another compiler) builds users' objects anew."""
+    st = os.stat(_core.__file__)
+    return [st.st_size, st.st_mtime_ns]
+
+
 def _load(modname, path):
+    """The object at `path`, once _open_object() found it safe: in a cache
+    trusted() no one else can write, what was checked is what loads (by
+    its path: dlopen() knows a library by its path, and a reused
+    /proc/self/fd name would hand back another)."""
+    os.close(_open_object(path))
     loader = importlib.machinery.ExtensionFileLoader(modname, str(path))
     spec = importlib.util.spec_from_file_location(modname, str(path), loader=loader)
     module = importlib.util.module_from_spec(spec)
@@ -189,9 +260,9 @@ def build(source, name, algo, check=False, popf=False, timeout=COMPILE_TIMEOUT_S
     if key in _LOADED:   # loaded by an earlier call: not built by this one
         return replace(_LOADED[key], compiled=False, build_s=time.monotonic() - t0)
     modname = f"_smpnet_ab_{key[:24]}"
-    cache = cache_dir()
+    cache = trusted(cache_dir())
     path = cache / (modname + sysconfig.get_config_var("EXT_SUFFIX"))
-    compiled = not path.exists()
+    compiled = not os.path.lexists(path)
     if compiled:
         _compile(source, name, modname, macros, debug, cache, path, timeout,
                  stderr or sys.stderr)
@@ -201,15 +272,18 @@ def build(source, name, algo, check=False, popf=False, timeout=COMPILE_TIMEOUT_S
     return obj
 
 
+def c_string(text):
+    """`text` as a C string literal's contents: a file name with a quote, a
+    backslash or a newline stays one string, and no code."""
+    return "".join(c if c.isprintable() and c not in '"\\' else
+                   "\\" + c if c in '"\\' else
+                   "".join(f"\\{b:03o}" for b in c.encode()) for c in text)
+
+
 def _compile(source, name, modname, macros, debug, cache, path, timeout, stderr):
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise BadInput(f"the cache directory {cache} cannot be made ({e}): "
-                       "set SMPNET_CACHE_DIR to one that can") from None
     with tempfile.TemporaryDirectory(prefix="build-", dir=cache) as tmp:
         # the file's lines keep its own name and numbers in the diagnostics
-        text = f'#line 1 "{name}"\n{source}\n#line 1 "<smpnet ab glue>"\n'
+        text = f'#line 1 "{c_string(name)}"\n{source}\n#line 1 "<smpnet ab glue>"\n'
         job = {"modname": modname, "source": text, "include_dirs": INCLUDE_DIRS,
                "define_macros": build_flags.define_macros(debug) + macros,
                "extra_compile_args": build_flags.compile_args(debug), "cdef": CDEF,
@@ -231,6 +305,7 @@ def _compile(source, name, modname, macros, debug, cache, path, timeout, stderr)
                            + _hint(r.stderr))
         if "warning:" in r.stderr:
             stderr.write(r.stderr)
+        os.chmod(answer["path"], 0o755)      # whatever the umask: no one else writes it
         os.replace(answer["path"], path)
 
 
