@@ -27,12 +27,14 @@ FAST = ["--loops", "2000", "--rounds", "12"]   # 6 ABBA blocks: the least a verd
 FAULTS = """#include <smpnet.h>
 #include <stdlib.h>
 #include <unistd.h>
-struct shared { int *p; unsigned long n; };
+struct shared { int *p; unsigned long n; spinlock_t l; };
 SMPNET_STATE(struct shared, struct smpnet_none);
 SMPNET_VARIANT(ok) { shared->n++; }
 SMPNET_VARIANT(segv) { *(volatile int *)shared->p = 1; }
 SMPNET_VARIANT(abrt) { abort(); }
 SMPNET_VARIANT(forever) { for (;;) barrier(); }
+SMPNET_INIT(relocks) { spin_lock_init(&shared->l); return 0; }
+SMPNET_VARIANT(relocks) { spin_lock_bh(&shared->l); spin_lock(&shared->l); }
 SMPNET_VARIANT(forks) { static int once; if (!once++ && fork() == 0) _exit(0); }
 SMPNET_VARIANT(execs) { static int once; if (!once++) execl("/bin/true", "true", (char *)0); }
 SMPNET_VARIANT(miscounts) { shared->n += 2; }
@@ -401,6 +403,21 @@ def test_a_variant_that_never_returns_is_stopped_by_the_watchdog(capsys, tmp_pat
     assert main(["ab", f, "--cpus", "0", "--variants", "ok,forever"] + FAST) == 1
     err = one_error_line(capsys)[-1]
     assert "variant 'forever': emulated CPU 0" in err and "made no progress" in err
+
+
+def test_a_deadlocked_baseline_is_named_and_not_its_control(capsys, tmp_path, monkeypatch):
+    """A variant that takes its lock twice never returns; at the stop its
+    loop returns and the entries after it run on (the A/A copy of the same
+    code): the message names the one that stalled."""
+    from smpnet.machine import machine
+    monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.5)
+    f = write(tmp_path, FAULTS)
+    for _ in range(2):      # every time
+        assert main(["ab", f, "--cpus", "0", "--variants", "relocks,ok"] + FAST) == 1
+        err = one_error_line(capsys)[-1]
+        assert "variant 'relocks': emulated CPU 0" in err and "made no progress" in err
+        assert "(A/A)" not in err
+    assert open_segments() == set()
 
 
 def test_a_failed_check_ends_the_run_naming_its_variant(capsys, tmp_path):

@@ -52,7 +52,12 @@ class Where:
 
 
 def _mark(ctx, entry):
-    ctx.machine.region("ab_now")[ctx.cpu]["entry"] = entry
+    """This CPU now runs `entry` (-1: none), for the message should it die
+    or stall. Not once the run is being stopped: a stalled variant's loop
+    returns at the stop, and what runs after it (the next entries, the end
+    of the rounds) must not take the blame from it."""
+    if not ctx.machine.header["stop"]:
+        ctx.machine.region("ab_now")[ctx.cpu]["entry"] = entry
 
 
 def init_all(ctx, entries, where):
