@@ -38,8 +38,10 @@ def ab(path=None, *, source=None, variants=None, cpus=None, progress=None, **opt
     baseline (default: all, in the file's order); `cpus` the --cpus syntax
     or a list (default: every allowed CPU). The other options by their long
     names, e.g. rounds=20, contended=False, builtin=["spin_lock_unlock"],
-    hold_cycles=100. Returns the Outcome: params, rows, verdicts, warnings,
-    as the JSON carries them. BadInput for a file or option that cannot run."""
+    hold_cycles=100. Returns the Outcome: params, rows, verdicts (each with
+    the load seen around the run), warnings (the machine's and the load's
+    too), as the command line's JSON carries them. BadInput for a file or option that cannot run."""
+    from . import runner
     from .experiments import get
     from .machine.cpus import parse_cpus
 
@@ -53,4 +55,4 @@ def ab(path=None, *, source=None, variants=None, cpus=None, progress=None, **opt
     args.source = source
     cpus = parse_cpus(cpus)
     p = e.params(args, cpus)
-    return e.run(cpus, p, progress)
+    return runner.measured(e, cpus, p, progress)[0]

@@ -11,7 +11,7 @@ import sys
 from . import __version__
 from .errors import BadInput, OutputFailed, SmpnetError
 from .experiment import bounded
-from .machine import load, process
+from .machine import process
 from .machine.cpus import parse_cpus
 from .measure import calibration
 from .report import output, plaintext, report
@@ -128,8 +128,7 @@ def _output_target(args):
 
 def cmd_experiment(args):
     """Any experiment of the registry: validate, estimate, run, save, show."""
-    from . import bounds
-    from .machine import sysinfo
+    from . import bounds, runner
     from .experiments import get
     from .report.progress import printer
 
@@ -146,13 +145,8 @@ def cmd_experiment(args):
         plot.require()
         plot.check_dir(picture)
     bounds.check_run_time(e.seconds(params, cpus), args.long)
-    facts = report.machine(cpus)
-    oversubscribed = params.get("ncpus", len(cpus)) > len(cpus)
-    warnings = sysinfo.timing_warnings(facts, oversubscribed=oversubscribed)
-    if params.get("check"):
-        warnings.append("the checker is on: timings include its checks")
-    out, seen = load.around(cpus, lambda: e.run(cpus, params, printer(args.command)))
-    warnings += out.warnings + load.mark(out.verdicts, seen)
+    out, facts, seen = runner.measured(e, cpus, params, printer(args.command))
+    warnings = out.warnings
     env = report.envelope(args.command, cpus, out.params, out.rows, out.verdicts, warnings,
                           facts=facts)
     _emit(args, env, lambda: e.text(env, out.extra)

@@ -513,6 +513,14 @@ def test_the_aa_example_from_source_text_and_its_result_for_compare(capsys, tmp_
     assert "a (A/A)" in capsys.readouterr().out
     out = smpnet.ab(source=text, cpus="0", loops=2000, rounds=12)
     assert out.params["file"] == "<source>" and out.params["compiled"] is False
+    # the API's warnings and load are the command line's: the machine's
+    # own warnings, and each verdict's load around the run
+    from smpnet.machine import sysinfo
+    from smpnet.report import report
+    machine = sysinfo.timing_warnings(report.machine([0]))
+    assert set(machine) <= set(out.warnings) and set(machine) <= set(env["warnings"])
+    assert out.verdicts and env["verdicts"]
+    assert all(set(v["load"]) == set(env["verdicts"][0]["load"]) for v in out.verdicts)
 
 
 def test_the_api_takes_a_path_or_source_and_never_guesses(tmp_path):

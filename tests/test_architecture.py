@@ -160,7 +160,8 @@ LAYERS = (
     ("common", ("smpnet.experiments.common",)),
     ("experiment", ()),   # smpnet.experiments.<name>, each a layer of its own width
     ("registry", ()),     # smpnet.experiments itself
-    ("top", ("smpnet.cli", "smpnet.entry", "smpnet.run_all", "smpnet.__main__", "smpnet.api")),
+    ("top", ("smpnet.cli", "smpnet.entry", "smpnet.run_all", "smpnet.__main__", "smpnet.api",
+             "smpnet.runner")),
 )
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 # the one import up the layers: (from layer, module) -> why
