@@ -283,6 +283,39 @@ def test_the_core_runs_a_variant_as_its_object_was_built(allowed):
         assert (bugs["unbalanced_irq_restore"] > 0) == check, check
 
 
+HOLDS = """#include <smpnet.h>
+struct shared { unsigned long n, held; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_VARIANT(plain) { shared->n++; }
+SMPNET_VARIANT(holds) { uint64_t t = tsc_read_unordered(); hold();
+			shared->held += tsc_read_unordered() - t; }
+"""
+
+
+def test_hold_cycles_change_only_the_variants_that_hold(allowed):
+    """--hold-cycles is hold()'s: a variant that never calls it keeps its
+    contended loop (the deadline read every 16th op: its ops a multiple of
+    16 at the deadline), and a hold never runs past the run's end."""
+    from smpnet import Machine
+    from smpnet.experiments.ab import rounds
+
+    obj = build.build(HOLDS, "holds.c", smpnet._core.LOCK_ALGOS["qspinlock"])
+    plain, holds = obj.variants
+    with Machine(cpus=allowed[:1], regions=rounds.regions(obj, 2, 1)) as m:
+        where = rounds.Where(m, obj)
+        for hold in (0, 1000):
+            ops, _, _, stopped = smpnet._core.ab_contended(
+                plain.contended, 0.01, m.segment.buf, 0, hold_cycles=hold, **where.state(0))
+            assert not stopped and ops > 0 and ops % 16 == 0, hold
+        # a hold five times the run: cut at the run's end, not held whole 16 times
+        hold = int(0.05 * float(m.header["tsc_hz"]))
+        ops, cycles, _, stopped = smpnet._core.ab_contended(
+            holds.contended, 0.01, m.segment.buf, 0, hold_cycles=hold, **where.state(1))
+        assert not stopped and ops == 16
+        held = int.from_bytes(m.region("ab_shared")[1]["bytes"][8:16].tobytes(), "little")
+        assert held <= cycles
+
+
 def test_one_ab_run_builds_its_file_once(tmp_path, monkeypatch):
     calls = []
     real = build.build

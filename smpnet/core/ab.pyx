@@ -45,6 +45,7 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
     e.percpu_stride = hdr.regions[percpu_region].stride
     e.cpu = cpu
     e.nr_cpus = hdr.nr_cpus
+    e.deadline = <uint64_t>-1      # a hold() outside a contended run: its whole length
     return 0
 
 
@@ -87,7 +88,8 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
     with nogil:
         spins0 = c.irq.spins
         t0 = tsc_start()
-        stopped = fn(&e, t0 + <uint64_t>(duration_s * hz), &n)
+        e.deadline = t0 + <uint64_t>(duration_s * hz)
+        stopped = fn(&e, e.deadline, &n)
         t1 = tsc_stop()
         lockdep_end(&c)
     return n, t1 - t0, c.irq.spins - spins0, bool(stopped)

@@ -202,7 +202,7 @@ int smpnet_orphan_hook(void)
 #define __this_cpu_add(var, n)	this_cpu_add(var, n)
 
 /* The critical section's length in a contended run: --hold-cycles of work. */
-#define hold()			tsc_spend(smpnet_env->hold_cycles)
+#define hold()			tsc_spend_until(smpnet_env->hold_cycles, smpnet_env->deadline)
 
 /* In an init: a lock in the state, for the run's algorithm (the kernel's
  * spin_lock_init(); every spinlock_t a variant takes needs it). */
@@ -221,8 +221,10 @@ int smpnet_orphan_hook(void)
 
 /* The timed loop (time_bench.h's shape: the op inlined between two TSC
  * reads) and the contended one (until the deadline, read every 16th op
- * unless a hold or think time makes it cheap to read every time, as
- * lock_hammer does), both in the user's object, then the op's body. */
+ * unless a think time, spent by the loop after every op, makes it cheap to
+ * read every time; a hold() stops at the deadline itself, so a variant
+ * that holds needs no closer reading, and one that does not is not
+ * changed by --hold-cycles), both in the user's object, then the op's body. */
 #define SMPNET_VARIANT(name)								\
 	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
 		struct cpu_ctx *c, smpnet_shared_t *shared, smpnet_percpu_t *this_cpu,	\
@@ -248,7 +250,7 @@ int smpnet_orphan_hook(void)
 		struct cpu_ctx *c = e->c;						\
 		smpnet_shared_t *sh = (smpnet_shared_t *)e->shared;			\
 		smpnet_percpu_t *mine = smpnet_per_cpu(e, e->cpu);			\
-		uint64_t n = 0, every = e->hold_cycles || e->think_cycles		\
+		uint64_t n = 0, every = e->think_cycles					\
 			|| (c->hdr->flags & SMP_F_OVERSUBSCRIBED) ? 0 : 15;		\
 		int stopped = 0;							\
 		for (;;) {								\

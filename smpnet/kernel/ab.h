@@ -25,6 +25,7 @@ struct smpnet_env {
 	int nr_cpus;			/* emulated CPUs running the variant */
 	uint64_t hold_cycles;		/* contended: what hold() spins, in TSC cycles */
 	uint64_t think_cycles;		/* contended: TSC cycles between two ops */
+	uint64_t deadline;		/* contended: the run's end, where a hold() stops short */
 	uint64_t ops;			/* a check's: ops this copy ran, on every CPU */
 	uint32_t lock_ids;		/* spin_lock_init()'s next lock id */
 	uint32_t _pad;

@@ -11,6 +11,7 @@ cdef extern from "ab.h" nogil:
         int nr_cpus
         uint64_t hold_cycles
         uint64_t think_cycles
+        uint64_t deadline
         uint64_t ops
         uint32_t lock_ids
 

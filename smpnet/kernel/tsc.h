@@ -81,6 +81,20 @@ static inline int smp_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 
 /* Spend `cycles` TSC cycles, as work (no pause: a pause would overshoot
  * it). The stand-in for costs the model charges but does not execute. */
+/* tsc_spend(), cut short at the TSC's `deadline`: a hold inside a contended
+ * op never runs past the run's end, however seldom the loop reads it. */
+static inline void tsc_spend_until(uint64_t cycles, uint64_t deadline)
+{
+	uint64_t t0, end;
+
+	if (!cycles)
+		return;
+	t0 = tsc_read_unordered();
+	end = t0 + cycles < deadline ? t0 + cycles : deadline;
+	while (tsc_read_unordered() < end)
+		;
+}
+
 static inline void tsc_spend(uint64_t cycles)
 {
 	uint64_t t0;
