@@ -438,6 +438,58 @@ def test_a_variant_that_never_returns_is_stopped_by_the_watchdog(capsys, tmp_pat
     assert "variant 'forever': emulated CPU 0" in err and "made no progress" in err
 
 
+HELPERS = """#include <smpnet.h>
+struct shared { spinlock_t lock; unsigned long n; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+static void init_lock(spinlock_t *l) { spin_lock_init(l); }
+static unsigned long locked_inc(spinlock_t *l, unsigned long *n, int by)
+{
+	unsigned long v;
+
+	spin_lock_bh(l);
+	v = *n += by;
+	spin_unlock_bh(l);
+	return v + smp_processor_id();
+}
+static void counted(unsigned long n) { expect(n == nr_ops, "n is not the ops done"); }
+static void relock(spinlock_t *l) { spin_lock(l); spin_lock(l); }
+SMPNET_INIT(inline) { spin_lock_init(&shared->lock); }
+SMPNET_VARIANT(inline) { spin_lock_bh(&shared->lock); shared->n++; spin_unlock_bh(&shared->lock); }
+SMPNET_INIT(helper) { init_lock(&shared->lock); }
+SMPNET_VARIANT(helper) { locked_inc(&shared->lock, &shared->n, 1); }
+SMPNET_CHECK(helper) { counted(shared->n); }
+SMPNET_INIT(twice) { init_lock(&shared->lock); }
+SMPNET_VARIANT(twice) { locked_inc(&shared->lock, &shared->n, 2); }
+SMPNET_CHECK(twice) { counted(shared->n); }
+SMPNET_INIT(stuck) { init_lock(&shared->lock); }
+SMPNET_VARIANT(stuck) { relock(&shared->lock); }
+"""
+
+
+def test_a_files_own_functions_use_the_kernel_api(capsys, tmp_path, monkeypatch):
+    """spin_lock_init(), spin_lock_bh(), smp_processor_id() and expect() in
+    static helpers, as in a body: they build and run, a check failed in a
+    helper fails its variant, and a helper that deadlocks is stopped and
+    named."""
+    f = write(tmp_path, HELPERS, "helpers.c")
+    assert main(["ab", f, "--cpus", "0", "--variants", "inline,helper", "--no-contended",
+                 "--json"] + FAST) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert [r["variant"] for r in env["results"]] == ["inline", "helper", "inline (A/A)"]
+    assert main(["ab", f, "--cpus", "0", "--variants", "inline,twice", "--no-contended"]
+                + FAST) == 1
+    assert one_error_line(capsys)[-1].endswith(
+        "variant 'twice': its SMPNET_CHECK failed after the uncontended rounds: "
+        "n is not the ops done")
+    from smpnet.machine import machine
+    monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.5)
+    assert main(["ab", f, "--cpus", "0", "--variants", "inline,stuck", "--no-contended"]
+                + FAST) == 1
+    err = one_error_line(capsys)[-1]
+    assert "variant 'stuck': emulated CPU 0" in err and "made no progress" in err
+    assert open_segments() == set()
+
+
 def test_a_deadlocked_baseline_is_named_and_not_its_control(capsys, tmp_path, monkeypatch):
     """A variant that takes its lock twice never returns; at the stop its
     loop returns and the entries after it run on (the A/A copy of the same

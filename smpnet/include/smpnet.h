@@ -17,7 +17,8 @@
  * aligned), per_cpu(cpu), nr_cpus, smp_processor_id(); the kernel's names
  * for spinlocks (every variant, with the algorithm the run was built for),
  * local_irq_*(), local_bh_*(), preempt_*(), atomic_*(), this_cpu_*(), and
- * hold() (--hold-cycles of work, for a contended critical section). The body
+ * hold() (--hold-cycles of work, for a contended critical section); the same
+ * names in the file's own functions but `shared` and `this_cpu`. The body
  * is inlined into the timed loop: no call sits in the timing.
  *
  * SMPNET_INIT(name) runs before a variant's rounds, SMPNET_CHECK(name) after
@@ -36,6 +37,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wunused-variable"
+#include <setjmp.h>
 #include <stddef.h>
 #include <string.h>
 #include "compiler.h"
@@ -146,42 +148,64 @@ int smpnet_orphan_hook(void)
 	return 0;
 }
 
-/* ---------------------------------------------------------------- in a body */
+/* ---------------------------------------------------------------- in a body, or a helper */
+
+/* A variant's body, init and check get the CPU and the run's environment
+ * as parameters (in registers, in the timed loop); the file's own
+ * functions find the same here, set by each loop and hook before it runs
+ * the file's code, so that the kernel's API works in a helper as in a
+ * body, as kernel code takes locks in helpers. A process runs one
+ * emulated CPU: these are that CPU's. */
+static struct smpnet_env *smpnet_env __attribute__((unused));
+static struct cpu_ctx *smpnet_cpu __attribute__((unused));
+/* Where a stopped acquire, a failed expect() and a failed spin_lock_init()
+ * go: back to the loop or hook that ran the file's code, from whatever
+ * function of the file they are in (what they leave is an init's errno,
+ * a check's message). */
+static jmp_buf smpnet_unwind;
+static int smpnet_err __attribute__((unused));
+static const char *smpnet_fail __attribute__((unused));
+
+static inline void smpnet_enter(struct smpnet_env *e)
+{
+	smpnet_env = e;
+	smpnet_cpu = e->c;
+}
 
 #define per_cpu(cpu)	smpnet_per_cpu(smpnet_env, (cpu))
 #define nr_cpus		(smpnet_env->nr_cpus)
-#define smp_processor_id()	(c->cpu)
+#define smp_processor_id()	(smpnet_cpu->cpu)
 
 /* An acquire returns -1 when the run was stopped while it waited: the
  * variant's op ends there, and its loop with it (as time_bench.h's loops do). */
-#define SMPNET_STOP_IF(x)	do { if (unlikely(x)) { *smpnet_stopped = 1; return; } } while (0)
+#define SMPNET_STOP_IF(x)	do { if (unlikely(x)) longjmp(smpnet_unwind, 1); } while (0)
 
 /* The kernel's names, each with the algorithm, checker, restore mode and
  * kernel build this object was built for (constants: one path compiled,
  * as a kernel is built with one lock implementation; an entry point the
  * build calls is a direct call of its out-of-line copy, spinlock_api_smp.h). */
 #define SMPNET_LOCK_ARGS	SMPNET_BUILD_ALGO, SMPNET_BUILD_CHECKER
-#define spin_lock(l)		SMPNET_STOP_IF(_raw_spin_lock(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
-#define spin_unlock(l)		_raw_spin_unlock(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL)
-#define spin_lock_bh(l)		SMPNET_STOP_IF(_raw_spin_lock_bh(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
-#define spin_unlock_bh(l)	_raw_spin_unlock_bh(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL)
-#define spin_lock_irq(l)	SMPNET_STOP_IF(_raw_spin_lock_irq(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
-#define spin_unlock_irq(l)	_raw_spin_unlock_irq(c, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL)
+#define spin_lock(l)		SMPNET_STOP_IF(_raw_spin_lock(smpnet_cpu, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
+#define spin_unlock(l)		_raw_spin_unlock(smpnet_cpu, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL)
+#define spin_lock_bh(l)		SMPNET_STOP_IF(_raw_spin_lock_bh(smpnet_cpu, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
+#define spin_unlock_bh(l)	_raw_spin_unlock_bh(smpnet_cpu, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL)
+#define spin_lock_irq(l)	SMPNET_STOP_IF(_raw_spin_lock_irq(smpnet_cpu, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
+#define spin_unlock_irq(l)	_raw_spin_unlock_irq(smpnet_cpu, (l), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL)
 #define spin_lock_irqsave(l, flags)							\
-	SMPNET_STOP_IF(_raw_spin_lock_irqsave(c, (l), &(flags), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
+	SMPNET_STOP_IF(_raw_spin_lock_irqsave(smpnet_cpu, (l), &(flags), SMPNET_LOCK_ARGS, SMPNET_BUILD_KERNEL))
 #define spin_unlock_irqrestore(l, flags)						\
-	_raw_spin_unlock_irqrestore(c, (l), (flags), SMPNET_LOCK_ARGS, SMPNET_BUILD_POPF,	\
+	_raw_spin_unlock_irqrestore(smpnet_cpu, (l), (flags), SMPNET_LOCK_ARGS, SMPNET_BUILD_POPF,	\
 				    SMPNET_BUILD_KERNEL)
 
-#define local_irq_disable()	local_irq_disable(c)
-#define local_irq_enable()	local_irq_enable(c)
-#define local_irq_save(flags)	((flags) = __local_irq_save(c, SMPNET_BUILD_CHECKER))
-#define local_irq_restore(flags)	__local_irq_restore(c, (flags), SMPNET_BUILD_CHECKER, SMPNET_BUILD_POPF)
-#define local_bh_disable()	local_bh_disable(c)
-#define local_bh_enable()	local_bh_enable_ip(c, SMPNET_BUILD_CHECKER, SMPNET_BUILD_KERNEL)
-#define preempt_disable()	preempt_disable(c)
-#define preempt_enable()	preempt_enable(c)
-#define irqs_disabled()		irqs_disabled(c)
+#define local_irq_disable()	local_irq_disable(smpnet_cpu)
+#define local_irq_enable()	local_irq_enable(smpnet_cpu)
+#define local_irq_save(flags)	((flags) = __local_irq_save(smpnet_cpu, SMPNET_BUILD_CHECKER))
+#define local_irq_restore(flags)	__local_irq_restore(smpnet_cpu, (flags), SMPNET_BUILD_CHECKER, SMPNET_BUILD_POPF)
+#define local_bh_disable()	local_bh_disable(smpnet_cpu)
+#define local_bh_enable()	local_bh_enable_ip(smpnet_cpu, SMPNET_BUILD_CHECKER, SMPNET_BUILD_KERNEL)
+#define preempt_disable()	preempt_disable(smpnet_cpu)
+#define preempt_enable()	preempt_enable(smpnet_cpu)
+#define irqs_disabled()		irqs_disabled(smpnet_cpu)
 
 /* this_cpu_*(): one RMW instruction on this CPU's copy, without a lock
  * prefix, as the kernel's %gs-relative ops are (safe against this CPU's
@@ -210,11 +234,12 @@ int smpnet_orphan_hook(void)
 	do {										\
 		int rc_ = spin_lock_init(smpnet_env->c->hdr, (l), SMPNET_BUILD_ALGO,		\
 					 smpnet_env->lock_ids++);			\
-		if (rc_) { *smpnet_err = rc_; return; }					\
+		if (rc_) { smpnet_err = rc_; longjmp(smpnet_unwind, 1); }		\
 	} while (0)
 
 /* In a check: fail it, and the run, with `message` unless `cond` holds. */
-#define expect(cond, message)	do { if (!(cond)) { *smpnet_fail = (message); return; } } while (0)
+#define expect(cond, message)								\
+	do { if (!(cond)) { smpnet_fail = (message); longjmp(smpnet_unwind, 1); } } while (0)
 #define nr_ops			(smpnet_env->ops)
 
 /* ---------------------------------------------------------------- the variants */
@@ -227,43 +252,48 @@ int smpnet_orphan_hook(void)
  * changed by --hold-cycles), both in the user's object, then the op's body. */
 #define SMPNET_VARIANT(name)								\
 	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
-		struct cpu_ctx *c, smpnet_shared_t *shared, smpnet_percpu_t *this_cpu,	\
-		int *smpnet_stopped);							\
-	static uint64_t smpnet_loop_##name(struct smpnet_env *e, uint64_t loops)	\
+		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,			\
+		smpnet_percpu_t *this_cpu);						\
+	static __attribute__((noinline)) uint64_t smpnet_timed_##name(			\
+		struct smpnet_env *e, uint64_t loops)					\
 	{										\
-		struct cpu_ctx *c = e->c;	/* in registers: barrier() spares them */ \
+		struct cpu_ctx *cpu = e->c;	/* in registers: barrier() spares them */ \
 		smpnet_shared_t *sh = (smpnet_shared_t *)e->shared;			\
 		smpnet_percpu_t *mine = smpnet_per_cpu(e, e->cpu);			\
-		int stopped = 0;							\
 		uint64_t i, t0 = tsc_start();						\
 		for (i = 0; i < loops; i++) {						\
-			smpnet_op_##name(e, c, sh, mine, &stopped);			\
-			if (unlikely(stopped))						\
-				break;							\
+			smpnet_op_##name(e, cpu, sh, mine);				\
 			barrier();							\
 		}									\
 		return tsc_stop() - t0;							\
 	}										\
-	static int smpnet_contended_##name(struct smpnet_env *e, uint64_t deadline,	\
-					   uint64_t *done)				\
+	static uint64_t smpnet_loop_##name(struct smpnet_env *e, uint64_t loops)	\
 	{										\
-		struct cpu_ctx *c = e->c;						\
+		volatile uint64_t t0 = tsc_read_unordered();				\
+											\
+		smpnet_enter(e);							\
+		if (setjmp(smpnet_unwind))	/* an acquire stopped: the time so far */ \
+			return tsc_read_unordered() - t0;				\
+		return smpnet_timed_##name(e, loops);					\
+	}										\
+	static __attribute__((noinline)) int smpnet_hammer_##name(			\
+		struct smpnet_env *e, uint64_t deadline, uint64_t *done)		\
+	{										\
+		struct cpu_ctx *cpu = e->c;						\
 		smpnet_shared_t *sh = (smpnet_shared_t *)e->shared;			\
 		smpnet_percpu_t *mine = smpnet_per_cpu(e, e->cpu);			\
 		uint64_t n = 0, every = e->think_cycles					\
-			|| (c->hdr->flags & SMP_F_OVERSUBSCRIBED) ? 0 : 15;		\
+			|| (cpu->hdr->flags & SMP_F_OVERSUBSCRIBED) ? 0 : 15;		\
 		int stopped = 0;							\
 		for (;;) {								\
-			smpnet_op_##name(e, c, sh, mine, &stopped);			\
-			if (unlikely(stopped))						\
-				break;							\
+			smpnet_op_##name(e, cpu, sh, mine);				\
 			n++;								\
 			if (e->think_cycles)						\
 				tsc_spend(e->think_cycles);				\
 			if ((n & every) == 0) {						\
 				if (tsc_read_unordered() >= deadline)			\
 					break;						\
-				if (smp_should_stop(c->hdr)) {				\
+				if (smp_should_stop(cpu->hdr)) {			\
 					stopped = 1;					\
 					break;						\
 				}							\
@@ -273,45 +303,58 @@ int smpnet_orphan_hook(void)
 		*done = n;								\
 		return stopped;								\
 	}										\
+	static int smpnet_contended_##name(struct smpnet_env *e, uint64_t deadline,	\
+					   uint64_t *done)				\
+	{										\
+		smpnet_enter(e);							\
+		*done = 0;								\
+		if (setjmp(smpnet_unwind))	/* an acquire stopped: so is the run */	\
+			return 1;							\
+		return smpnet_hammer_##name(e, deadline, done);				\
+	}										\
 	static void __attribute__((constructor)) smpnet_register_##name(void)		\
 	{										\
 		smpnet_register(#name, __LINE__, (uintptr_t)smpnet_loop_##name,		\
 				(uintptr_t)smpnet_contended_##name);			\
 	}										\
 	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
-		struct cpu_ctx *c, smpnet_shared_t *shared, smpnet_percpu_t *this_cpu,	\
-		int *smpnet_stopped)
+		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,			\
+		smpnet_percpu_t *this_cpu)
 
 #define SMPNET_INIT(name)								\
 	static void smpnet_init_body_##name(struct smpnet_env *smpnet_env,		\
-		struct cpu_ctx *c, smpnet_shared_t *shared, int *smpnet_err);		\
+		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared);			\
 	static int smpnet_init_##name(struct smpnet_env *e)				\
 	{										\
-		int err = 0;								\
-		smpnet_init_body_##name(e, e->c, (smpnet_shared_t *)e->shared, &err);	\
-		return err;								\
+		smpnet_enter(e);							\
+		smpnet_err = 0;								\
+		if (!setjmp(smpnet_unwind))						\
+			smpnet_init_body_##name(e, e->c, (smpnet_shared_t *)e->shared);	\
+		return smpnet_err;							\
 	}										\
 	static void __attribute__((constructor)) smpnet_register_init_##name(void)	\
 	{										\
 		smpnet_register_hook(#name, __LINE__, 0, (uintptr_t)smpnet_init_##name);	\
 	}										\
 	static void smpnet_init_body_##name(struct smpnet_env *smpnet_env,		\
-		struct cpu_ctx *c, smpnet_shared_t *shared, int *smpnet_err)
+		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared)
 
 #define SMPNET_CHECK(name)								\
 	static void smpnet_check_body_##name(struct smpnet_env *smpnet_env,		\
-		struct cpu_ctx *c, smpnet_shared_t *shared, const char **smpnet_fail);	\
+		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared);			\
 	static const char *smpnet_check_##name(struct smpnet_env *e)			\
 	{										\
-		const char *fail = NULL;						\
-		smpnet_check_body_##name(e, e->c, (smpnet_shared_t *)e->shared, &fail);	\
-		return fail;								\
+		smpnet_enter(e);							\
+		smpnet_fail = NULL;							\
+		if (!setjmp(smpnet_unwind))						\
+			smpnet_check_body_##name(e, e->c, (smpnet_shared_t *)e->shared);	\
+		return smpnet_fail;							\
 	}										\
 	static void __attribute__((constructor)) smpnet_register_check_##name(void)	\
 	{										\
 		smpnet_register_hook(#name, __LINE__, 1, (uintptr_t)smpnet_check_##name);	\
 	}										\
 	static void smpnet_check_body_##name(struct smpnet_env *smpnet_env,		\
-		struct cpu_ctx *c, smpnet_shared_t *shared, const char **smpnet_fail)
+		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared)
 
 #endif
