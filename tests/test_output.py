@@ -115,6 +115,24 @@ def test_mode_0600_stays_0600(tmp_path):
     assert json.loads(f.read_text())["command"] == "info"
 
 
+def test_a_replaced_file_is_on_disk_before_it_takes_the_name(tmp_path, monkeypatch):
+    """The new file's data is flushed (fsync) before the rename puts it in
+    the old one's place, and the directory after: a crash between them
+    leaves the old file or the new one, whole, never an empty one."""
+    from smpnet.report import output_writers
+    f = tmp_path / "r.json"
+    f.write_text("old")
+    done = []
+    monkeypatch.setattr(output_writers.os, "fsync",
+                        lambda fd: done.append(("fsync", stat.S_ISDIR(os.fstat(fd).st_mode))))
+    real_replace = os.replace
+    monkeypatch.setattr(output_writers.os, "replace",
+                        lambda a, b: (done.append(("replace", b)), real_replace(a, b)))
+    output.write(json.dumps(ENV), output.prepare(str(f)))
+    assert done == [("fsync", False), ("replace", str(f)), ("fsync", True)]
+    assert json.loads(f.read_text()) == ENV
+
+
 def test_hard_link_survives(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text("old " * 1000)  # longer than the result: the rest must go
