@@ -316,6 +316,56 @@ def test_hold_cycles_change_only_the_variants_that_hold(allowed):
         assert held <= cycles
 
 
+IRQSAVE = """#include <smpnet.h>
+struct shared { spinlock_t lock; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_INIT(irqsave) { spin_lock_init(&shared->lock); }
+SMPNET_VARIANT(irqsave) { unsigned long flags;
+	spin_lock_irqsave(&shared->lock, flags); spin_unlock_irqrestore(&shared->lock, flags); }
+SMPNET_INIT(irq) { spin_lock_init(&shared->lock); }
+SMPNET_VARIANT(irq) { spin_lock_irq(&shared->lock); spin_unlock_irq(&shared->lock); }
+"""
+
+
+def _object_functions(path):
+    asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True,
+                         text=True, check=True).stdout
+    return dict(re.findall(r"^[0-9a-f]+ <([^>]+)>:\n(.*?)(?:\n\n|\Z)", asm, re.S | re.M))
+
+
+def test_a_users_irqsave_saves_the_flags_and_restores_them_as_built():
+    """The user's spin_lock_irqsave() runs pushf (not the no-pushf control
+    time_bench has), spin_lock_irq() does not, and the unlock restores with
+    popf exactly where the object was built with --restore popf."""
+    from conftest import reaches
+    qspinlock = smpnet._core.LOCK_ALGOS["qspinlock"]
+    for popf in (False, True):
+        fns = _object_functions(build.build(IRQSAVE, "irqsave.c", qspinlock, popf=popf).path)
+        timed = {v: next(f for f in fns if f.startswith(f"smpnet_timed_{v}"))
+                 for v in ("irqsave", "irq")}
+        assert reaches(fns, timed["irqsave"], r"\tpushf")
+        assert not reaches(fns, timed["irq"], r"\tpushf")
+        assert reaches(fns, timed["irqsave"], r"\tpopf") == popf, popf
+
+
+HOOKS = """#include <smpnet.h>
+struct shared { unsigned long base, n; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_INIT(a) { shared->base = 7; }
+SMPNET_VARIANT(a) { if (shared->base != 7) __builtin_trap(); shared->n++; }
+SMPNET_CHECK(a) { expect(nr_ops > 0 && shared->n == nr_ops, "the rounds ran before the init"); }
+SMPNET_VARIANT(b) { shared->n++; }
+"""
+
+
+def test_an_init_runs_before_the_rounds_and_a_check_after(capsys, tmp_path):
+    """Variant a traps unless its init ran first; its check fails unless
+    it runs after the rounds: a hook of the wrong kind fails the run."""
+    f = write(tmp_path, HOOKS, "hooks.c")
+    assert main(["ab", f, "--cpus", "0", "--no-contended"] + FAST) == 0
+    assert "b - a:" in capsys.readouterr().out
+
+
 def test_one_ab_run_builds_its_file_once(tmp_path, monkeypatch):
     calls = []
     real = build.build
