@@ -100,6 +100,10 @@ def test_the_cache_key_follows_source_headers_flags_and_build_options(tmp_path, 
     monkeypatch.setattr(build.build_flags, "compile_args", lambda debug: ["-O1"])
     assert key != build.build_key(src, build.options_macros(3, False, False), False)
     monkeypatch.undo()
+    # another core (rebuilt: another debug setting, another compiler)
+    monkeypatch.setattr(build, "_core_identity", lambda: [1, 2])
+    assert key != build.build_key(src, build.options_macros(3, False, False), False)
+    monkeypatch.undo()
     headers = tmp_path / "kernel"
     shutil.copytree(build.INCLUDE_DIRS[1], headers)
     monkeypatch.setattr(build, "INCLUDE_DIRS", [build.INCLUDE_DIRS[0], str(headers)])
@@ -364,6 +368,21 @@ def test_an_init_runs_before_the_rounds_and_a_check_after(capsys, tmp_path):
     f = write(tmp_path, HOOKS, "hooks.c")
     assert main(["ab", f, "--cpus", "0", "--no-contended"] + FAST) == 0
     assert "b - a:" in capsys.readouterr().out
+
+
+def test_a_check_runs_after_the_contended_rounds_too(capsys, tmp_path, allowed):
+    """A check that fails only where more than one CPU ran (the contended
+    mode's init and check see its nr_cpus) ends the run after the
+    contended rounds, naming the mode."""
+    f = write(tmp_path, HOOKS.replace('SMPNET_CHECK(a) {', 'SMPNET_CHECK(a) {\n'
+                                      '\texpect(nr_cpus == 1, "more than one CPU ran it");'),
+              "contended_check.c")
+    cpus = (["--cpus", "0,1"] if len(allowed) > 1
+            else ["--cpus", str(allowed[0]), "--ncpus", "2", "--oversubscribe"])
+    assert main(["ab", f, *cpus, "--duration", "0.01", "--repeat", "2"] + FAST) == 1
+    assert one_error_line(capsys)[-1].endswith(
+        "variant 'a': its SMPNET_CHECK failed after the contended rounds: more than one "
+        "CPU ran it")
 
 
 def test_one_ab_run_builds_its_file_once(tmp_path, monkeypatch):
