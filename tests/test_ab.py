@@ -559,6 +559,19 @@ def test_a_files_own_functions_use_the_kernel_api(capsys, tmp_path, monkeypatch)
     assert open_segments() == set()
 
 
+def test_a_lock_never_initialised_is_named_under_the_checker(capsys, tmp_path):
+    """With --check, a lock no SMPNET_INIT gave to spin_lock_init() stops
+    its CPU (DEBUG_SPINLOCK's "bad magic"), and the run says so."""
+    f = write(tmp_path, HELPERS.replace("SMPNET_INIT(helper) { init_lock(&shared->lock); }\n",
+                                        ""), "uninit.c")
+    assert main(["ab", f, "--cpus", "0", "--variants", "helper,inline", "--no-contended",
+                 "--check"] + FAST) == 1
+    err = one_error_line(capsys)[-1]
+    assert err.startswith("smpnet-bench: variant 'helper': emulated CPU 0")
+    assert "was killed by SIGILL: it took a lock spin_lock_init() never saw" in err
+    assert open_segments() == set()
+
+
 def test_a_deadlocked_baseline_is_named_and_not_its_control(capsys, tmp_path, monkeypatch):
     """A variant that takes its lock twice never returns; at the stop its
     loop returns and the entries after it run on (the A/A copy of the same

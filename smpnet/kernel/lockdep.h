@@ -96,7 +96,12 @@ static inline struct lock_info *spin_lock_info(struct cpu_ctx *c, const spinlock
 	if (likely(c->last_lock == l))
 		return c->last_lock_info;
 	li = lock_info(c->hdr, l);
-	BUG_UNLESS(li);
+	if (unlikely(!li)) {
+		/* DEBUG_SPINLOCK's "bad magic": counted where the run can read
+		 * it, then BUG(), as nothing says which algorithm the lock is */
+		c->irq->bugs[LOCKDEP_BAD_MAGIC]++;
+		BUG();
+	}
 	c->lock_info_searches++;
 	c->last_lock_info = li;
 	c->last_lock = l;

@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 18	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 19	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -147,7 +147,9 @@ struct pcpu_lstats {
  *   RECURSION            a CPU took a lock it already holds
  *   BH_ENABLE_IRQS_OFF   local_bh_enable() with IRQs off
  *   SPIN_BUG             DEBUG_SPINLOCK's checks (x86-debug build): a
- *                        recursion, or an unlock by a CPU not the owner */
+ *                        recursion, or an unlock by a CPU not the owner
+ *   BAD_MAGIC            a lock taken that spin_lock_init() never saw
+ *                        (DEBUG_SPINLOCK's "bad magic"): the CPU stops there */
 #define LOCKDEP_BUG_TABLE(X)						\
 	X(LOCKDEP_LOCK_IRQ_IRQS_OFF,	"lock_irq_with_irqs_off")	\
 	X(LOCKDEP_HARDIRQ_INVERSION,	"hardirq_inversion")		\
@@ -155,7 +157,8 @@ struct pcpu_lstats {
 	X(LOCKDEP_UNBALANCED_RESTORE,	"unbalanced_irq_restore")	\
 	X(LOCKDEP_RECURSION,		"recursion")			\
 	X(LOCKDEP_BH_ENABLE_IRQS_OFF,	"bh_enable_with_irqs_off")	\
-	X(LOCKDEP_SPIN_BUG,		"spin_bug")
+	X(LOCKDEP_SPIN_BUG,		"spin_bug")			\
+	X(LOCKDEP_BAD_MAGIC,		"bad_magic")
 
 SMP_ENUM(lockdep_bug, LOCKDEP_BUG_TABLE, LOCKDEP_NR_BUGS);
 

@@ -19,7 +19,7 @@ import os
 from ... import _core
 from ...errors import BadInput, RunFailed, Stalled, WorkerDied
 from ...experiment import Experiment, Metric, Outcome, bounded, parse_list
-from ...machine import tsc
+from ...machine import layout, tsc
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine, run_seconds
 from ...measure import stats
@@ -151,7 +151,18 @@ def _run(m, labels, fn, *args, expected, entry=None):
             e.args = (f"variant {labels[entry]!r}: {e.args[0]}",)
         if isinstance(e, WorkerDied) and e.how.endswith("SIGSYS"):
             e.args = (e.args[0].replace("; run stopped", f": {contain.WHY}; run stopped"),)
+        elif isinstance(e, WorkerDied) and e.how.endswith("SIGILL") and _bad_magic(m, e.cpu):
+            e.args = (e.args[0].replace("; run stopped", f": {BAD_MAGIC}; run stopped"),)
         raise
+
+
+BAD_MAGIC = ("it took a lock spin_lock_init() never saw (DEBUG_SPINLOCK's \"bad magic\"): "
+             "initialise every lock the variant takes in its SMPNET_INIT")
+
+
+def _bad_magic(m, cpu):
+    """Whether CPU `cpu` stopped at a lock the checker does not know."""
+    return m.region("irq")["bugs"][cpu][layout.LOCKDEP_BUGS.index("bad_magic")] > 0
 
 
 def _init(m, entries, labels, where):
