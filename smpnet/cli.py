@@ -332,9 +332,11 @@ def main(argv=None):
         return args.func(args)
     except SmpnetError as e:
         print(f"smpnet-bench: {e}", file=sys.stderr)
+        process.said_interrupted = e.exit_code == 130
         return e.exit_code
     except KeyboardInterrupt:
         print("smpnet-bench: interrupted", file=sys.stderr)
+        process.said_interrupted = True
         return 130
     except BrokenPipeError:
         return 0

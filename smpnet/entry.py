@@ -13,10 +13,14 @@ import os
 import signal
 import sys
 
+from .machine import process
 from .machine.process import INTERRUPTS, open_std_fds
 
 def _exit_now(signum, frame):
-    os.write(2, b"smpnet-bench: interrupted\n")
+    # one line a run: where cli.main said it already (a second signal came
+    # while it stopped the run, and is taken once its handlers are back)
+    if not process.said_interrupted:
+        os.write(2, b"smpnet-bench: interrupted\n")
     os._exit(130)
 
 

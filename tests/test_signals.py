@@ -251,6 +251,27 @@ def test_a_signal_at_a_random_moment(target, sig, tmp_path):
     assert hits == 2, "the signal met no run in 4 tries"
 
 
+@pytest.mark.parametrize("said, line", [(False, b"smpnet-bench: interrupted\n"), (True, b"")])
+def test_a_signal_after_the_run_said_interrupted_adds_no_line(said, line):
+    """A second signal, taken once cli.main has put the entry's handler
+    back (it came while the run stopped), ends the process with 130 and
+    adds no line to the one the run gave; before any, it gives that line."""
+    from smpnet import entry
+    from smpnet.machine import process
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                        # one fork: the handler exits the process
+        os.dup2(w, 2)
+        process.said_interrupted = said
+        entry._exit_now(signal.SIGINT, None)
+        os._exit(99)                    # not reached
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 130
+    assert os.read(r, 100) == line
+    os.close(r)
+
+
 def test_a_second_sigint_does_not_cut_the_stop_short(tmp_path):
     marker = "twice.json"
     p = _bench(tmp_path, marker)

@@ -17,6 +17,9 @@ stdout_closed = False  # smpnet-bench was started with fd 1 closed: the result m
 # would go on to the end (and exit 0); so the points between a run's steps
 # check this too (check_interrupted).
 interrupted = []
+# cli.main said the run was interrupted (its one line): a signal that comes
+# after, between its return and the process's exit, ends it silently
+said_interrupted = False
 
 
 def check_interrupted():
