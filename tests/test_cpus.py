@@ -11,6 +11,8 @@ ALLOWED = [0, 1, 2, 3, 8]
     ("all", ALLOWED), (None, ALLOWED), ("0", [0]), ("0,1", [0, 1]), ("0-3", [0, 1, 2, 3]),
     ("3,0-1", [0, 1, 3]), (" 1 , 2 ", [1, 2]), ("8", [8]), ([2, 0], [0, 2]),
     ("0000000001", [1]), ("0" * 5000 + "1", [1]),
+    # spaces anywhere around the numbers, as people type them
+    ("0 - 3", [0, 1, 2, 3]), ("1 -2", [1, 2]), (" 0 ,\t1-2 ", [0, 1, 2]),
 ])
 def test_valid(spec, expected):
     assert parse_cpus(spec, ALLOWED) == expected
@@ -24,7 +26,7 @@ def test_valid(spec, expected):
     ([0, "1"], "integers"),
     # int() takes these; a CPU list must not
     ("0_1", "not a CPU number"), ("+1", "not a CPU number"), ("\uff11", "not a CPU number"),
-    ("0-\uff13", "not a CPU number"), ("1 -2", "not a CPU number"), ("0x1", "not a CPU number"),
+    ("0-\uff13", "not a CPU number"), ("1 2", "not a CPU number"), ("0x1", "not a CPU number"),
     # the range's top named, not swallowed into a generic syntax error
     ("0-9", "CPU 9 is not in this process's affinity set"),
     ("0-4000000000", "CPU 4000000000 is not in"), ("9999999999", "CPU 9999999999 is not in"),

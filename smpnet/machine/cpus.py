@@ -48,11 +48,12 @@ def parse_cpus(spec, allowed=None):
 
 
 def _split(part):
-    """One comma-separated part, N or LO-HI: (LO, HI) as text, HI = LO for N;
+    """One comma-separated part, N or LO-HI (spaces around either allowed):
+    (LO, HI) as text, HI = LO for N;
     ValueError unless both are ASCII digits (int() would also take '0_1',
     '+1' and full-width digits)."""
     part = part.strip()
-    lo, sep, hi = part.partition("-")
+    lo, sep, hi = (x.strip() for x in part.partition("-"))     # '0 - 3' as '0-3'
     if not _is_number(lo) or (sep and not _is_number(hi)):
         raise ValueError(f"{part!r} is not a CPU number or range")
     return lo, hi if sep else lo
