@@ -10,7 +10,7 @@ import sys
 
 from . import __version__
 from .errors import BadInput, OutputFailed, SmpnetError
-from .experiment import bounded
+from .experiment import MACHINE_OPTIONS
 from .machine import process
 from .machine.cpus import parse_cpus
 from .measure import calibration
@@ -25,10 +25,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def add_machine_options(p):
-    p.add_argument("--ncpus", type=bounded("--ncpus"), metavar="N",
-                   help="emulated CPUs (default: one per selected real CPU)")
-    p.add_argument("--oversubscribe", action="store_true",
-                   help="allow more emulated CPUs than real ones (timings then not valid)")
+    for option in MACHINE_OPTIONS:
+        option.add_to(p)
 
 
 def _common(p):

@@ -72,6 +72,9 @@ class Experiment:
     # stages that are `calibrated` (their params' "calibration")
     calibrates: Optional[Callable] = None
     calibrated: bool = False
+    # its options as Option records, where it declares them so (the Python
+    # API takes these as keywords; add_options adds them to the parser)
+    options: tuple = ()
 
 
 def parse_list(text, known, what):
@@ -92,20 +95,94 @@ def parse_list(text, known, what):
     return items
 
 
-def bounded(option):
-    """The argparse type of a numeric option: its bound from bounds.BOUNDS."""
-    import argparse
-
+def bounded_value(option):
+    """A numeric option's value from its text, within its bound from
+    bounds.BOUNDS (a list where bounds.LISTS has it); BadInput otherwise."""
     from . import bounds
 
     def check(text):
+        if option in bounds.LISTS:
+            return bounds.parse_list(option, text)
+        return bounds.parse(option, text)
+    return check
+
+
+def _argparse_type(check):
+    """`check` (text -> value, BadInput on a bad one) as an argparse type."""
+    import argparse
+
+    def typed(text):
         try:
-            if option in bounds.LISTS:
-                return bounds.parse_list(option, text)
-            return bounds.parse(option, text)
+            return check(text)
         except BadInput as e:  # argparse puts "argument --x: " before it
             raise argparse.ArgumentTypeError(str(e)) from None
-    return check
+    return typed
+
+
+def bounded(option):
+    """The argparse type of a numeric option: its bound from bounds.BOUNDS."""
+    return _argparse_type(bounded_value(option))
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option, declared once: the command line adds it to its parser
+    (add_to), the Python API takes a keyword by it (value), each value
+    checked by the same `type`."""
+    flag: str                   # "--hold-cycles"; the keyword is hold_cycles
+    help: str
+    type: Optional[Callable] = None     # text -> value, BadInput on a bad one
+    default: object = None
+    metavar: Optional[str] = None
+    choices: Optional[tuple] = None
+    switch: bool = False        # on where given (store_true)
+    negatable: bool = False     # --x or --no-x, None where neither
+
+    @property
+    def dest(self):
+        return self.flag[2:].replace("-", "_")
+
+    def add_to(self, parser):
+        import argparse
+
+        kw = {"help": self.help, "default": self.default}
+        if self.switch:
+            kw["action"] = "store_true"
+        elif self.negatable:
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw.update(metavar=self.metavar, choices=self.choices)
+            if self.type is not None:
+                kw["type"] = _argparse_type(self.type)
+        parser.add_argument(self.flag, **kw)
+
+    def value(self, given):
+        """A keyword's value, checked as the command line checks the text
+        (a list or tuple as its comma-separated text); None: the default."""
+        if given is None:
+            return self.default
+        if self.switch or self.negatable:
+            if not isinstance(given, bool):
+                raise BadInput(f"{self.flag}: True or False, got {given!r}")
+            return given
+        text = ",".join(map(str, given)) if isinstance(given, (list, tuple)) else str(given)
+        if self.choices is not None and text not in self.choices:
+            raise BadInput(f"{self.flag}: one of {', '.join(self.choices)}, got {text!r}")
+        if self.type is None:
+            return text
+        try:
+            return self.type(text)
+        except BadInput as e:   # named as argparse names it: "argument --x: ..."
+            raise BadInput(f"{self.flag}: {e}") from None
+
+
+# --ncpus and --oversubscribe: what every experiment with machine_options takes
+MACHINE_OPTIONS = (
+    Option("--ncpus", "emulated CPUs (default: one per selected real CPU)",
+           bounded_value("--ncpus"), metavar="N"),
+    Option("--oversubscribe", "allow more emulated CPUs than real ones (timings then not "
+                              "valid)", switch=True, default=False),
+)
 
 
 

@@ -259,6 +259,34 @@ def test_ab_takes_the_lock_and_contended_options_as_declared_once():
     assert "--scale" not in ab_opts and "--scale" in con
 
 
+def test_the_api_takes_the_options_the_command_line_declares():
+    """smpnet.ab() builds its arguments from ab's Option records, no
+    parser: the same names and defaults as `smpnet-bench ab FILE.c`, and a
+    bad value refused by the same check, in one line."""
+    import ast
+    from smpnet import api
+    from smpnet.cli import build_parser
+    from smpnet.experiments import get
+
+    common = {"command", "cpus", "experiment", "format", "func", "json", "long", "output",
+              "plot"}
+    cli = {k: v for k, v in vars(build_parser().parse_args(["ab", "x.c"])).items()
+           if k not in common}
+    given = vars(api._args(get("ab"), {}, file="x.c", source=None))
+    assert given.pop("source") is None and given == cli
+    with pytest.raises(BadInput, match="--hold-cycles") as e:
+        smpnet.ab(source="x", hold_cycles=-1)
+    assert "\n" not in str(e.value)
+    with pytest.raises(BadInput, match="--restore: one of sti, popf, got 'pushf'"):
+        smpnet.ab(source="x", restore="pushf")
+    with pytest.raises(BadInput, match="--check: True or False, got 'yes'"):
+        smpnet.ab(source="x", check="yes")
+    tree = ast.parse(pathlib.Path(api.__file__).read_text())
+    imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {"argparse", "cli"} & imported
+
+
 UNBALANCED = """#include <smpnet.h>
 SMPNET_STATE(struct smpnet_none, struct smpnet_none);
 SMPNET_VARIANT(saves) { unsigned long flags; local_irq_save(flags); (void)flags; }

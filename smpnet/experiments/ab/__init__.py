@@ -12,13 +12,12 @@ the same rounds, is the A/A control. Every variant (and the control) works
 on its own copy of the state, and its init and check run on that copy
 outside the timing.
 """
-import argparse
 import hashlib
 import os
 
 from ... import _core
 from ...errors import BadInput, RunFailed, Stalled, WorkerDied
-from ...experiment import Experiment, Metric, Outcome, bounded, parse_list
+from ...experiment import Experiment, Metric, Option, Outcome, bounded_value, parse_list
 from ...machine import layout, tsc
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine, run_seconds
@@ -31,28 +30,33 @@ ROUNDS, DURATION, REPEAT = 20, 0.05, 20
 AA = " (A/A)"   # the control's label: the baseline's name and this
 
 
+# ab's options, declared once: the command line's and smpnet.ab()'s keywords
+OPTIONS = (
+    Option("--variants", "the variants to run, the first the baseline (default: all, in the "
+                         "file's order)", metavar="LIST"),
+    lockopts.algo_option(several=False),
+    *lockopts.restore_check_options(
+        check="build with the lock/IRQ checker (timings then include it)"),
+    lockopts.kernel_build_option(),
+    Option("--loops", "uncontended: ops per round (default: calibrated to 10 ms a round)",
+           bounded_value("--loops"), metavar="N"),
+    Option("--rounds", f"uncontended: measured rounds per variant (default: {ROUNDS})",
+           bounded_value("--rounds"), metavar="R"),
+    Option("--builtin", "uncontended: built-in time_bench tests to run in the same rounds, "
+                        "each variant's cost over each given as a ratio (e.g. "
+                        "spin_lock_unlock: the harness overhead of a user's lock op)",
+           metavar="LIST"),
+    Option("--contended", "also run every CPU at once (default: on with 2 CPUs or more)",
+           negatable=True),
+    *lockopts.contended_options("contended: ", DURATION, REPEAT, sweeps=False, side="variant"),
+)
+
+
 def add_options(p):
     p.add_argument("file", metavar="FILE.c",
                    help="the C file of variants (docs/experiments/ab.md)")
-    p.add_argument("--variants", metavar="LIST",
-                   help="the variants to run, the first the baseline (default: all, in "
-                        "the file's order)")
-    lockopts.add_algo_option(p, several=False)
-    lockopts.add_restore_check_options(
-        p, check="build with the lock/IRQ checker (timings then include it)")
-    lockopts.add_kernel_build_option(p)
-    p.add_argument("--loops", type=bounded("--loops"), metavar="N",
-                   help="uncontended: ops per round (default: calibrated to 10 ms a round)")
-    p.add_argument("--rounds", type=bounded("--rounds"), metavar="R",
-                   help=f"uncontended: measured rounds per variant (default: {ROUNDS})")
-    p.add_argument("--builtin", metavar="LIST",
-                   help="uncontended: built-in time_bench tests to run in the same rounds, "
-                        "each variant's cost over each given as a ratio (e.g. "
-                        "spin_lock_unlock: the harness overhead of a user's lock op)")
-    p.add_argument("--contended", action=argparse.BooleanOptionalAction, default=None,
-                   help="also run every CPU at once (default: on with 2 CPUs or more)")
-    lockopts.add_contended_options(p, "contended: ", DURATION, REPEAT, sweeps=False,
-                                   side="variant")
+    for option in OPTIONS:
+        option.add_to(p)
 
 
 def _one(option, values):
@@ -255,5 +259,5 @@ EXPERIMENT = Experiment(
                 "difference). docs/experiments/ab.md walks through a first file.",
     add_options=add_options, params=params, seconds=seconds, run=run, text=text,
     metric=Metric(("mode", "variant"), "cycles", "samples", "cycles_min", "cycles_max"),
-    plot=figures.plot,
+    plot=figures.plot, options=OPTIONS,
 )

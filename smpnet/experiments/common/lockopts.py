@@ -4,22 +4,27 @@ lock a kernel on this host runs), --variant, --restore, --check,
 `contended`, `defer` and `ab`.
 """
 from ...errors import BadInput
-from ...experiment import bounded, parse_list
+from ...experiment import Option, bounded_value, parse_list
 from ...machine import kernel_build, sysinfo
 from .lockbench import ALGOS, RESTORES, VARIANTS
 
 
-def add_kernel_build_option(p, several=False):
+def kernel_build_option(several=False):
     """--kernel-build: the shape of the lock entry points (one build, or
     with `several` a list of them)."""
     what = "kernel builds" if several else "the kernel build"
-    p.add_argument("--kernel-build", default=kernel_build.HOST, metavar="LIST" if several else "NAME",
-                   help=f"{what} the lock entry points and local_bh_enable() follow: a "
-                        f"shape, inline code or calls ({', '.join(kernel_build.SHAPES)}), an "
-                        f"x86 one with its return ({kernel_build.SAFE_RET}: SRSO's safe-RET "
-                        f"thunk, {kernel_build.RET_THUNK}: a jmp to a ret; default a plain "
-                        f"ret), e.g. x86-preempt{kernel_build.SAFE_RET}; or {kernel_build.HOST} "
-                        "(the default: the host's own, read from its config and sysfs)")
+    return Option("--kernel-build",
+                  f"{what} the lock entry points and local_bh_enable() follow: a "
+                  f"shape, inline code or calls ({', '.join(kernel_build.SHAPES)}), an "
+                  f"x86 one with its return ({kernel_build.SAFE_RET}: SRSO's safe-RET "
+                  f"thunk, {kernel_build.RET_THUNK}: a jmp to a ret; default a plain "
+                  f"ret), e.g. x86-preempt{kernel_build.SAFE_RET}; or {kernel_build.HOST} "
+                  "(the default: the host's own, read from its config and sysfs)",
+                  default=kernel_build.HOST, metavar="LIST" if several else "NAME")
+
+
+def add_kernel_build_option(p, several=False):
+    kernel_build_option(several).add_to(p)
 
 
 def kernel_builds(arg, several=False):
@@ -79,24 +84,31 @@ def one_algo(option, text):
     return text, None
 
 
-def add_algo_option(p, default="qspinlock", several=True):
+def algo_option(default="qspinlock", several=True):
     """--algo: lock algorithms, a list or (not `several`) one, or host."""
     if several:
-        p.add_argument("--algo", default=default, metavar="LIST",
-                       help=f"lock algorithms: {','.join(ALGOS)}, all, or host (the one a "
-                            f"kernel on this host runs: info says which) (default: {default})")
-    else:
-        p.add_argument("--algo", default=default, metavar="ALGO",
-                       help=f"the lock algorithm spin_lock() is built with: "
+        return Option("--algo", f"lock algorithms: {','.join(ALGOS)}, all, or host (the one a "
+                                f"kernel on this host runs: info says which) (default: "
+                                f"{default})", default=default, metavar="LIST")
+    return Option("--algo", f"the lock algorithm spin_lock() is built with: "
                             f"{', '.join(ALGOS)} or host, the one a kernel here runs "
-                            f"(default: {default})")
+                            f"(default: {default})", default=default, metavar="ALGO")
+
+
+def add_algo_option(p, default="qspinlock", several=True):
+    algo_option(default, several).add_to(p)
+
+
+def restore_check_options(check="run the lock/IRQ checker and report what it finds"):
+    """--restore and --check (`check`: what the checker does in this experiment)."""
+    return (Option("--restore", "local_irq_restore: sti = Linux 5.12+ (default), popf = older "
+                                "kernels", choices=RESTORES, default="sti"),
+            Option("--check", check, switch=True, default=False))
 
 
 def add_restore_check_options(p, check="run the lock/IRQ checker and report what it finds"):
-    """--restore and --check (`check`: what the checker does in this experiment)."""
-    p.add_argument("--restore", choices=RESTORES, default="sti",
-                   help="local_irq_restore: sti = Linux 5.12+ (default), popf = older kernels")
-    p.add_argument("--check", action="store_true", help=check)
+    for option in restore_check_options(check):
+        option.add_to(p)
 
 
 def add_lock_options(p, algo_default="qspinlock", several_builds=False):
@@ -121,29 +133,35 @@ CONTENDED_ONLY = ("--hold-cycles", "--think-cycles", "--duration", "--repeat", "
                   "--rng-seed")
 
 
-def add_contended_options(p, which="", duration=DURATION, repeat=REPEAT, sweeps=True,
-                          side="algorithm and variant"):
+def contended_options(which="", duration=DURATION, repeat=REPEAT, sweeps=True,
+                      side="algorithm and variant"):
     """The options of a contended run (`which`: the help's prefix; its
     defaults, and what one run's `side` is; `sweeps`: --scale and
     --rng-seed too). No default set here: a run that is not contended
     refuses them, and the experiment applies the defaults it names."""
-    for option, what, default in (
-            ("--hold-cycles", "critical-section lengths in TSC cycles", HOLD_CYCLES),
-            ("--think-cycles", "TSC cycles of work outside the lock between a release and the "
-                               "next acquire", THINK_CYCLES)):
-        p.add_argument(option, type=bounded(option), metavar="LIST" if sweeps else "N",
-                       help=f"{which}{what}" + (", a sweep such as 0,100,1000" if sweeps
-                                                else "") + f" (default: {default})")
-    p.add_argument("--duration", type=bounded("--duration"), metavar="S",
-                   help=f"{which}seconds per run of one {side} (default: {duration})")
-    p.add_argument("--repeat", type=bounded("--repeat"), metavar="R",
-                   help=f"{which}rounds; each round runs every {side} once (default: {repeat})")
-    if not sweeps:
-        return
-    p.add_argument("--scale", type=bounded("--scale"), metavar="LIST",
-                   help=f"{which}emulated CPU counts to run on, a sweep such as 1,2 (the "
-                        "first N selected CPUs; more than are selected with --oversubscribe, "
-                        "round-robin; default: all selected)")
-    p.add_argument("--rng-seed", type=bounded("--rng-seed"), metavar="N",
-                   help=f"{which}RNG seed of the rounds' order (default: a random one, "
-                        "recorded in the result)")
+    out = [Option(option, f"{which}{what}" + (", a sweep such as 0,100,1000" if sweeps else "")
+                  + f" (default: {default})", bounded_value(option),
+                  metavar="LIST" if sweeps else "N")
+           for option, what, default in (
+               ("--hold-cycles", "critical-section lengths in TSC cycles", HOLD_CYCLES),
+               ("--think-cycles", "TSC cycles of work outside the lock between a release and "
+                                  "the next acquire", THINK_CYCLES))]
+    out += [Option("--duration", f"{which}seconds per run of one {side} (default: {duration})",
+                   bounded_value("--duration"), metavar="S"),
+            Option("--repeat", f"{which}rounds; each round runs every {side} once (default: "
+                               f"{repeat})", bounded_value("--repeat"), metavar="R")]
+    if sweeps:
+        out += [Option("--scale", f"{which}emulated CPU counts to run on, a sweep such as 1,2 "
+                                  "(the first N selected CPUs; more than are selected with "
+                                  "--oversubscribe, round-robin; default: all selected)",
+                       bounded_value("--scale"), metavar="LIST"),
+                Option("--rng-seed", f"{which}RNG seed of the rounds' order (default: a random "
+                                     "one, recorded in the result)", bounded_value("--rng-seed"),
+                       metavar="N")]
+    return tuple(out)
+
+
+def add_contended_options(p, which="", duration=DURATION, repeat=REPEAT, sweeps=True,
+                          side="algorithm and variant"):
+    for option in contended_options(which, duration, repeat, sweeps, side):
+        option.add_to(p)
