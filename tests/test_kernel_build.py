@@ -179,6 +179,27 @@ def test_each_loop_calls_exactly_the_entry_points_its_build_makes_calls(core_fun
 
 
 @pytest.mark.skipif(not X86, reason="reads x86 code")
+def test_spin_unlock_bh_releases_the_lock_before_it_enables_bhs(core_functions):
+    """__raw_spin_unlock_bh(): the lock released, then BHs enabled (a
+    softirq run by the enable must find the lock free). Where the release
+    is a plain store (tas, ticket, qspinlock; no checker, no debug), each
+    copy is that store to the lock, then a tail call of the enable."""
+    seen = 0
+    for name in core_functions:
+        m = re.match(r"_raw_spin_unlock_bh_SPIN_(TAS|TICKET|QSPINLOCK)_0_0_([012])$", name)
+        if not m:
+            continue
+        insns = [line.split("\t", 1)[1].strip() for line in
+                 code_of(core_functions, name).splitlines() if "\t" in line]
+        insns = [i for i in insns if not i.startswith(("nop", "xchg   %ax,%ax", "data16", "cs "))]
+        stores = [k for k, i in enumerate(insns) if re.search(r",\(%rsi\)$", i)]
+        assert stores and insns[-1].startswith("jmp") and insns[-1].endswith(
+            f"<__local_bh_enable_ip_0_{m[2]}>"), (name, insns)
+        assert not any("call" in i for i in insns), (name, insns)
+        seen += 1
+    assert seen == 9
+
+
 def test_local_bh_enable_calls_its_out_of_line_copy_in_every_x86_build(core_functions):
     """include/linux/bottom_half.h's local_bh_enable() calls
     __local_bh_enable_ip(), which kernel/softirq.c keeps out of line in
