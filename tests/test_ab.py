@@ -380,6 +380,52 @@ def test_a_users_irqsave_saves_the_flags_and_restores_them_as_built():
         assert reaches(fns, timed["irqsave"], r"\tpopf") == popf, popf
 
 
+BARRIERS = """#include <smpnet.h>
+struct shared { unsigned long flag, n; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_VARIANT(full) { shared->n++; smp_mb(); }
+SMPNET_VARIANT(ordered) { smp_store_release(&shared->n, smp_load_acquire(&shared->n) + 1);
+			  smp_rmb(); smp_wmb(); smp_mb__before_atomic(); smp_mb__after_atomic(); }
+SMPNET_VARIANT(spins) { while (!READ_ONCE(shared->flag)) cpu_relax(); }
+SMPNET_VARIANT(waits) { smp_cond_load_acquire(&shared->flag, VAL != 0); }
+SMPNET_VARIANT(nothing) { }
+"""
+
+
+def test_the_kernels_barriers_compile_to_x86s_instructions():
+    """smp_mb() is x86's locked add to the stack; smp_rmb(), smp_wmb(),
+    the atomics' smp_mb__*() and release/acquire are no instruction at
+    all (arch/x86/include/asm/barrier.h)."""
+    fns = _object_functions(build.build(BARRIERS, "barriers.c",
+                                        smpnet._core.LOCK_ALGOS["qspinlock"]).path)
+
+    def timed(v):
+        return fns[next(f for f in fns if f.startswith(f"smpnet_timed_{v}"))]
+    def fences(v):     # the TSC reads' own lfences are every loop's: count beside an empty one
+        return re.findall(r"fence|\block\b|xchg +%r", timed(v))
+    assert re.search(r"lock addl \$0x0,-0x4\(%rsp\)", timed("full"))
+    assert fences("ordered") == fences("nothing") and "lock" not in fences("nothing")
+
+
+def test_a_files_own_spin_loop_ends_at_the_stop(capsys, tmp_path, monkeypatch):
+    """A variant waiting on a flag no one sets, with cpu_relax() or
+    smp_cond_load_acquire(), is stopped by the watchdog and named, and its
+    worker leaves at the stop: none is killed after the grace period."""
+    import multiprocessing.process
+    from smpnet.machine import machine
+    monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.5)
+    killed, kill = [], multiprocessing.process.BaseProcess.kill
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "kill",
+                        lambda self: (killed.append(self.pid), kill(self)))
+    f = write(tmp_path, BARRIERS, "spins.c")
+    for variant in ("spins", "waits"):
+        assert main(["ab", f, "--cpus", "0", "--variants", f"full,{variant}", "--no-contended"]
+                    + FAST) == 1
+        err = one_error_line(capsys)[-1]
+        assert f"variant '{variant}': emulated CPU 0" in err and "made no progress" in err
+    assert killed == [] and open_segments() == set()
+
+
 HOOKS = """#include <smpnet.h>
 struct shared { unsigned long base, n; };
 SMPNET_STATE(struct shared, struct smpnet_none);

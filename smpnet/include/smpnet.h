@@ -172,6 +172,64 @@ static inline void smpnet_enter(struct smpnet_env *e)
 	smpnet_cpu = e->c;
 }
 
+/* cpu_relax() in the file's own code: the pause, and at the run's stop an
+ * end of the op (back to its loop, as a stopped acquire), so that a spin
+ * loop waiting on a CPU that died, or on a flag no one sets, ends with the
+ * run; smp_cond_load_*() wait with it. The core's own loops keep theirs. */
+static inline void smpnet_cpu_relax(void)
+{
+	cpu_relax();
+	if (unlikely(smp_should_stop(smpnet_cpu->hdr)))
+		longjmp(smpnet_unwind, 1);
+}
+#define cpu_relax()	smpnet_cpu_relax()
+
+/* The kernel's barriers, as arch/x86/include/asm/barrier.h has them:
+ * mb/rmb/wmb the fences; smp_mb() a locked add to the stack (cheaper than
+ * mfence); smp_rmb/wmb and the atomics' smp_mb__*() compiler barriers
+ * alone (x86's loads and stores are ordered, its locked ops full
+ * barriers); release and acquire a plain store and load, ordered by the
+ * compiler (include/asm-generic/barrier.h's x86 forms). */
+#if defined(__x86_64__) || defined(__i386__)
+#define mb()		__asm__ __volatile__("mfence" ::: "memory")
+#define rmb()		__asm__ __volatile__("lfence" ::: "memory")
+#define wmb()		__asm__ __volatile__("sfence" ::: "memory")
+#define smp_mb()	__asm__ __volatile__("lock addl $0,-4(%%rsp)" ::: "memory", "cc")
+#define smp_rmb()	barrier()
+#define smp_wmb()	barrier()
+#define smp_mb__before_atomic()	barrier()
+#define smp_mb__after_atomic()	barrier()
+#define smp_store_release(p, v)	do { barrier(); WRITE_ONCE(*(p), (v)); } while (0)
+#define smp_load_acquire(p)	({ __typeof__(*(p)) ___p1 = READ_ONCE(*(p)); barrier(); ___p1; })
+#else
+#define mb()		__atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define rmb()		__atomic_thread_fence(__ATOMIC_ACQUIRE)
+#define wmb()		__atomic_thread_fence(__ATOMIC_RELEASE)
+#define smp_mb()	__atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define smp_rmb()	__atomic_thread_fence(__ATOMIC_ACQUIRE)
+#define smp_wmb()	__atomic_thread_fence(__ATOMIC_RELEASE)
+#define smp_mb__before_atomic()	smp_mb()
+#define smp_mb__after_atomic()	smp_mb()
+#define smp_store_release(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define smp_load_acquire(p)	__atomic_load_n((p), __ATOMIC_ACQUIRE)
+#endif
+#define smp_store_mb(var, value)	do { WRITE_ONCE(var, value); smp_mb(); } while (0)
+/* Wait until `cond_expr` (on VAL, the value just read) holds; the value. */
+#define smp_cond_load_relaxed(ptr, cond_expr)						\
+	({										\
+		__typeof__(ptr) __PTR = (ptr);						\
+		__typeof__(*(ptr)) VAL;							\
+		for (;;) {								\
+			VAL = READ_ONCE(*__PTR);					\
+			if (cond_expr)							\
+				break;							\
+			cpu_relax();							\
+		}									\
+		VAL;									\
+	})
+#define smp_cond_load_acquire(ptr, cond_expr)						\
+	({ __typeof__(*(ptr)) _val = smp_cond_load_relaxed(ptr, cond_expr); barrier(); _val; })
+
 #define per_cpu(cpu)	smpnet_per_cpu(smpnet_env, (cpu))
 #define nr_cpus		(smpnet_env->nr_cpus)
 #define smp_processor_id()	(smpnet_cpu->cpu)
