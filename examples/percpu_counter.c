@@ -20,8 +20,8 @@ SMPNET_VARIANT(shared_atomic)
 
 SMPNET_CHECK(shared_atomic)
 {
-	/* atomic_t wraps at 2^32, as the kernel's does */
-	expect(atomic_read(&shared->count) == (uint32_t)nr_ops,
+	/* atomic_t is a signed int that wraps at 2^32, as the kernel's */
+	expect((uint32_t)atomic_read(&shared->count) == (uint32_t)nr_ops,
 	       "the shared counter lost increments");
 }
 

@@ -392,6 +392,57 @@ SMPNET_VARIANT(nothing) { }
 """
 
 
+ATOMICS = """#include <smpnet.h>
+struct shared { atomic_t v; atomic64_t v64; atomic_long_t vl; atomic_t bits; int sink; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_VARIANT(inc) { atomic_inc(&shared->v); }
+SMPNET_VARIANT(fetch_add) { shared->sink = atomic_fetch_add(2, &shared->v); }
+SMPNET_VARIANT(dec_and_test) { if (atomic_dec_and_test(&shared->v)) atomic_set(&shared->v, 1); }
+SMPNET_VARIANT(fetch_or) { shared->sink = atomic_fetch_or(1, &shared->bits); }
+SMPNET_VARIANT(try_loop) { int old = atomic_read(&shared->v);
+			   while (!atomic_try_cmpxchg(&shared->v, &old, old + 1)) ; }
+SMPNET_CHECK(try_loop) { expect((uint32_t)atomic_read(&shared->v) == (uint32_t)nr_ops,
+				"a try_cmpxchg loop lost an increment"); }
+SMPNET_VARIANT(long_ops) { atomic64_add(3, &shared->v64); atomic_long_inc(&shared->vl); }
+SMPNET_CHECK(long_ops) { expect(atomic64_read(&shared->v64) == 3 * (int64_t)nr_ops
+				&& atomic_long_read(&shared->vl) == (long)nr_ops, "lost an op"); }
+"""
+
+
+def test_the_kernels_atomics_are_x86s_locked_instructions_and_signed(tmp_path, allowed):
+    """atomic_t is the kernel's signed counter in a struct, and its ops the
+    locked instructions x86's are: inc a lock add or inc, fetch_add a lock
+    xadd, dec_and_test a locked dec or sub and a flag, fetch_or a cmpxchg
+    loop; a try_cmpxchg loop and the 64-bit and long families lose no op
+    with every CPU at once."""
+    text = ATOMICS
+    fns = _object_functions(build.build(text, "atomics.c",
+                                        smpnet._core.LOCK_ALGOS["qspinlock"]).path)
+
+    def timed(v):
+        return fns[next(f for f in fns if f.startswith(f"smpnet_timed_{v}"))]
+    assert re.search(r"lock (add|inc)l", timed("inc"))
+    assert re.search(r"lock xadd", timed("fetch_add"))
+    assert re.search(r"lock (dec|sub)l", timed("dec_and_test")) and "cmpxchg" not in timed(
+        "dec_and_test")
+    assert re.search(r"lock cmpxchg", timed("fetch_or"))
+    f = write(tmp_path, text, "atomics.c")
+    cpus = (["--cpus", "0,1"] if len(allowed) > 1
+            else ["--cpus", str(allowed[0]), "--ncpus", "2", "--oversubscribe"])
+    assert main(["ab", f, *cpus, "--variants", "inc,try_loop,long_ops", "--duration", "0.01",
+                 "--repeat", "2"] + FAST) == 0
+    # signed, as the kernel's: a counter below zero reads below zero
+    g = write(tmp_path, """#include <smpnet.h>
+struct shared { atomic_t v; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_VARIANT(a) { atomic_dec(&shared->v); }
+SMPNET_CHECK(a) { expect(atomic_read(&shared->v) < 0 && atomic_add_negative(0, &shared->v)
+			 && !atomic_inc_not_zero(&(atomic_t)ATOMIC_INIT(0)), "not signed"); }
+SMPNET_VARIANT(b) { atomic_dec(&shared->v); }
+""", "signed.c")
+    assert main(["ab", g, "--cpus", str(allowed[0]), "--no-contended"] + FAST) == 0
+
+
 def test_the_kernels_barriers_compile_to_x86s_instructions():
     """smp_mb() is x86's locked add to the stack; smp_rmb(), smp_wmb(),
     the atomics' smp_mb__*() and release/acquire are no instruction at

@@ -37,7 +37,19 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wunused-variable"
+/* The core's own atomics (atomic.h, on uint32_t) under other names in this
+ * file: the kernel's names are the file's (below). */
+#define atomic_read	smpnet_core_atomic_read
+#define atomic_set	smpnet_core_atomic_set
+#define atomic_inc	smpnet_core_atomic_inc
+#define atomic_inc_return	smpnet_core_atomic_inc_return
+#define atomic_dec_return	smpnet_core_atomic_dec_return
+#define atomic_xchg	smpnet_core_atomic_xchg
+#define atomic_cmpxchg	smpnet_core_atomic_cmpxchg
+#define atomic_long_set	smpnet_core_atomic_long_set
+#define atomic_long_inc_return	smpnet_core_atomic_long_inc_return
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 #include "compiler.h"
@@ -49,11 +61,111 @@
 #include "irqflags.h"
 #include "spinlock_api_smp.h"
 #include "ab.h"
+#undef atomic_read
+#undef atomic_set
+#undef atomic_inc
+#undef atomic_inc_return
+#undef atomic_dec_return
+#undef atomic_xchg
+#undef atomic_cmpxchg
+#undef atomic_long_set
+#undef atomic_long_inc_return
 #pragma GCC diagnostic pop
 
-/* The kernel's type names for what atomic.h works on. */
-typedef uint32_t atomic_t;
-typedef uint64_t atomic_long_t;
+/* ---------------------------------------------------------------- atomics, as the kernel's */
+
+/* atomic_t, atomic64_t and atomic_long_t as include/linux/types.h declares
+ * them: a signed counter in a struct, so that no plain arithmetic reaches
+ * one by mistake; and the ops include/linux/atomic/ generates for each,
+ * every RMW a lock-prefixed instruction as arch/x86/include/asm/atomic.h's
+ * (GCC's __atomic builtins: lock add/sub/inc/dec where the result is not
+ * used, lock xadd where it is, lock cmpxchg; and/or/xor with a result a
+ * cmpxchg loop, as x86's arch_atomic_fetch_and() is). */
+typedef struct { int counter; } atomic_t;
+typedef struct { int64_t counter; } atomic64_t;
+typedef struct { long counter; } atomic_long_t;
+#define ATOMIC_INIT(i)		{ (i) }
+#define ATOMIC64_INIT(i)	{ (i) }
+#define ATOMIC_LONG_INIT(i)	{ (i) }
+
+#define SMPNET_ATOMIC_OPS(pfx, type, ctype)						\
+static inline ctype pfx##_read(const type *v) { return __atomic_load_n(&v->counter, __ATOMIC_RELAXED); } \
+static inline void pfx##_set(type *v, ctype i) { __atomic_store_n(&v->counter, i, __ATOMIC_RELAXED); } \
+static inline ctype pfx##_read_acquire(const type *v)					\
+	{ return __atomic_load_n(&v->counter, __ATOMIC_ACQUIRE); }			\
+static inline void pfx##_set_release(type *v, ctype i)					\
+	{ __atomic_store_n(&v->counter, i, __ATOMIC_RELEASE); }				\
+static inline void pfx##_add(ctype i, type *v) { __atomic_fetch_add(&v->counter, i, __ATOMIC_SEQ_CST); } \
+static inline void pfx##_sub(ctype i, type *v) { __atomic_fetch_sub(&v->counter, i, __ATOMIC_SEQ_CST); } \
+static inline void pfx##_inc(type *v) { __atomic_fetch_add(&v->counter, 1, __ATOMIC_SEQ_CST); }	\
+static inline void pfx##_dec(type *v) { __atomic_fetch_sub(&v->counter, 1, __ATOMIC_SEQ_CST); }	\
+static inline void pfx##_and(ctype i, type *v) { __atomic_fetch_and(&v->counter, i, __ATOMIC_SEQ_CST); } \
+static inline void pfx##_or(ctype i, type *v) { __atomic_fetch_or(&v->counter, i, __ATOMIC_SEQ_CST); } \
+static inline void pfx##_xor(ctype i, type *v) { __atomic_fetch_xor(&v->counter, i, __ATOMIC_SEQ_CST); } \
+static inline void pfx##_andnot(ctype i, type *v)					\
+	{ __atomic_fetch_and(&v->counter, ~i, __ATOMIC_SEQ_CST); }			\
+static inline ctype pfx##_fetch_add(ctype i, type *v)					\
+	{ return __atomic_fetch_add(&v->counter, i, __ATOMIC_SEQ_CST); }		\
+static inline ctype pfx##_fetch_sub(ctype i, type *v)					\
+	{ return __atomic_fetch_sub(&v->counter, i, __ATOMIC_SEQ_CST); }		\
+static inline ctype pfx##_fetch_inc(type *v) { return pfx##_fetch_add(1, v); }		\
+static inline ctype pfx##_fetch_dec(type *v) { return pfx##_fetch_sub(1, v); }		\
+static inline ctype pfx##_fetch_and(ctype i, type *v)					\
+	{ return __atomic_fetch_and(&v->counter, i, __ATOMIC_SEQ_CST); }		\
+static inline ctype pfx##_fetch_or(ctype i, type *v)					\
+	{ return __atomic_fetch_or(&v->counter, i, __ATOMIC_SEQ_CST); }			\
+static inline ctype pfx##_fetch_xor(ctype i, type *v)					\
+	{ return __atomic_fetch_xor(&v->counter, i, __ATOMIC_SEQ_CST); }		\
+static inline ctype pfx##_fetch_andnot(ctype i, type *v) { return pfx##_fetch_and(~i, v); } \
+static inline ctype pfx##_add_return(ctype i, type *v) { return pfx##_fetch_add(i, v) + i; } \
+static inline ctype pfx##_sub_return(ctype i, type *v) { return pfx##_fetch_sub(i, v) - i; } \
+static inline ctype pfx##_inc_return(type *v) { return pfx##_add_return(1, v); }	\
+static inline ctype pfx##_dec_return(type *v) { return pfx##_sub_return(1, v); }	\
+static inline ctype pfx##_xchg(type *v, ctype i)					\
+	{ return __atomic_exchange_n(&v->counter, i, __ATOMIC_SEQ_CST); }		\
+static inline ctype pfx##_cmpxchg(type *v, ctype old, ctype new_)			\
+{											\
+	__atomic_compare_exchange_n(&v->counter, &old, new_, 0, __ATOMIC_SEQ_CST,	\
+				    __ATOMIC_SEQ_CST);					\
+	return old;									\
+}											\
+static inline bool pfx##_try_cmpxchg(type *v, ctype *old, ctype new_)			\
+{											\
+	return __atomic_compare_exchange_n(&v->counter, old, new_, 0, __ATOMIC_SEQ_CST,	\
+					   __ATOMIC_SEQ_CST);				\
+}											\
+static inline bool pfx##_sub_and_test(ctype i, type *v) { return pfx##_sub_return(i, v) == 0; } \
+static inline bool pfx##_dec_and_test(type *v) { return pfx##_dec_return(v) == 0; }	\
+static inline bool pfx##_inc_and_test(type *v) { return pfx##_inc_return(v) == 0; }	\
+static inline bool pfx##_add_negative(ctype i, type *v) { return pfx##_add_return(i, v) < 0; } \
+static inline ctype pfx##_fetch_add_unless(type *v, ctype a, ctype u)			\
+{											\
+	ctype c = pfx##_read(v);							\
+											\
+	do {										\
+		if (c == u)								\
+			break;								\
+	} while (!pfx##_try_cmpxchg(v, &c, c + a));					\
+	return c;									\
+}											\
+static inline bool pfx##_add_unless(type *v, ctype a, ctype u)				\
+	{ return pfx##_fetch_add_unless(v, a, u) != u; }				\
+static inline bool pfx##_inc_not_zero(type *v) { return pfx##_add_unless(v, 1, 0); }	\
+static inline ctype pfx##_dec_if_positive(type *v)					\
+{											\
+	ctype c = pfx##_read(v), d;							\
+											\
+	do {										\
+		d = c - 1;								\
+		if (d < 0)								\
+			break;								\
+	} while (!pfx##_try_cmpxchg(v, &c, d));						\
+	return d;									\
+}
+
+SMPNET_ATOMIC_OPS(atomic, atomic_t, int)
+SMPNET_ATOMIC_OPS(atomic64, atomic64_t, int64_t)
+SMPNET_ATOMIC_OPS(atomic_long, atomic_long_t, long)
 
 /* A state a file does not need: SMPNET_STATE(struct smpnet_none, struct pcpu). */
 struct smpnet_none { char unused; };
