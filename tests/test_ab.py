@@ -443,6 +443,27 @@ SMPNET_VARIANT(b) { atomic_dec(&shared->v); }
     assert main(["ab", g, "--cpus", str(allowed[0]), "--no-contended"] + FAST) == 0
 
 
+def test_a_kernel_declaration_builds_as_the_kernel_writes_it(capsys, tmp_path, allowed):
+    """The kernel's sized types and annotations, as a pasted declaration
+    has them: a struct of u8..s64 fields, ____cacheline_aligned_in_smp,
+    __percpu, __rcu, __read_mostly, and container_of() back to it."""
+    f = write(tmp_path, """#include <smpnet.h>
+struct stats { u64 packets; u32 drops; s16 delta; u8 flags; s8 sign; } ____cacheline_aligned_in_smp;
+struct shared { spinlock_t lock; struct stats __percpu *unused; void __rcu *ptr;
+		struct stats st ____cacheline_aligned_in_smp; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+static int limit __read_mostly = 3;
+SMPNET_INIT(a) { spin_lock_init(&shared->lock); }
+SMPNET_VARIANT(a) { struct stats *st = &shared->st; st->packets++;
+		    if (container_of(st, struct shared, st) != shared) __builtin_trap(); }
+SMPNET_CHECK(a) { expect(_Alignof(struct stats) == 64 && sizeof(s8) == 1 && (s8)-1 < 0
+			 && (u64)-1 > 0 && limit == 3 && shared->st.packets == nr_ops, "types"); }
+SMPNET_VARIANT(b) { shared->st.drops++; }
+""", "types.c")
+    assert main(["ab", f, "--cpus", str(allowed[0]), "--no-contended"] + FAST) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_the_kernels_barriers_compile_to_x86s_instructions():
     """smp_mb() is x86's locked add to the stack; smp_rmb(), smp_wmb(),
     the atomics' smp_mb__*() and release/acquire are no instruction at

@@ -72,6 +72,31 @@
 #undef atomic_long_inc_return
 #pragma GCC diagnostic pop
 
+/* ---------------------------------------------------------------- the kernel's types */
+
+/* include/linux/types.h's sized types, and the annotations a pasted
+ * declaration carries: sparse's address spaces are nothing to the
+ * compiler (include/linux/compiler_types.h), the alignments are
+ * include/linux/cache.h's for a 64-byte line, __read_mostly a section the
+ * kernel groups read-mostly data in (here nothing). */
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+typedef int8_t s8;
+typedef int16_t s16;
+typedef int32_t s32;
+typedef int64_t s64;
+#define __percpu
+#define __rcu
+#define __read_mostly
+#define __aligned(x)			__attribute__((aligned(x)))
+#define ____cacheline_aligned		__aligned(SMP_CACHE_BYTES)
+#define ____cacheline_aligned_in_smp	____cacheline_aligned
+#define SMP_CACHE_BYTES			64
+#define container_of(ptr, type, member)							\
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
 /* ---------------------------------------------------------------- atomics, as the kernel's */
 
 /* atomic_t, atomic64_t and atomic_long_t as include/linux/types.h declares
