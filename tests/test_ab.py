@@ -464,6 +464,64 @@ SMPNET_VARIANT(b) { shared->st.drops++; }
     assert "warning" not in capsys.readouterr().err
 
 
+LISTS = """#include <smpnet.h>
+#define POOL 4096
+struct item { struct llist_node node; int cpu, seen; };
+struct shared { struct llist_head head; refcount_t ref; };
+struct pcpu { struct item items[POOL]; unsigned long added; };
+SMPNET_STATE(struct shared, struct pcpu);
+SMPNET_INIT(adds) { init_llist_head(&shared->head); }
+SMPNET_VARIANT(adds) {
+	if (this_cpu->added < POOL) {
+		struct item *it = &this_cpu->items[this_cpu->added++];
+		it->cpu = get_cpu(); put_cpu();
+		llist_add(&it->node, &shared->head);
+	}
+}
+SMPNET_CHECK(adds) {
+	struct item *it, *n;
+	unsigned long added = 0, found = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < nr_cpus; cpu++)
+		added += per_cpu(cpu)->added;
+	llist_for_each_entry_safe(it, n, llist_del_all(&shared->head), node) {
+		expect(!it->seen++, "a node came out twice");
+		found++;
+	}
+	expect(found == added && llist_empty(&shared->head), "a node was lost");
+}
+SMPNET_INIT(refs) { refcount_set(&shared->ref, 1); }
+SMPNET_CHECK(refs) {
+	refcount_t zero = REFCOUNT_INIT(0);
+
+	expect(refcount_read(&shared->ref) == 1, "an inc and a dec a op left it changed");
+	refcount_inc(&shared->ref);
+	expect(!refcount_dec_and_test(&shared->ref) && refcount_dec_and_test(&shared->ref),
+	       "dec_and_test");
+	refcount_inc(&shared->ref);			/* from 0: a use after free */
+	expect(refcount_read(&shared->ref) == (unsigned int)REFCOUNT_SATURATED, "from 0");
+	expect(!refcount_inc_not_zero(&zero) && refcount_read(&zero) == 0, "inc_not_zero");
+	refcount_set(&shared->ref, REFCOUNT_MAX);
+	refcount_inc(&shared->ref);			/* an overflow */
+	expect(refcount_read(&shared->ref) == (unsigned int)REFCOUNT_SATURATED
+	       && !refcount_dec_and_test(&shared->ref), "overflow");
+	refcount_set(&shared->ref, 1);
+}
+SMPNET_VARIANT(refs) { refcount_inc(&shared->ref); refcount_dec(&shared->ref); }
+"""
+
+
+def test_llist_and_refcount_as_the_kernels(tmp_path, allowed):
+    """llist_add() on every CPU at once, then llist_del_all(): every node
+    comes out once; refcount_t saturates as the kernel's, on an increment
+    from zero and on an overflow, and is never freed once saturated."""
+    f = write(tmp_path, LISTS, "lists.c")
+    cpus = (["--cpus", "0,1"] if len(allowed) > 1
+            else ["--cpus", str(allowed[0]), "--ncpus", "2", "--oversubscribe"])
+    assert main(["ab", f, *cpus, "--duration", "0.01", "--repeat", "2"] + FAST) == 0
+
+
 def test_the_kernels_barriers_compile_to_x86s_instructions():
     """smp_mb() is x86's locked add to the stack; smp_rmb(), smp_wmb(),
     the atomics' smp_mb__*() and release/acquire are no instruction at

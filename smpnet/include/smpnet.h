@@ -72,125 +72,8 @@
 #undef atomic_long_inc_return
 #pragma GCC diagnostic pop
 
-/* ---------------------------------------------------------------- the kernel's types */
-
-/* include/linux/types.h's sized types, and the annotations a pasted
- * declaration carries: sparse's address spaces are nothing to the
- * compiler (include/linux/compiler_types.h), the alignments are
- * include/linux/cache.h's for a 64-byte line, __read_mostly a section the
- * kernel groups read-mostly data in (here nothing). */
-typedef uint8_t u8;
-typedef uint16_t u16;
-typedef uint32_t u32;
-typedef uint64_t u64;
-typedef int8_t s8;
-typedef int16_t s16;
-typedef int32_t s32;
-typedef int64_t s64;
-#define __percpu
-#define __rcu
-#define __read_mostly
-#define __aligned(x)			__attribute__((aligned(x)))
-#define ____cacheline_aligned		__aligned(SMP_CACHE_BYTES)
-#define ____cacheline_aligned_in_smp	____cacheline_aligned
-#define SMP_CACHE_BYTES			64
-#define container_of(ptr, type, member)							\
-	((type *)((char *)(ptr) - offsetof(type, member)))
-
-/* ---------------------------------------------------------------- atomics, as the kernel's */
-
-/* atomic_t, atomic64_t and atomic_long_t as include/linux/types.h declares
- * them: a signed counter in a struct, so that no plain arithmetic reaches
- * one by mistake; and the ops include/linux/atomic/ generates for each,
- * every RMW a lock-prefixed instruction as arch/x86/include/asm/atomic.h's
- * (GCC's __atomic builtins: lock add/sub/inc/dec where the result is not
- * used, lock xadd where it is, lock cmpxchg; and/or/xor with a result a
- * cmpxchg loop, as x86's arch_atomic_fetch_and() is). */
-typedef struct { int counter; } atomic_t;
-typedef struct { int64_t counter; } atomic64_t;
-typedef struct { long counter; } atomic_long_t;
-#define ATOMIC_INIT(i)		{ (i) }
-#define ATOMIC64_INIT(i)	{ (i) }
-#define ATOMIC_LONG_INIT(i)	{ (i) }
-
-#define SMPNET_ATOMIC_OPS(pfx, type, ctype)						\
-static inline ctype pfx##_read(const type *v) { return __atomic_load_n(&v->counter, __ATOMIC_RELAXED); } \
-static inline void pfx##_set(type *v, ctype i) { __atomic_store_n(&v->counter, i, __ATOMIC_RELAXED); } \
-static inline ctype pfx##_read_acquire(const type *v)					\
-	{ return __atomic_load_n(&v->counter, __ATOMIC_ACQUIRE); }			\
-static inline void pfx##_set_release(type *v, ctype i)					\
-	{ __atomic_store_n(&v->counter, i, __ATOMIC_RELEASE); }				\
-static inline void pfx##_add(ctype i, type *v) { __atomic_fetch_add(&v->counter, i, __ATOMIC_SEQ_CST); } \
-static inline void pfx##_sub(ctype i, type *v) { __atomic_fetch_sub(&v->counter, i, __ATOMIC_SEQ_CST); } \
-static inline void pfx##_inc(type *v) { __atomic_fetch_add(&v->counter, 1, __ATOMIC_SEQ_CST); }	\
-static inline void pfx##_dec(type *v) { __atomic_fetch_sub(&v->counter, 1, __ATOMIC_SEQ_CST); }	\
-static inline void pfx##_and(ctype i, type *v) { __atomic_fetch_and(&v->counter, i, __ATOMIC_SEQ_CST); } \
-static inline void pfx##_or(ctype i, type *v) { __atomic_fetch_or(&v->counter, i, __ATOMIC_SEQ_CST); } \
-static inline void pfx##_xor(ctype i, type *v) { __atomic_fetch_xor(&v->counter, i, __ATOMIC_SEQ_CST); } \
-static inline void pfx##_andnot(ctype i, type *v)					\
-	{ __atomic_fetch_and(&v->counter, ~i, __ATOMIC_SEQ_CST); }			\
-static inline ctype pfx##_fetch_add(ctype i, type *v)					\
-	{ return __atomic_fetch_add(&v->counter, i, __ATOMIC_SEQ_CST); }		\
-static inline ctype pfx##_fetch_sub(ctype i, type *v)					\
-	{ return __atomic_fetch_sub(&v->counter, i, __ATOMIC_SEQ_CST); }		\
-static inline ctype pfx##_fetch_inc(type *v) { return pfx##_fetch_add(1, v); }		\
-static inline ctype pfx##_fetch_dec(type *v) { return pfx##_fetch_sub(1, v); }		\
-static inline ctype pfx##_fetch_and(ctype i, type *v)					\
-	{ return __atomic_fetch_and(&v->counter, i, __ATOMIC_SEQ_CST); }		\
-static inline ctype pfx##_fetch_or(ctype i, type *v)					\
-	{ return __atomic_fetch_or(&v->counter, i, __ATOMIC_SEQ_CST); }			\
-static inline ctype pfx##_fetch_xor(ctype i, type *v)					\
-	{ return __atomic_fetch_xor(&v->counter, i, __ATOMIC_SEQ_CST); }		\
-static inline ctype pfx##_fetch_andnot(ctype i, type *v) { return pfx##_fetch_and(~i, v); } \
-static inline ctype pfx##_add_return(ctype i, type *v) { return pfx##_fetch_add(i, v) + i; } \
-static inline ctype pfx##_sub_return(ctype i, type *v) { return pfx##_fetch_sub(i, v) - i; } \
-static inline ctype pfx##_inc_return(type *v) { return pfx##_add_return(1, v); }	\
-static inline ctype pfx##_dec_return(type *v) { return pfx##_sub_return(1, v); }	\
-static inline ctype pfx##_xchg(type *v, ctype i)					\
-	{ return __atomic_exchange_n(&v->counter, i, __ATOMIC_SEQ_CST); }		\
-static inline ctype pfx##_cmpxchg(type *v, ctype old, ctype new_)			\
-{											\
-	__atomic_compare_exchange_n(&v->counter, &old, new_, 0, __ATOMIC_SEQ_CST,	\
-				    __ATOMIC_SEQ_CST);					\
-	return old;									\
-}											\
-static inline bool pfx##_try_cmpxchg(type *v, ctype *old, ctype new_)			\
-{											\
-	return __atomic_compare_exchange_n(&v->counter, old, new_, 0, __ATOMIC_SEQ_CST,	\
-					   __ATOMIC_SEQ_CST);				\
-}											\
-static inline bool pfx##_sub_and_test(ctype i, type *v) { return pfx##_sub_return(i, v) == 0; } \
-static inline bool pfx##_dec_and_test(type *v) { return pfx##_dec_return(v) == 0; }	\
-static inline bool pfx##_inc_and_test(type *v) { return pfx##_inc_return(v) == 0; }	\
-static inline bool pfx##_add_negative(ctype i, type *v) { return pfx##_add_return(i, v) < 0; } \
-static inline ctype pfx##_fetch_add_unless(type *v, ctype a, ctype u)			\
-{											\
-	ctype c = pfx##_read(v);							\
-											\
-	do {										\
-		if (c == u)								\
-			break;								\
-	} while (!pfx##_try_cmpxchg(v, &c, c + a));					\
-	return c;									\
-}											\
-static inline bool pfx##_add_unless(type *v, ctype a, ctype u)				\
-	{ return pfx##_fetch_add_unless(v, a, u) != u; }				\
-static inline bool pfx##_inc_not_zero(type *v) { return pfx##_add_unless(v, 1, 0); }	\
-static inline ctype pfx##_dec_if_positive(type *v)					\
-{											\
-	ctype c = pfx##_read(v), d;							\
-											\
-	do {										\
-		d = c - 1;								\
-		if (d < 0)								\
-			break;								\
-	} while (!pfx##_try_cmpxchg(v, &c, d));						\
-	return d;									\
-}
-
-SMPNET_ATOMIC_OPS(atomic, atomic_t, int)
-SMPNET_ATOMIC_OPS(atomic64, atomic64_t, int64_t)
-SMPNET_ATOMIC_OPS(atomic_long, atomic_long_t, long)
+/* The kernel's types, atomics and lists, by the kernel's names */
+#include "smpnet_atomic.h"
 
 /* A state a file does not need: SMPNET_STATE(struct smpnet_none, struct pcpu). */
 struct smpnet_none { char unused; };
@@ -370,6 +253,10 @@ static inline void smpnet_cpu_relax(void)
 #define per_cpu(cpu)	smpnet_per_cpu(smpnet_env, (cpu))
 #define nr_cpus		(smpnet_env->nr_cpus)
 #define smp_processor_id()	(smpnet_cpu->cpu)
+#define raw_smp_processor_id()	smp_processor_id()
+#define get_cpu()		({ preempt_disable(); smp_processor_id(); })
+#define put_cpu()		preempt_enable()
+#define numa_node_id()		0	/* one node: the emulated machine's (docs/experiments/ab.md) */
 
 /* An acquire returns -1 when the run was stopped while it waited: the
  * variant's op ends there, and its loop with it (as time_bench.h's loops do). */
