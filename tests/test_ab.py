@@ -522,6 +522,72 @@ def test_llist_and_refcount_as_the_kernels(tmp_path, allowed):
     assert main(["ab", f, *cpus, "--duration", "0.01", "--repeat", "2"] + FAST) == 0
 
 
+STATS = """#include <smpnet.h>
+struct shared { seqcount_t seq; u32 lo, hi; unsigned long torn, reads; };
+struct pcpu { local_t n; u64_stats_t pkts; struct u64_stats_sync syncp; };
+SMPNET_STATE(struct shared, struct pcpu);
+SMPNET_VARIANT(local) {
+	local_inc(&this_cpu->n);
+	u64_stats_update_begin(&this_cpu->syncp);
+	u64_stats_inc(&this_cpu->pkts);
+	u64_stats_update_end(&this_cpu->syncp);
+}
+SMPNET_CHECK(local) {
+	u64 n = 0, pkts = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < nr_cpus; cpu++) {
+		unsigned int start;
+		u64 p;
+
+		do {
+			start = u64_stats_fetch_begin(&per_cpu(cpu)->syncp);
+			p = u64_stats_read(&per_cpu(cpu)->pkts);
+		} while (u64_stats_fetch_retry(&per_cpu(cpu)->syncp, start));
+		n += local_read(&per_cpu(cpu)->n);
+		pkts += p;
+	}
+	expect(n == nr_ops && pkts == nr_ops, "a per-CPU count lost an op");
+}
+SMPNET_VARIANT(seq) {
+	if (smp_processor_id() == 0) {
+		write_seqcount_begin(&shared->seq);
+		WRITE_ONCE(shared->lo, shared->lo + 1);
+		WRITE_ONCE(shared->hi, shared->hi + 1);
+		write_seqcount_end(&shared->seq);
+	} else {
+		unsigned int start;
+		u32 lo, hi;
+
+		do {
+			start = read_seqcount_begin(&shared->seq);
+			lo = READ_ONCE(shared->lo);
+			hi = READ_ONCE(shared->hi);
+		} while (read_seqcount_retry(&shared->seq, start));
+		shared->torn += lo != hi;
+		shared->reads++;
+	}
+}
+SMPNET_CHECK(seq) { expect(shared->torn == 0, "a reader saw a torn pair"); }
+"""
+
+
+@pytest.mark.parametrize("width", ["64", "32"])
+def test_local_t_u64_stats_and_seqcount_as_the_kernels(tmp_path, allowed, width):
+    """local_t and u64_stats count per CPU with unlocked instructions and
+    lose nothing; u64_stats' 32-bit form syncs by a seqcount; a seqcount
+    reader on one CPU never sees the pair another CPU writes torn."""
+    text = ("#define SMPNET_U64_STATS_32\n" if width == "32" else "") + STATS
+    fns = _object_functions(build.build(text, "stats.c",
+                                        smpnet._core.LOCK_ALGOS["qspinlock"]).path)
+    loop = fns[next(f for f in fns if f.startswith("smpnet_timed_local"))]
+    assert re.search(r"\tincq", loop) and not re.search(r"\block\b", loop)
+    f = write(tmp_path, text, "stats.c")
+    cpus = (["--cpus", "0,1"] if len(allowed) > 1
+            else ["--cpus", str(allowed[0]), "--ncpus", "2", "--oversubscribe"])
+    assert main(["ab", f, *cpus, "--duration", "0.01", "--repeat", "2"] + FAST) == 0
+
+
 def test_the_kernels_barriers_compile_to_x86s_instructions():
     """smp_mb() is x86's locked add to the stack; smp_rmb(), smp_wmb(),
     the atomics' smp_mb__*() and release/acquire are no instruction at

@@ -72,8 +72,6 @@
 #undef atomic_long_inc_return
 #pragma GCC diagnostic pop
 
-/* The kernel's types, atomics and lists, by the kernel's names */
-#include "smpnet_atomic.h"
 
 /* A state a file does not need: SMPNET_STATE(struct smpnet_none, struct pcpu). */
 struct smpnet_none { char unused; };
@@ -238,7 +236,7 @@ static inline void smpnet_cpu_relax(void)
 #define smp_cond_load_relaxed(ptr, cond_expr)						\
 	({										\
 		__typeof__(ptr) __PTR = (ptr);						\
-		__typeof__(*(ptr)) VAL;							\
+		__typeof__(READ_ONCE(*(ptr))) VAL;	/* unqualified */		\
 		for (;;) {								\
 			VAL = READ_ONCE(*__PTR);					\
 			if (cond_expr)							\
@@ -248,7 +246,12 @@ static inline void smpnet_cpu_relax(void)
 		VAL;									\
 	})
 #define smp_cond_load_acquire(ptr, cond_expr)						\
-	({ __typeof__(*(ptr)) _val = smp_cond_load_relaxed(ptr, cond_expr); barrier(); _val; })
+	({ __typeof__(READ_ONCE(*(ptr))) _val = smp_cond_load_relaxed(ptr, cond_expr);	\
+	   barrier(); _val; })
+
+/* The kernel's types, atomics, local_t, seqcount, u64_stats, refcount_t and
+ * llist, by the kernel's names (after the barriers they wait with) */
+#include "smpnet_atomic.h"
 
 #define per_cpu(cpu)	smpnet_per_cpu(smpnet_env, (cpu))
 #define nr_cpus		(smpnet_env->nr_cpus)

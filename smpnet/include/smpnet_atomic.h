@@ -145,6 +145,90 @@ SMPNET_ATOMIC_OPS(atomic_long, atomic_long_t, long)
 	__atomic_compare_exchange_n((ptr), (pold), (new_), 0, __ATOMIC_SEQ_CST,		\
 				    __ATOMIC_SEQ_CST)
 
+/* ---------------------------------------------------------------- local_t, seqcount, u64_stats */
+
+/* local_t (arch/x86/include/asm/local.h): a long only its CPU writes,
+ * each op one instruction without a lock prefix (safe against the CPU's
+ * own interrupts, not against another CPU). */
+typedef struct { long a; } local_t;
+#define LOCAL_INIT(i)		{ (i) }
+#define local_read(l)		READ_ONCE((l)->a)
+#define local_set(l, i)		WRITE_ONCE((l)->a, (i))
+#if defined(__x86_64__)
+#define local_add(i, l)		__asm__ __volatile__("addq %1, %0" : "+m"((l)->a) : "er"((long)(i)))
+#define local_sub(i, l)		__asm__ __volatile__("subq %1, %0" : "+m"((l)->a) : "er"((long)(i)))
+#define local_inc(l)		__asm__ __volatile__("incq %0" : "+m"((l)->a))
+#define local_dec(l)		__asm__ __volatile__("decq %0" : "+m"((l)->a))
+#define local_add_return(i, l)								\
+	({ long __i = (i), __r = __i; __asm__ __volatile__("xaddq %0, %1"		\
+		: "+r"(__r), "+m"((l)->a) : : "memory"); __r + __i; })
+#else
+#define local_add(i, l)		WRITE_ONCE((l)->a, READ_ONCE((l)->a) + (i))
+#define local_sub(i, l)		local_add(-(i), l)
+#define local_inc(l)		local_add(1, l)
+#define local_dec(l)		local_add(-1, l)
+#define local_add_return(i, l)	({ long __r = READ_ONCE((l)->a) + (i); WRITE_ONCE((l)->a, __r); __r; })
+#endif
+#define local_inc_return(l)	local_add_return(1, l)
+
+/* seqcount_t and seqlock_t (include/linux/seqlock.h): a writer makes the
+ * count odd, writes, makes it even again; a reader retries while it was
+ * odd or changed. The writers must exclude each other (seqlock_t: its
+ * spinlock). */
+typedef struct { unsigned int sequence; } seqcount_t;
+#define SEQCNT_ZERO(name)	{ 0 }
+static inline void seqcount_init(seqcount_t *s) { s->sequence = 0; }
+static inline void write_seqcount_begin(seqcount_t *s)
+{
+	WRITE_ONCE(s->sequence, s->sequence + 1);
+	smp_wmb();
+}
+static inline void write_seqcount_end(seqcount_t *s)
+{
+	smp_wmb();
+	WRITE_ONCE(s->sequence, s->sequence + 1);
+}
+static inline unsigned int read_seqcount_begin(const seqcount_t *s)
+{
+	unsigned int seq = smp_cond_load_relaxed(&s->sequence, !(VAL & 1));
+
+	smp_rmb();
+	return seq;
+}
+static inline int read_seqcount_retry(const seqcount_t *s, unsigned int start)
+{
+	smp_rmb();
+	return unlikely(READ_ONCE(s->sequence) != start);
+}
+#define raw_read_seqcount_begin(s)	read_seqcount_begin(s)
+#define raw_write_seqcount_begin(s)	write_seqcount_begin(s)
+#define raw_write_seqcount_end(s)	write_seqcount_end(s)
+
+/* u64_stats_sync (include/linux/u64_stats_sync.h) as a 64-bit kernel
+ * builds it: nothing to sync (a 64-bit load or store is whole), the
+ * counters local64_t, each add one unlocked instruction; a 32-bit kernel's
+ * seqcount form where SMPNET_U64_STATS_32 is defined before smpnet.h. */
+typedef struct { local_t v; } u64_stats_t;
+#ifdef SMPNET_U64_STATS_32
+struct u64_stats_sync { seqcount_t seq; };
+#define u64_stats_init(syncp)		seqcount_init(&(syncp)->seq)
+#define u64_stats_update_begin(syncp)	write_seqcount_begin(&(syncp)->seq)
+#define u64_stats_update_end(syncp)	write_seqcount_end(&(syncp)->seq)
+#define u64_stats_fetch_begin(syncp)	read_seqcount_begin(&(syncp)->seq)
+#define u64_stats_fetch_retry(syncp, s)	read_seqcount_retry(&(syncp)->seq, (s))
+#else
+struct u64_stats_sync { char unused[0]; };
+#define u64_stats_init(syncp)		do { (void)(syncp); } while (0)
+#define u64_stats_update_begin(syncp)	do { (void)(syncp); } while (0)
+#define u64_stats_update_end(syncp)	do { (void)(syncp); } while (0)
+#define u64_stats_fetch_begin(syncp)	({ (void)(syncp); 0U; })
+#define u64_stats_fetch_retry(syncp, s)	({ (void)(syncp); (void)(s); false; })
+#endif
+#define u64_stats_read(p)		((u64)local_read(&(p)->v))
+#define u64_stats_set(p, val)		local_set(&(p)->v, (long)(val))
+#define u64_stats_add(p, val)		local_add((long)(val), &(p)->v)
+#define u64_stats_inc(p)		local_inc(&(p)->v)
+
 /* ---------------------------------------------------------------- refcount_t */
 
 /* include/linux/refcount.h's (5.x on): an atomic_t that saturates at
