@@ -842,6 +842,40 @@ def test_a_lock_never_initialised_is_named_under_the_checker(capsys, tmp_path):
     assert open_segments() == set()
 
 
+BUGS = """#include <smpnet.h>
+struct shared { unsigned long n; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+static void account(unsigned long *n) { WARN_ON_ONCE(*n % 1000 == 999); ++*n; }
+SMPNET_VARIANT(warns) { account(&shared->n); }
+SMPNET_VARIANT(quiet) { if (WARN_ON(shared->n == (unsigned long)-1)) shared->n = 0; shared->n++; }
+SMPNET_VARIANT(bugs) { BUG_ON(++shared->n == 5000); }
+"""
+
+
+def test_bug_on_ends_the_run_naming_its_line_and_warn_on_is_reported(capsys, tmp_path, allowed):
+    """BUG_ON() ends the run naming its variant, file and line; WARN_ON()
+    is its condition's value, and where the first fired and how often
+    comes back as a warning (from a helper too); one that never fired
+    says nothing."""
+    f = write(tmp_path, BUGS, "bugs.c")
+    assert main(["ab", f, "--cpus", "0", "--variants", "warns,quiet", "--no-contended",
+                 "--json"] + FAST) == 0
+    env = json.loads(capsys.readouterr().out)
+    warned = [w for w in env["warnings"] if "WARN_ON" in w]
+    # the variant and its A/A copy, each its own count: every 1000th of its
+    # ops, 2000 a round, 12 rounds and a warm-up at the least
+    assert [w.split(",")[0] for w in warned] == ["variant 'warns'", "variant 'warns (A/A)'"]
+    for w in warned:
+        assert re.search(r", uncontended: .*bugs\.c:4: WARN_ON_ONCE\(\*n % 1000 == 999\) "
+                         r"fired (\d+) times$", w), w
+        assert int(w.split(" fired ")[1].split()[0]) >= 26
+    assert main(["ab", f, "--cpus", "0", "--variants", "quiet,bugs", "--no-contended"]
+                + FAST) == 1
+    err = one_error_line(capsys)[-1]
+    assert "variant 'bugs': emulated CPU 0" in err and "bugs.c:7: BUG_ON(++shared->n == 5000)" in err
+    assert open_segments() == set()
+
+
 def test_a_deadlocked_baseline_is_named_and_not_its_control(capsys, tmp_path, monkeypatch):
     """A variant that takes its lock twice never returns; at the stop its
     loop returns and the entries after it run on (the A/A copy of the same

@@ -112,10 +112,12 @@ def test_the_uncontended_rounds_run_in_abba_order(monkeypatch):
     now = np.zeros(1, dtype=rounds.NOW)
     machine = types.SimpleNamespace(header={"stop": 0}, region=lambda name: now)
     ctx = types.SimpleNamespace(machine=machine, cpu=0, seg=None)
-    where = types.SimpleNamespace(state=lambda i: {"copy": i})
+    where = types.SimpleNamespace(state=lambda i: {"copy": i}, check_bug=lambda: None,
+                                  take_warnings=lambda: None)
     entries = [types.SimpleNamespace(loop=i + 1) for i in range(3)]
-    counts, samples, ops, empty, _ = rounds.uncontended(ctx, entries, where, 100, 4)
+    counts, samples, ops, empty, _, warned = rounds.uncontended(ctx, entries, where, 100, 4)
     assert ran == [0, 1, 2] + [0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0]
     assert samples == [[10.0] * 4, [20.0] * 4, [30.0] * 4]
     assert ops == [500, 500, 500] and counts == [100] * 3 and empty == 0.25
+    assert warned == [None] * 3
     assert now[0]["entry"] == -1            # no entry running once the rounds end

@@ -253,6 +253,50 @@ static inline void smpnet_cpu_relax(void)
  * llist, by the kernel's names (after the barriers they wait with) */
 #include "smpnet_atomic.h"
 
+/* BUG_ON() and WARN_ON(), as a kernel developer's code has them: a BUG
+ * ends the op and the run, naming its file and line (the harness asks
+ * smpnet_bug_report()); a WARN is the condition's value, as the kernel's,
+ * and the first one's place and the count are reported beside the results
+ * (smpnet_warn_take()), not printed. */
+static const char *smpnet_bug_;
+static const char *smpnet_warned_;
+static unsigned long smpnet_warns_;
+const char *smpnet_bug_report(void) { return smpnet_bug_; }
+const char *smpnet_warn_take(unsigned long *count)
+{
+	const char *first = smpnet_warned_;
+
+	*count = smpnet_warns_;
+	smpnet_warned_ = NULL;
+	smpnet_warns_ = 0;
+	return first;
+}
+static inline void smpnet_warn(const char *where)
+{
+	if (!smpnet_warns_++)
+		smpnet_warned_ = where;
+}
+#define SMPNET_STR_(x)	#x
+#define SMPNET_STR(x)	SMPNET_STR_(x)
+#define SMPNET_HERE(what)	__FILE__ ":" SMPNET_STR(__LINE__) ": " what
+#undef BUG
+#define BUG()		do { smpnet_bug_ = SMPNET_HERE("BUG()"); longjmp(smpnet_unwind, 1); } while (0)
+#define BUG_ON(cond)									\
+	do {										\
+		if (unlikely(cond)) {							\
+			smpnet_bug_ = SMPNET_HERE("BUG_ON(" #cond ")");			\
+			longjmp(smpnet_unwind, 1);					\
+		}									\
+	} while (0)
+#define WARN_ON(cond)									\
+	({ int __ret = !!(cond); if (unlikely(__ret)) smpnet_warn(SMPNET_HERE("WARN_ON(" #cond ")")); __ret; })
+#define WARN_ON_ONCE(cond)								\
+	({ int __ret = !!(cond); if (unlikely(__ret))					\
+		smpnet_warn(SMPNET_HERE("WARN_ON_ONCE(" #cond ")")); __ret; })
+#define WARN(cond, ...)									\
+	({ int __ret = !!(cond); if (unlikely(__ret)) smpnet_warn(SMPNET_HERE("WARN(" #cond ")")); __ret; })
+#define WARN_ONCE(cond, ...)	WARN(cond, __VA_ARGS__)
+
 #define per_cpu(cpu)	smpnet_per_cpu(smpnet_env, (cpu))
 #define nr_cpus		(smpnet_env->nr_cpus)
 #define smp_processor_id()	(smpnet_cpu->cpu)

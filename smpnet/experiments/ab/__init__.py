@@ -203,7 +203,7 @@ def run(cpus, p, progress=None):
         lockbench.init_locks(m, [p["algo"]])   # the built-in tests' lock
         where = rounds.Where(m, obj)
         _init(m, entries, labels, where)
-        counts, samples, ops, empty, dropped = _run(
+        counts, samples, ops, empty, dropped, warned = _run(
             m, labels, rounds.uncontended, entries, where, p["loops"], p["rounds"],
             p["builtin"], expected=_uncontended_s(p))[0]
         _check(m, entries, labels, where, ops, "uncontended")
@@ -212,15 +212,22 @@ def run(cpus, p, progress=None):
     for r, d in zip(rows, dropped):
         r.update(d)
     verdicts = figures.verdicts(rows, tsc_hz)
+    warnings = _warned(labels, warned, "uncontended")
     if p["contended"]:
-        con = _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz)
+        con, warned = _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz)
         rows += con
         verdicts += figures.verdicts(con, tsc_hz)
-    warnings = []
+        warnings += _warned(labels, warned, "contended")
     if not verdicts:
         warnings.append(f"no verdict: it needs --rounds (and --repeat) {2 * stats.MIN_SAMPLES} "
                         f"or more ({stats.MIN_SAMPLES} ABBA blocks)")
     return Outcome(p, rows, verdicts, warnings)
+
+
+def _warned(labels, warned, mode):
+    """A warning per variant whose WARN_ON()s fired: where first, how often."""
+    return [f"variant {lab!r}, {mode}: {w[0]} fired {w[1]} time{'s' * (w[1] != 1)}"
+            for lab, w in zip(labels, warned) if w]
 
 
 def _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz):
@@ -240,8 +247,13 @@ def _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz):
                                     expected=p["duration_s"], entry=i))
         ops = [sum(c[0] for per in rs for c in per) for rs in runs]
         _check(m, entries, labels, where, ops, "contended")
+        warned = [None] * len(entries)
+        for i, rs in enumerate(runs):
+            for per in rs:
+                for c in per:
+                    warned[i] = rounds.merge_warnings(warned[i], c[3])
         return figures.contended_rows(labels, roles, m.cpu_map, runs, tsc_hz, p,
-                                      m.timing_valid)
+                                      m.timing_valid), warned
 
 
 def text(env, extra):

@@ -57,6 +57,8 @@ int smpnet_overflow(void);
 int smpnet_nr_variants(void);
 const struct smpnet_variant_info *smpnet_variant(int i);
 int smpnet_orphan_hook(void);
+const char *smpnet_bug_report(void);
+const char *smpnet_warn_take(unsigned long *count);
 size_t smpnet_shared_size(void);
 size_t smpnet_percpu_size(void);
 """

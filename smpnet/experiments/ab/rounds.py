@@ -45,6 +45,22 @@ class Where:
         # the object's build options: the core reads its own copy of them
         # from the object (build_info); the built-in tests run as it was built
         self.build_info, self.options = obj.build_info, obj.options
+        self.ffi, self.lib = obj.module.ffi, obj.module.lib
+
+    def check_bug(self):
+        """RunFailed naming the BUG_ON() (file:line) that ended an op of
+        the object in this process, if one did."""
+        bug = self.lib.smpnet_bug_report()
+        if bug != self.ffi.NULL:
+            raise RunFailed(self.ffi.string(bug).decode(errors="replace"))
+
+    def take_warnings(self):
+        """(the first WARN_ON()'s place, how many fired) since the last
+        take in this process, or None."""
+        count = self.ffi.new("unsigned long *")
+        first = self.lib.smpnet_warn_take(count)
+        return (self.ffi.string(first).decode(errors="replace"), int(count[0])) \
+            if count[0] else None
 
     def state(self, copy):
         return dict(copy=copy, shared_region=self.shared, percpu_region=self.percpu,
@@ -70,6 +86,7 @@ def init_all(ctx, entries, where):
         if v.init:
             _mark(ctx, i)
             rc = _core.ab_init(v.init, ctx.seg, **where.state(i))
+            where.check_bug()
             if rc:
                 return (i, rc)
     _mark(ctx, -1)
@@ -86,6 +103,7 @@ def check_all(ctx, entries, where, ops):
         if v.check:
             _mark(ctx, i)
             msg = _core.ab_check(v.check, ctx.seg, ops=ops[i], **where.state(i))
+            where.check_bug()
             if msg is not None:
                 return (i, msg)
     _mark(ctx, -1)
@@ -100,10 +118,11 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
     every one once, forwards on even rounds and backwards on odd ones
     (A B .. B A), a round switched out rerun shorter (clean_round). Returns
     (loops of each, per-op cycles per round of each, ops run per entry, the
-    empty loop's cycles per op, round_counts of each): entries first, then
-    builtins."""
+    empty loop's cycles per op, round_counts of each, each entry's WARNs:
+    merge_warnings()): entries first, then builtins."""
     contain()
     ops = [0] * len(entries)
+    warned = [None] * len(entries)
     lock = {}
     if builtins:
         lock = dict(lock_region=ctx.machine.segment.region_names.index("locks"), lock_index=0)
@@ -116,6 +135,8 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
                                           kbuild=o["kbuild"], **lock)
         _mark(ctx, i)
         cycles, wall_ns = _core.ab_round(entries[i].loop, n, ctx.seg, 0, **where.state(i))
+        where.check_bug()
+        warned[i] = merge_warnings(warned[i], where.take_warnings())
         ops[i] += n
         return cycles, wall_ns
 
@@ -130,17 +151,26 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
             kept[i].append(clean_round(lambda n, i=i: one(i, n), counts[i]))
     _mark(ctx, -1)
     return (counts, [[k.per_op for k in ks] for ks in kept], ops, loop_overhead(max(counts)),
-            [round_counts(ks) for ks in kept])
+            [round_counts(ks) for ks in kept], warned)
+
+
+def merge_warnings(a, b):
+    """Two (first WARN's place, count), either None: the first place, the sum."""
+    if a is None or b is None:
+        return a or b
+    return a[0], a[1] + b[1]
 
 
 def contended(ctx, entry, index, where, duration, hold, think):
-    """One entry on every CPU at once for `duration`: (ops, cycles, spins)."""
+    """One entry on every CPU at once for `duration`: (ops, cycles, spins,
+    its WARNs: merge_warnings())."""
     contain()
     _mark(ctx, index)
     ops, cycles, spins, stopped = _core.ab_contended(
         entry.contended, duration, ctx.seg, ctx.cpu, hold_cycles=hold, think_cycles=think,
         **where.state(index))
+    where.check_bug()
     if stopped:
         raise RunFailed("stopped")
     _mark(ctx, -1)
-    return ops, cycles, spins
+    return ops, cycles, spins, where.take_warnings()
