@@ -147,40 +147,36 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
             seconds = CONTENDED_S if test == "spin_lock_pair" else CONTENDED_ATOMIC_S
             lines = LINES.get(test, SHARED_LINES)
             ops = {"kernel": 0, "model": 0}
-            maps = []
             m.region("locks")["counter"] = 0     # the lock pair's count starts here
+            made = {}       # round -> its lines: [(program, empty twin, map, mapping)]
 
-            shared = {}     # an atomic's lines, round by round: (program, empty, mapping)
-
-            def atomic_lines(r):
-                """Round r's lines for an atomic, fresh: mapped maps, each hammered
-                by the kernel's program and, through the mapping, the model's loop."""
-                if r not in shared:
-                    shared[r] = []
+            def round_lines(r):
+                """Round r's lines, fresh: the lock pair's a new map each (the
+                model's are lock slots), an atomic's mapped maps, each hammered by
+                the kernel's program and, through the mapping, the model's loop."""
+                if r not in made:
+                    made[r] = []
                     for _ in range(lines):
-                        fd, mapping = k.mapped(bpf.LINE_VALUE)
-                        shared[r].append((*map_programs(k, fd, test, 0), mapping))
-                return shared[r]
+                        if test == "spin_lock_pair":
+                            made[r].append((*counted_programs(k), None))
+                        else:
+                            fd, mapping = k.mapped(bpf.LINE_VALUE)
+                            made[r].append((*map_programs(k, fd, test, 0), fd, mapping))
+                return made[r]
 
             def kernel_side(r):
-                progs = []
-                for _ in range(lines):
-                    if test == "spin_lock_pair":
-                        prog, empty, fd = counted_programs(k)
-                        maps.append(fd)
-                        progs.append((prog, empty))
-                if test != "spin_lock_pair":
-                    progs = [(prog, empty) for prog, empty, _ in atomic_lines(r)]
-                return (_kernel_side, progs, repeat, seconds / lines, tsc_hz)
+                return (_kernel_side, [(prog, empty) for prog, empty, *_ in round_lines(r)],
+                        repeat, seconds / lines, tsc_hz)
 
             def model_side(r):
                 turn = ([(r * lines + i) % slots for i in range(lines)]
-                        if test == "spin_lock_pair" else [m for *_, m in atomic_lines(r)])
+                        if test == "spin_lock_pair" else [mp for *_, mp in round_lines(r)])
                 return (_model_side, region, turn, seconds / lines, test,
                         _core.KERNEL_BUILDS[build])
 
             # a contended test run about CHUNK_S: several a line, each long beside
-            # the test run's own set-up between two
+            # the test run's own set-up between two; calibrated on a program of
+            # its own (a round's counted pair would count the calibration's runs)
             repeat = max(1, _repeat((counted_programs(k)[0] if test == "spin_lock_pair"
                                      else programs(k, test)[0])) // KERNEL_CHUNK)
             kernel, modelled = _contended_rounds(m, kernel_side, model_side, seconds, rounds,
@@ -198,7 +194,8 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
                    **_figures(kernel, modelled), "repeat": repeat, "rounds": rounds,
                    "lines": lines, "ops": ops}
             if test == "spin_lock_pair":
-                row["counted"] = {"kernel": sum(kernel_count(k, fd) for fd in maps) == ops["kernel"],
+                counts = sum(kernel_count(k, fd) for lns in made.values() for _, _, fd, _ in lns)
+                row["counted"] = {"kernel": counts == ops["kernel"],
                                   "model": int(m.region("locks")["counter"].sum()) == ops["model"]}
             rows.append(row)
     return rows
