@@ -12,6 +12,7 @@ the same rounds, is the A/A control. Every variant (and the control) works
 on its own copy of the state, and its init and check run on that copy
 outside the timing.
 """
+import functools
 import hashlib
 import os
 
@@ -247,11 +248,8 @@ def _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz):
                                     expected=p["duration_s"], entry=i))
         ops = [sum(c[0] for per in rs for c in per) for rs in runs]
         _check(m, entries, labels, where, ops, "contended")
-        warned = [None] * len(entries)
-        for i, rs in enumerate(runs):
-            for per in rs:
-                for c in per:
-                    warned[i] = rounds.merge_warnings(warned[i], c[3])
+        warned = [functools.reduce(rounds.merge_warnings, (c[3] for per in rs for c in per), None)
+                  for rs in runs]
         return figures.contended_rows(labels, roles, m.cpu_map, runs, tsc_hz, p,
                                       m.timing_valid), warned
 

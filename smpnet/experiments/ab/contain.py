@@ -27,7 +27,7 @@ CLONE_THREAD = 0x00010000
 NR_CLONE, NR_FORK, NR_VFORK, NR_EXECVE, NR_EXECVEAT, NR_CLONE3 = 56, 57, 58, 59, 322, 435
 KILLED = (NR_FORK, NR_VFORK, NR_EXECVE, NR_EXECVEAT)
 
-# what the run says of a worker this filter killed (workers.py reads it)
+# what the run says of a worker this filter killed (ab's _run() adds it)
 WHY = ("it made a new process or ran a program (fork, clone, exec), which a variant's "
        "code may not: docs/experiments/ab.md")
 
@@ -47,8 +47,8 @@ def program():
     at = 4 + n                                      # clone3's test, after the killed calls'
     allow, kill, enosys = at + 4, at + 5, at + 6    # where the three returns stand
 
-    def jump(at, to):       # a jump's offset counts from the next instruction
-        return to - at - 1
+    def jump(frm, to):      # a jump's offset counts from the next instruction
+        return to - frm - 1
 
     insns = [_insn(BPF_LD_W_ABS, DATA_ARCH),
              _insn(BPF_JEQ_K, AUDIT_ARCH_X86_64, jt=jump(1, 3), jf=jump(1, 2)),

@@ -46,6 +46,7 @@ class Where:
         # from the object (build_info); the built-in tests run as it was built
         self.build_info, self.options = obj.build_info, obj.options
         self.ffi, self.lib = obj.module.ffi, obj.module.lib
+        self._count = self.ffi.new("unsigned long *")     # take_warnings()' answer
 
     def check_bug(self):
         """RunFailed naming the BUG_ON() (file:line) that ended an op of
@@ -57,10 +58,9 @@ class Where:
     def take_warnings(self):
         """(the first WARN_ON()'s place, how many fired) since the last
         take in this process, or None."""
-        count = self.ffi.new("unsigned long *")
-        first = self.lib.smpnet_warn_take(count)
-        return (self.ffi.string(first).decode(errors="replace"), int(count[0])) \
-            if count[0] else None
+        first = self.lib.smpnet_warn_take(self._count)
+        return (self.ffi.string(first).decode(errors="replace"), int(self._count[0])) \
+            if self._count[0] else None
 
     def state(self, copy):
         return dict(copy=copy, shared_region=self.shared, percpu_region=self.percpu,
