@@ -1,0 +1,451 @@
+"""ab: the kernel's API in a user's file, as the kernel has it: each name
+builds, compiles to the instruction the kernel's x86 build has (read from
+the built object), and behaves as the kernel's, under contention where
+that is its point; in the file's own functions too. No test asserts a
+timing."""
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import smpnet
+from ab_helpers import FAST, cache, object_functions, one_error_line, two_cpus, write  # noqa: F401
+from conftest import X86, open_segments, thunk_addresses
+from smpnet.cli import main
+from smpnet.experiments.ab import build
+from smpnet.machine import kernel_build
+
+
+BH = """#include <smpnet.h>
+SMPNET_STATE(struct smpnet_none, struct smpnet_none);
+SMPNET_VARIANT(bh) { local_bh_disable(); local_bh_enable(); }
+SMPNET_VARIANT(preempt) { preempt_disable(); preempt_enable(); }
+"""
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_a_users_local_bh_enable_follows_the_kernel_build():
+    """A user's local_bh_enable() is the kernel's: a call of
+    __local_bh_enable_ip() in every x86 build (returning through its
+    build's thunk in a +safe-ret or +ret-thunk one), the body inline in
+    `inline` alone."""
+    thunk_of = {"+safe-ret": "smpnet_srso_return_thunk", "+ret-thunk": "smpnet_ret_thunk"}
+    for name, called in (("inline", None), ("x86-nopreempt", "__local_bh_enable_ip_0_0"),
+                         ("x86-preempt+safe-ret", "__local_bh_enable_ip_0_1"),
+                         ("x86-debug+ret-thunk", "__local_bh_enable_ip_0_2")):
+        want = thunk_of.get(kernel_build.split(name)[1])
+        if want and not smpnet._core.RETURN_THUNK_MODELLED:
+            continue
+        obj = build.build(BH, "bh.c", smpnet._core.LOCK_ALGOS["qspinlock"],
+                          kbuild=smpnet._core.KERNEL_BUILDS[name])
+        asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", obj.path],
+                             capture_output=True, text=True, check=True).stdout
+        calls = set(re.findall(r"\b(?:call|jmp) +[0-9a-f]+ <(__local_bh_enable_ip_\w+)>", asm))
+        assert calls == ({called} if called else set()), name
+        if called:   # the copy returns as its build returns: by its thunk, or a ret
+            body = re.search(rf"<{called}>:\n(.*?)(?:\n\n|\Z)", asm, re.S)[1]
+            jumps = {t for t, a in thunk_addresses(obj.path).items()
+                     if re.search(rf"\bjmp +0*{a} <", body)}
+            assert jumps == ({want} if want else set()), name
+            assert bool(re.search(r"\tret\b", body)) != bool(want), name
+
+
+HOLDS = """#include <smpnet.h>
+struct shared { unsigned long n, held; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_VARIANT(plain) { shared->n++; }
+SMPNET_VARIANT(holds) { uint64_t t = tsc_read_unordered(); hold();
+			shared->held += tsc_read_unordered() - t; }
+"""
+
+
+def test_hold_cycles_change_only_the_variants_that_hold(allowed):
+    """--hold-cycles is hold()'s: a variant that never calls it keeps its
+    contended loop (the deadline read every 16th op: its ops a multiple of
+    16 at the deadline), and a hold never runs past the run's end."""
+    from smpnet import Machine
+    from smpnet.experiments.ab import rounds
+
+    obj = build.build(HOLDS, "holds.c", smpnet._core.LOCK_ALGOS["qspinlock"])
+    plain, holds = obj.variants
+    with Machine(cpus=allowed[:1], regions=rounds.regions(obj, 2, 1)) as m:
+        where = rounds.Where(m, obj)
+        for hold in (0, 1000):
+            ops, _, _, stopped = smpnet._core.ab_contended(
+                plain.contended, 0.01, m.segment.buf, 0, hold_cycles=hold, **where.state(0))
+            assert not stopped and ops > 0 and ops % 16 == 0, hold
+        # a hold five times the run: cut at the run's end, not held whole 16 times
+        hold = int(0.05 * float(m.header["tsc_hz"]))
+        ops, cycles, _, stopped = smpnet._core.ab_contended(
+            holds.contended, 0.01, m.segment.buf, 0, hold_cycles=hold, **where.state(1))
+        assert not stopped and ops == 16
+        held = int.from_bytes(m.region("ab_shared")[1]["bytes"][8:16].tobytes(), "little")
+        assert held <= cycles
+
+
+IRQSAVE = """#include <smpnet.h>
+struct shared { spinlock_t lock; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_INIT(irqsave) { spin_lock_init(&shared->lock); }
+SMPNET_VARIANT(irqsave) { unsigned long flags;
+	spin_lock_irqsave(&shared->lock, flags); spin_unlock_irqrestore(&shared->lock, flags); }
+SMPNET_INIT(irq) { spin_lock_init(&shared->lock); }
+SMPNET_VARIANT(irq) { spin_lock_irq(&shared->lock); spin_unlock_irq(&shared->lock); }
+"""
+
+
+def test_a_users_irqsave_saves_the_flags_and_restores_them_as_built():
+    """The user's spin_lock_irqsave() runs pushf (not the no-pushf control
+    time_bench has), spin_lock_irq() does not, and the unlock restores with
+    popf exactly where the object was built with --restore popf."""
+    from conftest import reaches
+    qspinlock = smpnet._core.LOCK_ALGOS["qspinlock"]
+    for popf in (False, True):
+        fns = object_functions(build.build(IRQSAVE, "irqsave.c", qspinlock, popf=popf).path)
+        timed = {v: next(f for f in fns if f.startswith(f"smpnet_timed_{v}"))
+                 for v in ("irqsave", "irq")}
+        assert reaches(fns, timed["irqsave"], r"\tpushf")
+        assert not reaches(fns, timed["irq"], r"\tpushf")
+        assert reaches(fns, timed["irqsave"], r"\tpopf") == popf, popf
+
+
+BARRIERS = """#include <smpnet.h>
+struct shared { unsigned long flag, n; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_VARIANT(full) { shared->n++; smp_mb(); }
+SMPNET_VARIANT(ordered) { smp_store_release(&shared->n, smp_load_acquire(&shared->n) + 1);
+			  smp_rmb(); smp_wmb(); smp_mb__before_atomic(); smp_mb__after_atomic(); }
+SMPNET_VARIANT(spins) { while (!READ_ONCE(shared->flag)) cpu_relax(); }
+SMPNET_VARIANT(waits) { smp_cond_load_acquire(&shared->flag, VAL != 0); }
+SMPNET_VARIANT(nothing) { }
+"""
+
+
+ATOMICS = """#include <smpnet.h>
+struct shared { atomic_t v; atomic64_t v64; atomic_long_t vl; atomic_t bits; int sink; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_VARIANT(inc) { atomic_inc(&shared->v); }
+SMPNET_VARIANT(fetch_add) { shared->sink = atomic_fetch_add(2, &shared->v); }
+SMPNET_VARIANT(dec_and_test) { if (atomic_dec_and_test(&shared->v)) atomic_set(&shared->v, 1); }
+SMPNET_VARIANT(fetch_or) { shared->sink = atomic_fetch_or(1, &shared->bits); }
+SMPNET_VARIANT(try_loop) { int old = atomic_read(&shared->v);
+			   while (!atomic_try_cmpxchg(&shared->v, &old, old + 1)) ; }
+SMPNET_CHECK(try_loop) { expect((uint32_t)atomic_read(&shared->v) == (uint32_t)nr_ops,
+				"a try_cmpxchg loop lost an increment"); }
+SMPNET_VARIANT(long_ops) { atomic64_add(3, &shared->v64); atomic_long_inc(&shared->vl); }
+SMPNET_CHECK(long_ops) { expect(atomic64_read(&shared->v64) == 3 * (int64_t)nr_ops
+				&& atomic_long_read(&shared->vl) == (long)nr_ops, "lost an op"); }
+"""
+
+
+def test_the_kernels_atomics_are_x86s_locked_instructions_and_signed(tmp_path, allowed):
+    """atomic_t is the kernel's signed counter in a struct, and its ops the
+    locked instructions x86's are: inc a lock add or inc, fetch_add a lock
+    xadd, dec_and_test a locked dec or sub and a flag, fetch_or a cmpxchg
+    loop; a try_cmpxchg loop and the 64-bit and long families lose no op
+    with every CPU at once."""
+    text = ATOMICS
+    fns = object_functions(build.build(text, "atomics.c",
+                                        smpnet._core.LOCK_ALGOS["qspinlock"]).path)
+
+    def timed(v):
+        return fns[next(f for f in fns if f.startswith(f"smpnet_timed_{v}"))]
+    assert re.search(r"lock (add|inc)l", timed("inc"))
+    assert re.search(r"lock xadd", timed("fetch_add"))
+    assert re.search(r"lock (dec|sub)l", timed("dec_and_test")) and "cmpxchg" not in timed(
+        "dec_and_test")
+    assert re.search(r"lock cmpxchg", timed("fetch_or"))
+    f = write(tmp_path, text, "atomics.c")
+    cpus = two_cpus(allowed)
+    assert main(["ab", f, *cpus, "--variants", "inc,try_loop,long_ops", "--duration", "0.01",
+                 "--repeat", "2"] + FAST) == 0
+    # signed, as the kernel's: a counter below zero reads below zero
+    g = write(tmp_path, """#include <smpnet.h>
+struct shared { atomic_t v; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_VARIANT(a) { atomic_dec(&shared->v); }
+SMPNET_CHECK(a) { expect(atomic_read(&shared->v) < 0 && atomic_add_negative(0, &shared->v)
+			 && !atomic_inc_not_zero(&(atomic_t)ATOMIC_INIT(0)), "not signed"); }
+SMPNET_VARIANT(b) { atomic_dec(&shared->v); }
+""", "signed.c")
+    assert main(["ab", g, "--cpus", str(allowed[0]), "--no-contended"] + FAST) == 0
+
+
+def test_a_kernel_declaration_builds_as_the_kernel_writes_it(capsys, tmp_path, allowed):
+    """The kernel's sized types and annotations, as a pasted declaration
+    has them: a struct of u8..s64 fields, ____cacheline_aligned_in_smp,
+    __percpu, __rcu, __read_mostly, and container_of() back to it."""
+    f = write(tmp_path, """#include <smpnet.h>
+struct stats { u64 packets; u32 drops; s16 delta; u8 flags; s8 sign; } ____cacheline_aligned_in_smp;
+struct shared { spinlock_t lock; struct stats __percpu *unused; void __rcu *ptr;
+		struct stats st ____cacheline_aligned_in_smp; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+static int limit __read_mostly = 3;
+SMPNET_INIT(a) { spin_lock_init(&shared->lock); }
+SMPNET_VARIANT(a) { struct stats *st = &shared->st; st->packets++;
+		    if (container_of(st, struct shared, st) != shared) __builtin_trap(); }
+SMPNET_CHECK(a) { expect(_Alignof(struct stats) == 64 && sizeof(s8) == 1 && (s8)-1 < 0
+			 && (u64)-1 > 0 && limit == 3 && shared->st.packets == nr_ops, "types"); }
+SMPNET_VARIANT(b) { shared->st.drops++; }
+""", "types.c")
+    assert main(["ab", f, "--cpus", str(allowed[0]), "--no-contended"] + FAST) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+LISTS = """#include <smpnet.h>
+#define POOL 4096
+struct item { struct llist_node node; int cpu, seen; };
+struct shared { struct llist_head head; refcount_t ref; };
+struct pcpu { struct item items[POOL]; unsigned long added; };
+SMPNET_STATE(struct shared, struct pcpu);
+SMPNET_INIT(adds) { init_llist_head(&shared->head); }
+SMPNET_VARIANT(adds) {
+	if (this_cpu->added < POOL) {
+		struct item *it = &this_cpu->items[this_cpu->added++];
+		it->cpu = get_cpu(); put_cpu();
+		llist_add(&it->node, &shared->head);
+	}
+}
+SMPNET_CHECK(adds) {
+	struct item *it, *n;
+	unsigned long added = 0, found = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < nr_cpus; cpu++)
+		added += per_cpu(cpu)->added;
+	llist_for_each_entry_safe(it, n, llist_del_all(&shared->head), node) {
+		expect(!it->seen++, "a node came out twice");
+		found++;
+	}
+	expect(found == added && llist_empty(&shared->head), "a node was lost");
+}
+SMPNET_INIT(refs) { refcount_set(&shared->ref, 1); }
+SMPNET_CHECK(refs) {
+	refcount_t zero = REFCOUNT_INIT(0);
+
+	expect(refcount_read(&shared->ref) == 1, "an inc and a dec a op left it changed");
+	refcount_inc(&shared->ref);
+	expect(!refcount_dec_and_test(&shared->ref) && refcount_dec_and_test(&shared->ref),
+	       "dec_and_test");
+	refcount_inc(&shared->ref);			/* from 0: a use after free */
+	expect(refcount_read(&shared->ref) == (unsigned int)REFCOUNT_SATURATED, "from 0");
+	expect(!refcount_inc_not_zero(&zero) && refcount_read(&zero) == 0, "inc_not_zero");
+	refcount_set(&shared->ref, REFCOUNT_MAX);
+	refcount_inc(&shared->ref);			/* an overflow */
+	expect(refcount_read(&shared->ref) == (unsigned int)REFCOUNT_SATURATED
+	       && !refcount_dec_and_test(&shared->ref), "overflow");
+	refcount_set(&shared->ref, 1);
+}
+SMPNET_VARIANT(refs) { refcount_inc(&shared->ref); refcount_dec(&shared->ref); }
+"""
+
+
+def test_llist_and_refcount_as_the_kernels(tmp_path, allowed):
+    """llist_add() on every CPU at once, then llist_del_all(): every node
+    comes out once; refcount_t saturates as the kernel's, on an increment
+    from zero and on an overflow, and is never freed once saturated."""
+    f = write(tmp_path, LISTS, "lists.c")
+    cpus = two_cpus(allowed)
+    assert main(["ab", f, *cpus, "--duration", "0.01", "--repeat", "2"] + FAST) == 0
+
+
+STATS = """#include <smpnet.h>
+struct shared { seqcount_t seq; u32 lo, hi; unsigned long torn, reads; };
+struct pcpu { local_t n; u64_stats_t pkts; struct u64_stats_sync syncp; };
+SMPNET_STATE(struct shared, struct pcpu);
+SMPNET_VARIANT(local) {
+	local_inc(&this_cpu->n);
+	u64_stats_update_begin(&this_cpu->syncp);
+	u64_stats_inc(&this_cpu->pkts);
+	u64_stats_update_end(&this_cpu->syncp);
+}
+SMPNET_CHECK(local) {
+	u64 n = 0, pkts = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < nr_cpus; cpu++) {
+		unsigned int start;
+		u64 p;
+
+		do {
+			start = u64_stats_fetch_begin(&per_cpu(cpu)->syncp);
+			p = u64_stats_read(&per_cpu(cpu)->pkts);
+		} while (u64_stats_fetch_retry(&per_cpu(cpu)->syncp, start));
+		n += local_read(&per_cpu(cpu)->n);
+		pkts += p;
+	}
+	expect(n == nr_ops && pkts == nr_ops, "a per-CPU count lost an op");
+}
+SMPNET_VARIANT(seq) {
+	if (smp_processor_id() == 0) {
+		write_seqcount_begin(&shared->seq);
+		WRITE_ONCE(shared->lo, shared->lo + 1);
+		WRITE_ONCE(shared->hi, shared->hi + 1);
+		write_seqcount_end(&shared->seq);
+	} else {
+		unsigned int start;
+		u32 lo, hi;
+
+		do {
+			start = read_seqcount_begin(&shared->seq);
+			lo = READ_ONCE(shared->lo);
+			hi = READ_ONCE(shared->hi);
+		} while (read_seqcount_retry(&shared->seq, start));
+		shared->torn += lo != hi;
+		shared->reads++;
+	}
+}
+SMPNET_CHECK(seq) { expect(shared->torn == 0, "a reader saw a torn pair"); }
+"""
+
+
+@pytest.mark.parametrize("width", ["64", "32"])
+def test_local_t_u64_stats_and_seqcount_as_the_kernels(tmp_path, allowed, width):
+    """local_t and u64_stats count per CPU with unlocked instructions and
+    lose nothing; u64_stats' 32-bit form syncs by a seqcount; a seqcount
+    reader on one CPU never sees the pair another CPU writes torn."""
+    text = ("#define SMPNET_U64_STATS_32\n" if width == "32" else "") + STATS
+    fns = object_functions(build.build(text, "stats.c",
+                                        smpnet._core.LOCK_ALGOS["qspinlock"]).path)
+    loop = fns[next(f for f in fns if f.startswith("smpnet_timed_local"))]
+    assert re.search(r"\tincq", loop) and not re.search(r"\block\b", loop)
+    f = write(tmp_path, text, "stats.c")
+    cpus = two_cpus(allowed)
+    assert main(["ab", f, *cpus, "--duration", "0.01", "--repeat", "2"] + FAST) == 0
+
+
+def test_the_kernels_barriers_compile_to_x86s_instructions():
+    """smp_mb() is x86's locked add to the stack; smp_rmb(), smp_wmb(),
+    the atomics' smp_mb__*() and release/acquire are no instruction at
+    all (arch/x86/include/asm/barrier.h)."""
+    fns = object_functions(build.build(BARRIERS, "barriers.c",
+                                        smpnet._core.LOCK_ALGOS["qspinlock"]).path)
+
+    def timed(v):
+        return fns[next(f for f in fns if f.startswith(f"smpnet_timed_{v}"))]
+    def fences(v):     # the TSC reads' own lfences are every loop's: count beside an empty one
+        return re.findall(r"fence|\block\b|xchg +%r", timed(v))
+    assert re.search(r"lock addl \$0x0,-0x4\(%rsp\)", timed("full"))
+    assert fences("ordered") == fences("nothing") and "lock" not in fences("nothing")
+
+
+def test_a_files_own_spin_loop_ends_at_the_stop(capsys, tmp_path, monkeypatch):
+    """A variant waiting on a flag no one sets, with cpu_relax() or
+    smp_cond_load_acquire(), is stopped by the watchdog and named, and its
+    worker leaves at the stop: none is killed after the grace period."""
+    import multiprocessing.process
+    from smpnet.machine import machine
+    monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.5)
+    killed, kill = [], multiprocessing.process.BaseProcess.kill
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "kill",
+                        lambda self: (killed.append(self.pid), kill(self)))
+    f = write(tmp_path, BARRIERS, "spins.c")
+    for variant in ("spins", "waits"):
+        assert main(["ab", f, "--cpus", "0", "--variants", f"full,{variant}", "--no-contended"]
+                    + FAST) == 1
+        err = one_error_line(capsys)[-1]
+        assert f"variant '{variant}': emulated CPU 0" in err and "made no progress" in err
+    assert killed == [] and open_segments() == set()
+
+
+HELPERS = """#include <smpnet.h>
+struct shared { spinlock_t lock; unsigned long n; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+static void init_lock(spinlock_t *l) { spin_lock_init(l); }
+static unsigned long locked_inc(spinlock_t *l, unsigned long *n, int by)
+{
+	unsigned long v;
+
+	spin_lock_bh(l);
+	v = *n += by;
+	spin_unlock_bh(l);
+	return v + smp_processor_id();
+}
+static void counted(unsigned long n) { expect(n == nr_ops, "n is not the ops done"); }
+static void relock(spinlock_t *l) { spin_lock(l); spin_lock(l); }
+SMPNET_INIT(inline) { spin_lock_init(&shared->lock); }
+SMPNET_VARIANT(inline) { spin_lock_bh(&shared->lock); shared->n++; spin_unlock_bh(&shared->lock); }
+SMPNET_INIT(helper) { init_lock(&shared->lock); }
+SMPNET_VARIANT(helper) { locked_inc(&shared->lock, &shared->n, 1); }
+SMPNET_CHECK(helper) { counted(shared->n); }
+SMPNET_INIT(twice) { init_lock(&shared->lock); }
+SMPNET_VARIANT(twice) { locked_inc(&shared->lock, &shared->n, 2); }
+SMPNET_CHECK(twice) { counted(shared->n); }
+SMPNET_INIT(stuck) { init_lock(&shared->lock); }
+SMPNET_VARIANT(stuck) { relock(&shared->lock); }
+"""
+
+
+def test_a_files_own_functions_use_the_kernel_api(capsys, tmp_path, monkeypatch):
+    """spin_lock_init(), spin_lock_bh(), smp_processor_id() and expect() in
+    static helpers, as in a body: they build and run, a check failed in a
+    helper fails its variant, and a helper that deadlocks is stopped and
+    named."""
+    f = write(tmp_path, HELPERS, "helpers.c")
+    assert main(["ab", f, "--cpus", "0", "--variants", "inline,helper", "--no-contended",
+                 "--json"] + FAST) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert [r["variant"] for r in env["results"]] == ["inline", "helper", "inline (A/A)"]
+    assert main(["ab", f, "--cpus", "0", "--variants", "inline,twice", "--no-contended"]
+                + FAST) == 1
+    assert one_error_line(capsys)[-1].endswith(
+        "variant 'twice': its SMPNET_CHECK failed after the uncontended rounds: "
+        "n is not the ops done")
+    from smpnet.machine import machine
+    monkeypatch.setattr(machine, "WATCHDOG_SLACK_S", 0.5)
+    assert main(["ab", f, "--cpus", "0", "--variants", "inline,stuck", "--no-contended"]
+                + FAST) == 1
+    err = one_error_line(capsys)[-1]
+    assert "variant 'stuck': emulated CPU 0" in err and "made no progress" in err
+    assert open_segments() == set()
+
+
+def test_a_lock_never_initialised_is_named_under_the_checker(capsys, tmp_path):
+    """With --check, a lock no SMPNET_INIT gave to spin_lock_init() stops
+    its CPU (DEBUG_SPINLOCK's "bad magic"), and the run says so."""
+    f = write(tmp_path, HELPERS.replace("SMPNET_INIT(helper) { init_lock(&shared->lock); }\n",
+                                        ""), "uninit.c")
+    assert main(["ab", f, "--cpus", "0", "--variants", "helper,inline", "--no-contended",
+                 "--check"] + FAST) == 1
+    err = one_error_line(capsys)[-1]
+    assert err.startswith("smpnet-bench: variant 'helper': emulated CPU 0")
+    assert "was killed by SIGILL: it took a lock spin_lock_init() never saw" in err
+    assert open_segments() == set()
+
+
+BUGS = """#include <smpnet.h>
+struct shared { unsigned long n; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+static void account(unsigned long *n) { WARN_ON_ONCE(*n % 1000 == 999); ++*n; }
+SMPNET_VARIANT(warns) { account(&shared->n); }
+SMPNET_VARIANT(quiet) { if (WARN_ON(shared->n == (unsigned long)-1)) shared->n = 0; shared->n++; }
+SMPNET_VARIANT(bugs) { BUG_ON(++shared->n == 5000); }
+"""
+
+
+def test_bug_on_ends_the_run_naming_its_line_and_warn_on_is_reported(capsys, tmp_path, allowed):
+    """BUG_ON() ends the run naming its variant, file and line; WARN_ON()
+    is its condition's value, and where the first fired and how often
+    comes back as a warning (from a helper too); one that never fired
+    says nothing."""
+    f = write(tmp_path, BUGS, "bugs.c")
+    assert main(["ab", f, "--cpus", "0", "--variants", "warns,quiet", "--no-contended",
+                 "--json"] + FAST) == 0
+    env = json.loads(capsys.readouterr().out)
+    warned = [w for w in env["warnings"] if "WARN_ON" in w]
+    # the variant and its A/A copy, each its own count: every 1000th of its
+    # ops, 2000 a round, 12 rounds and a warm-up at the least
+    assert [w.split(",")[0] for w in warned] == ["variant 'warns'", "variant 'warns (A/A)'"]
+    for w in warned:
+        assert re.search(r", uncontended: .*bugs\.c:4: WARN_ON_ONCE\(\*n % 1000 == 999\) "
+                         r"fired (\d+) times$", w), w
+        assert int(w.split(" fired ")[1].split()[0]) >= 26
+    assert main(["ab", f, "--cpus", "0", "--variants", "quiet,bugs", "--no-contended"]
+                + FAST) == 1
+    err = one_error_line(capsys)[-1]
+    assert "variant 'bugs': emulated CPU 0" in err and "bugs.c:7: BUG_ON(++shared->n == 5000)" in err
+    assert open_segments() == set()
+
+
