@@ -1,10 +1,7 @@
 """What the ab test modules share: the examples, the options that make a
 short run with a verdict, one build cache a module, and how a test writes
-a file, reads the run's one error line, reads a built object's code and
-picks two CPUs."""
+a file, reads the run's one error line and picks two CPUs."""
 import pathlib
-import re
-import subprocess
 
 import pytest
 
@@ -32,13 +29,6 @@ def one_error_line(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err and err[-1].startswith("smpnet-bench: ")
     return err
-
-
-def object_functions(path):
-    """{function name: its instructions} of a built object, by objdump."""
-    asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True,
-                         text=True, check=True).stdout
-    return dict(re.findall(r"^[0-9a-f]+ <([^>]+)>:\n(.*?)(?:\n\n|\Z)", asm, re.S | re.M))
 
 
 def two_cpus(allowed):

@@ -83,16 +83,21 @@ def allowed():
     return sorted(os.sched_getaffinity(0))
 
 
-@pytest.fixture(scope="session")
-def core_functions():
-    """{function name: its instructions} of the built extension, by
-    objdump (binutils, which gcc needs): what the C compiler really emitted."""
-    from smpnet import _core
-
-    assert shutil.which("objdump"), "objdump (binutils, with gcc) reads the built extension"
-    asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", _core.__file__],
+def object_functions(path):
+    """{function name: its instructions} of a built object, by objdump
+    (binutils, which gcc needs): what the C compiler really emitted."""
+    assert shutil.which("objdump"), "objdump (binutils, with gcc) reads the built code"
+    asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path],
                          capture_output=True, text=True, check=True).stdout
     return dict(re.findall(r"^[0-9a-f]+ <([^>]+)>:\n(.*?)(?:\n\n|\Z)", asm, re.S | re.M))
+
+
+@pytest.fixture(scope="session")
+def core_functions():
+    """object_functions() of the built extension."""
+    from smpnet import _core
+
+    return object_functions(_core.__file__)
 
 
 def loop_tag(build):

@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 import smpnet
-from ab_helpers import FAST, cache, object_functions, one_error_line, two_cpus, write  # noqa: F401
-from conftest import X86, open_segments, thunk_addresses
+from ab_helpers import FAST, cache, one_error_line, two_cpus, write  # noqa: F401
+from conftest import X86, object_functions, open_segments, thunk_addresses
 from smpnet.cli import main
 from smpnet.experiments.ab import build
 from smpnet.machine import kernel_build
