@@ -33,7 +33,7 @@ def _common(p):
     p.add_argument("--cpus", default="all", metavar="LIST",
                    help="real CPUs to use: 0,1 or 0-3 or all (default: all allowed)")
     p.add_argument("--json", action="store_true", help="print the JSON result to stdout")
-    p.add_argument("--output", metavar="PATH", help="also write the JSON result to PATH")
+    p.add_argument("--output", metavar="PATH", help="write the JSON result to PATH too (with --json, to PATH alone)")
     _format_option(p)
 
 
@@ -79,7 +79,7 @@ def build_parser():
     p.add_argument("--quick", action="store_true",
                    help="fewer rounds and shorter runs: under a minute on 2 CPUs")
     p.add_argument("--json", action="store_true", help="print the JSON result to stdout")
-    p.add_argument("--output", metavar="PATH", help="also write the JSON result to PATH")
+    p.add_argument("--output", metavar="PATH", help="write the JSON result to PATH too (with --json, to PATH alone)")
     _format_option(p)
     p.add_argument("--plot", metavar="DIR",
                    help="write PNG pictures of each experiment to DIR (needs matplotlib)")
@@ -114,14 +114,8 @@ def build_parser():
 
 
 def _output_target(args):
-    """--output's target; with --json, one that is our own stdout is refused:
-    the JSON would be written to it twice, two documents in one stream."""
-    target = output.prepare(args.output)
-    if target is not None and args.json and target.kind == output.FD and target.named_fd == 1:
-        target.close()
-        raise BadInput(f"--json and --output {output.show_path(args.output)} both write the JSON "
-                       "to stdout: give one of them")
-    return target
+    """--output's target, prepared before the run (a bad path costs nothing)."""
+    return output.prepare(args.output)
 
 
 def cmd_experiment(args):
@@ -271,9 +265,12 @@ def _save(args, env):
 
 
 def _show(args, env, text, failed=None):
-    """Print the text (or the JSON). A reader of stdout that is gone is a
+    """Print the text (or the JSON: not when --output holds it, unless that
+    write failed). A reader of stdout that is gone is a
     BrokenPipeError main() answers; a stdout that cannot take it (closed,
     /dev/full) saves the result and says where, as a failed --output does."""
+    if args.json and failed is None and getattr(args, "output_target", None) is not None:
+        return  # --json --output: the JSON goes to the file alone, once
     try:
         if process.stdout_closed:
             target = getattr(args, "output_target", None)

@@ -25,8 +25,10 @@ def test_info_text(capsys, allowed):
 
 def test_info_json_envelope(capsys, allowed, tmp_path):
     out_file = tmp_path / "info.json"
-    assert main(["info", "--json", "--cpus", str(allowed[0]), "--output", str(out_file)]) == 0
+    assert main(["info", "--json", "--cpus", str(allowed[0])]) == 0
     env = json.loads(capsys.readouterr().out)
+    assert main(["info", "--json", "--cpus", str(allowed[0]), "--output", str(out_file)]) == 0
+    assert capsys.readouterr().out == ""      # --json --output: the file alone
     assert set(env) == ENVELOPE_KEYS
     assert env["schema"] == 3 and env["command"] == "info"
     assert MACHINE_KEYS <= set(env["machine"])

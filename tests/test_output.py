@@ -553,19 +553,20 @@ def test_the_text_is_printed_even_when_the_output_fails(tmp_path, saved_dir, cap
     assert json.loads(open(saved).read())["command"] == "info"
 
 
-def test_json_with_an_output_that_is_stdout_is_refused(tmp_path):
-    """--json prints the JSON on stdout and --output /dev/stdout (or the file
-    stdout is redirected to) would write it there again: two documents in
-    one stream. Refused before the run, one line, exit 2."""
+def test_json_with_an_output_goes_to_the_output_alone(tmp_path):
+    """--json --output F writes the JSON to F and prints nothing; so
+    --output /dev/stdout (or the file stdout is redirected to) gets one
+    document, not two in one stream."""
+    r = cli("--json", "--output", "out.json", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == ""
+    assert json.loads((tmp_path / "out.json").read_text())["command"] == "info"
     r = cli("--json", "--output", "/dev/stdout", cwd=tmp_path)
-    assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.strip().splitlines() == [
-        "smpnet-bench: --json and --output /dev/stdout both write the JSON to stdout: "
-        "give one of them"]
+    assert r.returncode == 0 and json.loads(r.stdout)["command"] == "info"
     with open(tmp_path / "out.json", "w") as f:
         r = subprocess.run([sys.executable, "-m", "smpnet", "info", "--json", "--output",
                             str(tmp_path / "out.json")], stdout=f, stderr=subprocess.PIPE,
                            text=True, timeout=120, cwd=tmp_path)   # the installed smpnet
-    assert r.returncode == 2 and "both write the JSON to stdout" in r.stderr
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out.json").read_text())["command"] == "info"
     r = cli("--output", "/dev/stdout", cwd=tmp_path)     # without --json: the JSON, once
     assert r.returncode == 0 and r.stdout.count('"schema"') == 1
