@@ -25,8 +25,8 @@ RULE = ("The rule (docs/design.md, Statistics): with the 95 % interval on the si
         "the seed claims, reproduced when it overlaps half to twice the seed's size, smaller or "
         "larger than the seed's when wholly below or above; no measurable difference when it "
         "contains zero; opposite when it lies on the other side. (model): the sign follows from "
-        "the model's rules. A/A: the same pipeline with both sides identical, which should find "
-        "no measurable difference.")
+        "the model's rules. A/A control: the same pipeline with both sides identical; passed "
+        "when it finds no measurable difference.")
 
 
 def stages():
@@ -178,12 +178,20 @@ def verdict_text(verdicts):
         if "size_ratio" in v:
             r, lo, hi = v["size_ratio"]
             size = f"{r:.2f} [{lo:.2f} .. {hi:.2f}]"
-        control = v.get("control")
         cells.append((v["seed"], v["original_machine"], ORIGINAL[v["seed"]][1], here, size,
                       v["verdict"] + (" (model)" if v.get("kind") == "model" else ""),
-                      control["verdict"] if control else "-"))
+                      control_cell(v.get("control"))))
     return report.table(cells, ["seed", "original machine", "original number",
                                 "here (95 % interval)", "x the seed's", "verdict", "A/A control"])
+
+
+def control_cell(control):
+    """The A/A control in a word of its own, never one of the verdicts'
+    words: "no measurable difference" beside a row's "reproduced" read as
+    a second, contradicting verdict of the row."""
+    if not control:
+        return "-"
+    return "passed" if control["reliable"] else f"FAILED: found {control['verdict']}"
 
 
 def _where(v):

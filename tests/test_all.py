@@ -1,6 +1,7 @@
 """smpnet-bench all and compare."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -47,6 +48,23 @@ def test_all_quick_has_every_stage_and_a_verdict_per_seed(quick_run, allowed):
     expected = {"000": "model", "002": "measured", "003": "measured"}
     assert all(v["kind"] == expected[v["seed"]] for v in env["verdicts"]
                if v["verdict"] != "not measured")
+
+
+def test_a_row_says_its_verdict_once_and_its_control_in_a_word_of_its_own():
+    """The verdict table, from made-up verdicts: each row's verdict, and its
+    A/A control as passed or FAILED with what it found, never one of the
+    verdicts' words (a "no measurable difference" control beside a
+    "reproduced" row read as the row contradicting the lines under it)."""
+    def verdict(seed, label, control):
+        return {"seed": seed, "original_machine": "m", "measured": 1.0, "interval": [0.5, 1.5],
+                "unit": "ms", "verdict": label, "kind": "measured",
+                "control": {"verdict": control, "reliable": control == stats.NO_MEASURABLE}}
+    rows = run_all.verdict_text([verdict("000", stats.REPRODUCED, stats.NO_MEASURABLE),
+                                 verdict("002", stats.NO_MEASURABLE, "faster")])
+    cells = {line[:3]: re.split(r"\s{2,}", line.strip()) for line in rows.splitlines()[2:]}
+    assert cells["000"][-2:] == [stats.REPRODUCED, "passed"]
+    assert stats.NO_MEASURABLE not in rows.splitlines()[2]
+    assert cells["002"][-2:] == [stats.NO_MEASURABLE, "FAILED: found faster"]
 
 
 def test_the_kernel_stage_calibrates_the_stages_after_it(quick_run, allowed):

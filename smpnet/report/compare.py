@@ -229,9 +229,7 @@ def _significant(ra, rb):
     - bootstrap: MIN_SAMPLES samples a side, the difference of medians;
     - range: the two [min, max] do not overlap."""
     if ra.runs is not None or rb.runs is not None:
-        x, y = ra.runs or (ra.value,), rb.runs or (rb.value,)
-        if len(x) + len(y) < 3:
-            return None, None
+        x, y = ra.runs or (ra.value,), rb.runs or (rb.value,)   # 3 values or more
         try:
             with np.errstate(all="ignore"):
                 return _judged(stats.mean_diff_ci(y, x)[1], "runs")
