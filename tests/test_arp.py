@@ -142,11 +142,15 @@ def test_host_as_jiffy_is_the_tsc_hz_over_hz(allowed):
     # jiffy of tsc_hz / (HZ + 1) would make it 0.990 of 10 ms at HZ=100 (every
     # other check counts in host A's own jiffies). A trial preempted between
     # the boundary and its send comes out short, one preempted later long:
-    # the 7th of 9 holds against the first kind on a loaded machine
+    # the 7th of 9 holds against the first kind on a loaded machine. A
+    # longer jiffy (tsc_hz / (HZ - 1): 1.010 of it) is bounded by the
+    # fastest of the 9, which preemption cannot shorten: the ARP exchange
+    # after the tick takes microseconds (10.001-10.002 ms on 1 and 2 CPUs)
     rows, _, _, _ = arp.run(allowed, ["timer"], hz=100, trials=9, count=1, ncpus=2,
                             oversubscribe=len(allowed) < 2, phases=["tick"])
     (r,) = rows
-    assert r["replies"] == 9 and 0.995 * 10.0 <= sorted(r["first_samples_ms"])[6]
+    first = sorted(r["first_samples_ms"])
+    assert r["replies"] == 9 and 0.995 * 10.0 <= first[6] and first[0] <= 1.005 * 10.0
 
 
 def test_peer_down_errors_every_queued_ping(allowed):
