@@ -10,12 +10,13 @@ defining one `EXPERIMENT = Experiment(...)`; the registry
 run_all, compare, plot) use nothing else.
 
 The lifecycle, as the command line drives it:
-  params(args, cpus)       validate the options: a dict, as the JSON records it
+  params(args, cpus)       validate the options: the experiment's Params
   seconds(params, cpus)    the estimate behind the one-hour rule and `all`'s ETA
   run(cpus, params, progress) -> Outcome
   text(env, extra)         the table a person reads (env: the JSON envelope)
   invariant_failures(rows) the model's invariants a finished run broke: exit 1
 """
+import dataclasses
 from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -27,6 +28,26 @@ from .errors import BadInput
 # per-run samples, and its low and high ends (None where a row has none);
 # `defaults`: the value of a key that rows written before it existed had.
 Metric = namedtuple("Metric", "keys value samples lo hi defaults", defaults=(None,))
+
+
+@dataclass(frozen=True)
+class Params:
+    """An experiment's validated parameters: each experiment declares its
+    own as a frozen dataclass of this, its fields what its JSON's "params"
+    records, in that order. A run reads them and cannot change them;
+    dataclasses.replace() makes a changed copy (`all` hands a stage its
+    calibration profile so). OPTIONAL: fields the JSON leaves out while
+    None (ab's contended settings, in a run that is not contended); a field
+    with metadata {"record": False} is the run's alone (ab's loaded object)."""
+    OPTIONAL = ()
+
+    def record(self, **decided):
+        """The JSON's "params": every field (an OPTIONAL one only when set),
+        then what the run decided (`decided`)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.metadata.get("record", True)
+               and (f.name not in self.OPTIONAL or getattr(self, f.name) is not None)}
+        return {**out, **decided}
 
 
 @dataclass
@@ -50,16 +71,16 @@ class Experiment:
     help: str                         # one line, for `smpnet-bench --help`
     description: str                  # the subcommand's --help
     add_options: Callable             # (argparse parser) -> None, its own options
-    params: Callable                  # (args, cpus) -> dict; BadInput on bad input
-    seconds: Callable                 # (params, cpus) -> estimated seconds
-    run: Callable                     # (cpus, params, progress) -> Outcome
+    params: Callable                  # (args, cpus) -> its Params; BadInput on bad input
+    seconds: Callable                 # (Params, cpus) -> estimated seconds
+    run: Callable                     # (cpus, Params, progress) -> Outcome
     text: Callable                    # (env, extra) -> str
     metric: Optional[Metric] = None   # what compare matches and compares
     # an experiment whose results hold rows of more than one kind (locks, with
     # --contended rows): (field, {its value: the experiment whose metric applies})
     kinds: Optional[tuple] = None
     machine_options: bool = True      # --ncpus, --oversubscribe
-    plan: Optional[Callable] = None   # (cpus, quick) -> params inside `all`; None: not in `all`
+    plan: Optional[Callable] = None   # (cpus, quick) -> Params inside `all`; None: not in `all`
     min_cpus: int = 1                 # `all` skips it on fewer real CPUs
     seeds: tuple = ()                 # the seeds whose primary verdict it gives in `all`
     invariant_failures: Callable = _nothing   # (rows) -> what broke; the run exits 1

@@ -11,6 +11,7 @@ watchdog stopped (a stopped worker, or one the machine's load starved) is
 recorded as failed and the next stage runs; one that crashed or was
 interrupted ends `all`, with the finished stages kept.
 """
+import dataclasses
 import sys
 import time
 
@@ -64,7 +65,7 @@ def run(cpus, quick=True, progress=True, profile=None):
             # stopped as stuck (a worker stopped, or starved by the machine's
             # load): the stages after it may still run, and `all` exits 1
             warnings.append(f"{e.name} failed: {err}")
-            done[e.name] = {"params": e.plan(cpus, quick), "results": [], "verdicts": [],
+            done[e.name] = {"params": e.plan(cpus, quick).record(), "results": [], "verdicts": [],
                             "failed": str(err)}
         except SmpnetError as err:
             raise StageFailed(e.name, err, done, warnings) from None
@@ -94,15 +95,15 @@ class StageFailed(SmpnetError):
 def _stage(e, cpus, quick, warnings, profile):
     p = e.plan(cpus, quick)
     if e.calibrated:
-        p["calibration"] = profile
+        p = dataclasses.replace(p, calibration=profile)
     if e.calibrates and profile is not None:
         why = "--calibration gave a profile"
         warnings.append(f"{e.name} skipped: {why}")
-        return {"params": p, "results": [], "verdicts": [], "skipped": why}
+        return {"params": p.record(), "results": [], "verdicts": [], "skipped": why}
     if len(cpus) < e.min_cpus:
         why = f"needs {e.min_cpus} CPUs"
         warnings.append(f"{e.name} skipped: it {why}")
-        return {"params": p, "results": [], "verdicts": [], "skipped": why}
+        return {"params": p.record(), "results": [], "verdicts": [], "skipped": why}
     out, seen = load.around(cpus, lambda: e.run(cpus, p, None))
     warnings += [f"{e.name}: {w}" for w in out.warnings + load.mark(out.verdicts, seen)
                  + control_load(out.verdicts, seen)]

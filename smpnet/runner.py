@@ -11,9 +11,9 @@ def measured(e, cpus, params, progress=None):
     machine's facts, the load seen around it). Each verdict gets the load
     as "load"."""
     facts = report.machine(cpus)
-    oversubscribed = params.get("ncpus", len(cpus)) > len(cpus)
+    oversubscribed = (getattr(params, "ncpus", None) or len(cpus)) > len(cpus)
     warnings = sysinfo.timing_warnings(facts, oversubscribed=oversubscribed)
-    if params.get("check"):
+    if getattr(params, "check", False):
         warnings.append("the checker is on: timings include its checks")
     out, seen = load.around(cpus, lambda: e.run(cpus, params, progress))
     out.warnings = warnings + out.warnings + load.mark(out.verdicts, seen)

@@ -91,7 +91,7 @@ def test_a_given_profile_skips_the_kernel_stage_and_reaches_the_calibrated(monke
     def recording(e):
         def run(cpus, p, progress):
             seen[e.name] = p
-            return Outcome(p, [], [])
+            return Outcome(p.record(), [], [])
         return dataclasses.replace(e, run=run)
 
     profile = {"kind": "smpnet-calibration", "tcp_rr": {"same-cpu": {"cycles": 1.0}}}
@@ -101,11 +101,11 @@ def test_a_given_profile_skips_the_kernel_stage_and_reaches_the_calibrated(monke
     assert out["skipped"] and "kernel" not in seen and warnings == [
         "kernel skipped: --calibration gave a profile"]
     run_all._stage(recording(by["loopback"]), [0], True, warnings, profile)
-    assert seen["loopback"]["calibration"] is profile
+    assert seen["loopback"].calibration is profile
     run_all._stage(recording(by["locks"]), [0], True, warnings, profile)
-    assert seen["locks"]["calibration"] is profile      # to show its referee rows
+    assert seen["locks"].calibration is profile      # to show its referee rows
     run_all._stage(recording(by["defer"]), [0, 1], True, warnings, profile)
-    assert "calibration" not in seen["defer"]
+    assert not hasattr(seen["defer"], "calibration")
 
 
 def test_all_refuses_a_missing_profile_in_one_line(capsys):

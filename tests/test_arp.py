@@ -1,4 +1,5 @@
 """ARP resolution: the neighbour state machine on an injected clock, the hosts, the CLI."""
+import dataclasses
 import json
 
 import numpy as np
@@ -293,13 +294,13 @@ def test_a_calibrated_wire_time_is_in_the_estimate():
     hours, over the one-hour rule, where without it they are minutes."""
     from smpnet import bounds
     cal = {"veth_ping": {"first_us": 2.5e6, "later_us": 1e6}}
-    p = {"phase": ["uniform"], "probe": ["timer"], "peer_down": False, "hz": 100,
-         "trials": 20_000, "count": 3}
-    assert arp.seconds(dict(p, calibration=None), [0, 1]) < bounds.LONG_RUN_S
-    assert arp.seconds(dict(p, calibration=cal), [0, 1]) > bounds.LONG_RUN_S
+    p = dataclasses.replace(arp.plan([0, 1], True), phase=["uniform"], probe=["timer"],
+                            trials=20_000, count=3)
+    assert arp.seconds(dataclasses.replace(p, calibration=None), [0, 1]) < bounds.LONG_RUN_S
+    assert arp.seconds(dataclasses.replace(p, calibration=cal), [0, 1]) > bounds.LONG_RUN_S
 
 
 def test_all_judges_000_on_the_uniform_phase_with_tick_as_the_bound():
     """The verdict `all` puts in its table is the first: the uniform phase's
     (a shell starts the ping at a random point of a tick); tick's follows."""
-    assert arp.plan([0, 1], quick=True)["phase"] == ["uniform", "tick"]
+    assert arp.plan([0, 1], quick=True).phase == ["uniform", "tick"]

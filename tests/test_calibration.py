@@ -1,5 +1,6 @@
 """Calibration profiles: they round-trip, bad ones are refused in one line,
 and loading one changes what the models charge. Behaviour, not timing."""
+import dataclasses
 import json
 import tempfile
 
@@ -229,7 +230,7 @@ def test_a_calibrated_packet_count_is_estimated_at_the_charged_rate(tmp_path):
     assert loopback.packet_rate(None) == loopback.TYPICAL_PPS
     assert loopback.packet_rate(cal) == pytest.approx(min(loopback.TYPICAL_PPS,
                                                           tsc.tsc_hz() / 12000.0))
-    p = {"mode": ["netif_rx"], "ack_storm": False, "ncpus": 1, "repeat": 1,
-         "packets": 10 ** 9, "duration_s": None, "scaling": False}
-    assert loopback.seconds(dict(p, calibration=None), [0]) < bounds.LONG_RUN_S
-    assert loopback.seconds(dict(p, calibration=cal), [0]) > bounds.LONG_RUN_S
+    p = dataclasses.replace(loopback.plan([0], True), mode=["netif_rx"], ncpus=1, repeat=1,
+                            packets=10 ** 9, duration_s=None, scaling=False)
+    assert loopback.seconds(dataclasses.replace(p, calibration=None), [0]) < bounds.LONG_RUN_S
+    assert loopback.seconds(dataclasses.replace(p, calibration=cal), [0]) > bounds.LONG_RUN_S

@@ -178,7 +178,7 @@ def test_scaling_and_contended_rows_by_cpu_count_stay_apart(capsys, results):
     assert {c for _, c in loop} == set(range(1, ncpu + 1))
     # every mode at every CPU count; at the verdict's, netif_rx's A/A control
     # and, calibrated by the kernel stage, the raw model's netif_rx and direct
-    modes = len(experiments.get("loopback").plan([0], True)["mode"])
+    modes = len(experiments.get("loopback").plan([0], True).mode)
     assert len(set(loop)) == len(loop) == modes * ncpu + 3
     assert [k for k in loop if k[0] == "netif_rx (A/A)"] == [("netif_rx (A/A)", ncpu)]
     assert {len(c) - 1 for c in cont} == set(range(1, ncpu + 1))

@@ -1,4 +1,5 @@
 """The skb defer-free list: conservation, the IPI kick, the fallback, the checker."""
+import dataclasses
 import json
 
 import numpy as np
@@ -495,11 +496,11 @@ def test_dear_ipis_are_in_the_estimate():
     from smpnet.experiments import defer as d
     from smpnet.machine import tsc
 
-    p = {"strategy": ["irq"], "repeat": 1, "skbs": 20_000_000, "duration_s": None, "ncpus": 2,
-         "defer_max": d.DEFER_MAX}
+    p = dataclasses.replace(d.plan([0, 1], True), strategy=["irq"], repeat=1, skbs=20_000_000,
+                            duration_s=None, ncpus=2)
     assert d.seconds(p, [0, 1]) < 60
-    dear = dict(p, ipi_cycles=[10 ** 7], ipi_entry_cycles=10 ** 7)
-    assert d.skb_rate(dear["ipi_cycles"], 10 ** 7, d.DEFER_MAX) == pytest.approx(
+    dear = dataclasses.replace(p, ipi_cycles=[10 ** 7], ipi_entry_cycles=10 ** 7)
+    assert d.skb_rate(dear.ipi_cycles, 10 ** 7, d.DEFER_MAX) == pytest.approx(
         tsc.tsc_hz() * (d.DEFER_MAX // 2) / 2e7)
     assert d.seconds(dear, [0, 1]) > bounds.LONG_RUN_S
 

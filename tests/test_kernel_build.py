@@ -395,9 +395,9 @@ def test_contended_and_defer_take_one_build(capsys):
 def test_all_reports_seed_003_under_the_hosts_build_and_x86_nopreempt():
     from smpnet.experiments import locks
     p = locks.plan([0], quick=True)
-    assert p["kernel_build"] == [p["kernel_build_record"]["host"]]
-    nopreempt = locks._all_seed_003_build(p["kernel_build"][0])
-    assert p["seed_003_builds"] == ([] if p["kernel_build"] == [nopreempt] else [nopreempt])
+    assert p.kernel_build == [p.kernel_build_record["host"]]
+    nopreempt = locks._all_seed_003_build(p.kernel_build[0])
+    assert p.seed_003_builds == ([] if p.kernel_build == [nopreempt] else [nopreempt])
 
 
 def test_all_lists_each_of_a_seeds_verdicts_with_its_label_and_figure():

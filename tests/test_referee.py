@@ -143,10 +143,10 @@ def test_an_emulated_row_is_not_judged_and_says_what_it_leaves_out():
 def test_all_quick_runs_the_contended_lock_pair_alone(allowed):
     from smpnet.experiments import kernel
     quick, full = kernel.plan(allowed[:2], True), kernel.plan(allowed[:2], False)
-    assert quick["referee_contended"] == ["spin_lock_pair"]
-    assert full["referee_contended"] == list(referee_contended.CONTENDED)
-    assert (referee_contended.contended_seconds(6, quick["referee_contended"])
-            < referee_contended.contended_seconds(6, full["referee_contended"]))
+    assert quick.referee_contended == ["spin_lock_pair"]
+    assert full.referee_contended == list(referee_contended.CONTENDED)
+    assert (referee_contended.contended_seconds(6, quick.referee_contended)
+            < referee_contended.contended_seconds(6, full.referee_contended))
 
 
 def test_a_contended_row_whose_counter_is_off_is_warned_of():

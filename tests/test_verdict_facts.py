@@ -49,7 +49,7 @@ def test_seed_003_names_this_cpus_pushf_cost_and_the_seeds_cpu(monkeypatch):
     assert (f"this CPU's flags save (pushf; pop) costs 0.40 [{lo:.2f} .. {hi:.2f}] cycles "
             f"(Test CPU 9000) against the seed's 14 on the E5-1650 v4 @ 3.60GHz") in text
     # locks' own report prints it with the verdict
-    env = {"params": locks.plan([0], True), "results": [], "verdicts": [v]}
+    env = {"params": locks.plan([0], True).record(), "results": [], "verdicts": [v]}
     assert "flags save (pushf; pop) costs 0.40" in locks.text(env, {})
 
 

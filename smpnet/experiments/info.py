@@ -2,8 +2,10 @@
 pyperf system show), and what a timestamp and an empty loop iteration cost,
 measured now: every later figure carries them."""
 import textwrap
+from dataclasses import dataclass
+from typing import Optional
 
-from ..experiment import Experiment, Metric, Outcome
+from ..experiment import Experiment, Metric, Outcome, Params
 from ..machine import kernel_build
 from ..machine.cpus import format_cpus
 from ..measure.time_bench import time_bench
@@ -12,10 +14,16 @@ from .common import bpf
 TIMERS = ("for_loop", "tsc_read")
 
 
-def params(args, cpus):
-    # null where `smpnet-bench kernel` can time the kernel's own lock and
+@dataclass(frozen=True)
+class InfoParams(Params):
+    cpus: str
+    # None where `smpnet-bench kernel` can time the kernel's own lock and
     # atomics here, else why not (one BPF program loaded and closed)
-    return {"cpus": format_cpus(cpus), "kernel_referee_refused": bpf.refused()}
+    kernel_referee_refused: Optional[str]
+
+
+def params(args, cpus):
+    return InfoParams(cpus=format_cpus(cpus), kernel_referee_refused=bpf.refused())
 
 
 def run(cpus, p, progress=None):
@@ -24,7 +32,7 @@ def run(cpus, p, progress=None):
         rows.append({"test": r.test, "cycles": r.cycles, "cycles_min": r.cycles_min,
                      "cycles_max": r.cycles_max, "ns": r.ns, "loops": r.loops,
                      "rounds": r.rounds})
-    return Outcome(p, rows)
+    return Outcome(p.record(), rows)
 
 
 def text(env, extra):

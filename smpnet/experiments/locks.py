@@ -4,8 +4,11 @@ seed 003's irqsave - irq cost, as the seed measured it.
 `locks --contended` runs the `contended` experiment instead (its options
 stay here so that the command line people know keeps working).
 """
+from dataclasses import dataclass
+from typing import Optional
+
 from ..errors import BadInput
-from ..experiment import Experiment, Metric, Outcome, bounded, parse_list
+from ..experiment import Experiment, Metric, Outcome, Params, bounded, parse_list
 from ..machine import kernel_build
 from ..machine.cpus import format_cpus
 from ..measure import calibration, stats
@@ -32,6 +35,24 @@ def add_options(p):
                            "kernel's own lock pair and atomics) are shown beside this run's")
 
 
+@dataclass(frozen=True)
+class LocksParams(Params):
+    cpus: str
+    algo: list
+    variant: list
+    restore: str
+    check: bool
+    contended: bool
+    kernel_build: list
+    kernel_build_record: dict
+    seed_003_builds: list       # `all`'s: seed 003's rows alone under these builds too
+    algo_host: Optional[dict]
+    loops: Optional[int]        # None: calibrated
+    rounds: int
+    cpu: int
+    calibration: Optional[dict]
+
+
 def params(args, cpus):
     algos, host = lockopts.parse_algos(args.algo)
     variants = parse_list(args.variant, VARIANTS, "lock variant")
@@ -41,16 +62,16 @@ def params(args, cpus):
     if contended_only:
         raise BadInput(f"{' and '.join(contended_only)}: for --contended runs only")
     builds, record = lockopts.kernel_builds(args.kernel_build, several=True)
-    return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants,
-            "restore": args.restore, "check": args.check, "contended": False,
-            "kernel_build": builds, "kernel_build_record": record, "seed_003_builds": [],
-            "algo_host": host,
-            "loops": args.loops, "rounds": args.rounds or ROUNDS, "cpu": cpus[0],
-            "calibration": calibration.from_args(args)}
+    return LocksParams(cpus=format_cpus(cpus), algo=algos, variant=variants,
+                       restore=args.restore, check=args.check, contended=False,
+                       kernel_build=builds, kernel_build_record=record, seed_003_builds=[],
+                       algo_host=host, loops=args.loops, rounds=args.rounds or ROUNDS,
+                       cpu=cpus[0], calibration=calibration.from_args(args))
 
 
-def _builds(p):
-    return p.get("kernel_build") or ["inline"]
+def _builds(kernel_builds):
+    """The builds a run's suite ran under (results before --kernel-build: inline)."""
+    return kernel_builds or ["inline"]
 
 
 # The algorithm seed 003's verdict is given on (the kernel's lock, when it
@@ -58,17 +79,17 @@ def _builds(p):
 SEED_003_VARIANTS = ["irq", "irqsave"]
 
 
-def _seed_algo(p):
-    return "qspinlock" if "qspinlock" in p["algo"] else p["algo"][0]
+def _seed_algo(algos):
+    return "qspinlock" if "qspinlock" in algos else algos[0]
 
 
 def seconds(p, cpus):
-    n = len(lockbench.suite_plan(p["algo"], p["variant"]))
-    n_locks = len(lockbench.suite_plan(p["algo"], p["variant"], locks_only=True, built_too=True))
-    n_seed = len(lockbench.suite_plan([_seed_algo(p)], SEED_003_VARIANTS, locks_only=True))
-    return lockbench.suite_seconds(n + n_locks * (len(_builds(p)) - 1)
-                                   + n_seed * len(p.get("seed_003_builds", [])),
-                                   p["loops"], p["rounds"])
+    n = len(lockbench.suite_plan(p.algo, p.variant))
+    n_locks = len(lockbench.suite_plan(p.algo, p.variant, locks_only=True, built_too=True))
+    n_seed = len(lockbench.suite_plan([_seed_algo(p.algo)], SEED_003_VARIANTS, locks_only=True))
+    return lockbench.suite_seconds(n + n_locks * (len(_builds(p.kernel_build)) - 1)
+                                   + n_seed * len(p.seed_003_builds),
+                                   p.loops, p.rounds)
 
 
 def run(cpus, p, progress=None):
@@ -76,26 +97,25 @@ def run(cpus, p, progress=None):
     only, but local_BH_disable_enable, which the build shapes too), each
     with its own seed 003 verdict; then, for each of `seed_003_builds`
     (`all`'s), seed 003's rows alone."""
-    builds = _builds(p)
-    runs = [(b, p["algo"], p["variant"]) for b in builds]
-    runs += [(b, [_seed_algo(p)], SEED_003_VARIANTS) for b in p.get("seed_003_builds", [])]
+    builds = _builds(p.kernel_build)
+    runs = [(b, p.algo, p.variant) for b in builds]
+    runs += [(b, [_seed_algo(p.algo)], SEED_003_VARIANTS) for b in p.seed_003_builds]
     rows, verdicts, reports = [], [], {}
     for i, (build, algos, variants) in enumerate(runs):
         if progress and len(runs) > 1:
             progress(0, 1, f"kernel build {build} ({i + 1} of {len(runs)})")
         some, found = lockbench.run_suite(
-            p["cpu"], algos, variants, loops=p["loops"], rounds=p["rounds"],
-            restore=p["restore"], check=p["check"], progress=progress, locks_only=i > 0,
+            p.cpu, algos, variants, loops=p.loops, rounds=p.rounds,
+            restore=p.restore, check=p.check, progress=progress, locks_only=i > 0,
             build=build, built_too=i < len(builds))
         lockpairs.derived(some)
         rows += some
         for k, n in found.items():
             reports[k] = reports.get(k, 0) + n
-        v = lockpairs.seed_003_verdict(some, _seed_algo(p), build)
+        v = lockpairs.seed_003_verdict(some, _seed_algo(p.algo), build)
         verdicts += [v] if v else []
-    if p["check"]:
-        p = dict(p, checker_reports=reports)
-    return Outcome(p, rows, verdicts)
+    return Outcome(p.record(**({"checker_reports": reports} if p.check else {})), rows,
+                   verdicts)
 
 
 # `all` reports seed 003 under the host's build and under x86-nopreempt
@@ -115,12 +135,12 @@ def plan(cpus, quick):
     else:
         algos, variants, rounds = list(ALGOS), list(VARIANTS), ROUNDS
     host = lockopts.host_build()
-    return {"cpus": format_cpus(cpus), "algo": algos, "variant": variants, "restore": "sti",
-            "check": False, "contended": False, "kernel_build": [host["kernel_build"]],
-            "kernel_build_record": host["kernel_build_record"], "algo_host": None,
-            "seed_003_builds": [b for b in (_all_seed_003_build(host["kernel_build"]),)
-                                if b != host["kernel_build"]],
-            "loops": None, "rounds": rounds, "cpu": cpus[0], "calibration": None}
+    return LocksParams(cpus=format_cpus(cpus), algo=algos, variant=variants, restore="sti",
+                       check=False, contended=False, kernel_build=[host["kernel_build"]],
+                       kernel_build_record=host["kernel_build_record"], algo_host=None,
+                       seed_003_builds=[b for b in (_all_seed_003_build(host["kernel_build"]),)
+                                        if b != host["kernel_build"]],
+                       loops=None, rounds=rounds, cpu=cpus[0], calibration=None)
 
 
 def _built(r):
@@ -149,7 +169,7 @@ def text(env, extra):
     record = p.get("kernel_build_record")
     lines += lockopts.algo_host_lines(p)
     lines += [f"# kernel build: {kernel_build.describe_model(b, record)}"
-              for b in _builds(p) + p.get("seed_003_builds", [])]
+              for b in _builds(p.get("kernel_build")) + p.get("seed_003_builds", [])]
     lines += [time_bench_row_line(r) for r in rows]
     lines.append("")
     cells = [(locktext.row_name(r, r["test"]), r["algo"] or "-", r.get("kernel_build", "inline") if _built(r) else "-",

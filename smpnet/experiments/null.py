@@ -6,10 +6,12 @@ cancels. B - A is the harness's own noise and bias on this machine: a
 sound harness says "no measurable difference".
 """
 import statistics
+from dataclasses import dataclass
+from typing import Optional
 
 from .. import _core
 from ..errors import BadInput
-from ..experiment import Experiment, Metric, Outcome, bounded
+from ..experiment import Experiment, Metric, Outcome, Params, bounded
 from ..machine import tsc
 from ..machine.cpus import format_cpus
 from ..machine.machine import Machine
@@ -42,6 +44,16 @@ def add_options(p):
                    help="measured rounds per side, after one warm-up round (default: 12)")
 
 
+@dataclass(frozen=True)
+class NullParams(Params):
+    cpus: str
+    cpu: int
+    test: str
+    algo: str
+    loops: Optional[int]    # ops per round; None: calibrated
+    rounds: int
+
+
 def params(args, cpus):
     if args.test not in TESTS:
         raise BadInput(f"unknown time_bench test {args.test!r} (choose from {', '.join(TESTS)})")
@@ -50,12 +62,12 @@ def params(args, cpus):
     if args.rounds // 2 < stats.MIN_SAMPLES:    # a null run is for its verdict
         raise BadInput(f"--rounds {args.rounds} gives no verdict: it needs "
                        f"{2 * stats.MIN_SAMPLES} or more ({stats.MIN_SAMPLES} ABBA blocks)")
-    return {"cpus": format_cpus(cpus), "cpu": cpus[0], "test": args.test, "algo": args.algo,
-            "loops": args.loops, "rounds": args.rounds}
+    return NullParams(cpus=format_cpus(cpus), cpu=cpus[0], test=args.test, algo=args.algo,
+                      loops=args.loops, rounds=args.rounds)
 
 
 def seconds(p, cpus):
-    return 2 * lockbench.suite_seconds(1, p["loops"], p["rounds"])
+    return 2 * lockbench.suite_seconds(1, p.loops, p.rounds)
 
 
 def order(rounds):
@@ -72,14 +84,14 @@ def blocks(a, b):
 
 
 def run(cpus, p, progress=None):
-    test, rounds = p["test"], p["rounds"]
+    test, rounds = p.test, p.rounds
     lock = dict(SUITE)[test] is not None
 
     def bench(ctx):
         region = ctx.machine.segment.region_names.index("locks")
         where = {s: dict(seg=ctx.seg, cpu=0, lock_region=region, lock_index=i)
                  for i, s in enumerate(SIDES)}
-        loops = p["loops"] or calibrate_loops(test, **where["A"])
+        loops = p.loops or calibrate_loops(test, **where["A"])
         kept = {s: [] for s in SIDES}
         for side in SIDES:   # warm-up, thrown away
             _core.time_bench_round(test, loops, **where[side])
@@ -92,21 +104,21 @@ def run(cpus, p, progress=None):
         return (loops, {s: [k.per_op for k in kept[s]] for s in SIDES},
                 {s: round_counts(kept[s]) for s in SIDES})
 
-    with Machine(cpus=[p["cpu"]], regions=lockbench.locks_region(2)) as m:
-        lockbench.init_locks(m, [p["algo"]] * 2)
+    with Machine(cpus=[p.cpu], regions=lockbench.locks_region(2)) as m:
+        lockbench.init_locks(m, [p.algo] * 2)
         loops, samples, dropped = m.run(bench, expected=2 * lockbench.suite_seconds(
-            1, p["loops"], rounds, lockbench.SLOWEST_OP_S))[0]
+            1, p.loops, rounds, lockbench.SLOWEST_OP_S))[0]
     tsc_hz = tsc.tsc_hz()
-    rows = [{"side": s, "test": test, "algo": p["algo"] if lock else None,
+    rows = [{"side": s, "test": test, "algo": p.algo if lock else None,
              "cycles": statistics.median(samples[s]), "cycles_min": min(samples[s]),
              "cycles_max": max(samples[s]), "ns": statistics.median(samples[s]) * 1e9 / tsc_hz,
              "loops": loops, "rounds": rounds, "samples": samples[s], **dropped[s]}
             for s in SIDES]
     if rounds // 2 < stats.MIN_SAMPLES:
-        return Outcome(p, rows, [], [f"no verdict: it needs --rounds {2 * stats.MIN_SAMPLES} "
+        return Outcome(p.record(), rows, [], [f"no verdict: it needs --rounds {2 * stats.MIN_SAMPLES} "
                                      f"or more ({stats.MIN_SAMPLES} ABBA blocks)"])
     delta, ci = stats.median_ci(blocks(samples["A"], samples["B"]))
-    return Outcome(p, rows, [stats.judge(NULL_CLAIM, delta, ci,
+    return Outcome(p.record(), rows, [stats.judge(NULL_CLAIM, delta, ci,
                                          pairs=len(blocks(samples["A"], samples["B"])))])
 
 

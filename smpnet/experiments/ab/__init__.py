@@ -12,13 +12,16 @@ the same rounds, is the A/A control. Every variant (and the control) works
 on its own copy of the state, and its init and check run on that copy
 outside the timing.
 """
+import dataclasses
 import functools
 import hashlib
 import os
+from dataclasses import dataclass
+from typing import Optional
 
 from ... import _core
 from ...errors import BadInput, RunFailed, Stalled, WorkerDied
-from ...experiment import Experiment, Metric, Option, Outcome, bounded_value, parse_list
+from ...experiment import Experiment, Metric, Option, Outcome, Params, bounded_value, parse_list
 from ...machine import layout, tsc
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine, run_seconds
@@ -68,6 +71,43 @@ def _one(option, values):
     return values[0]
 
 
+@dataclass(frozen=True)
+class AbParams(Params):
+    file: str
+    source_sha256: str
+    source: str
+    variants: list
+    cpus: str
+    cpu: int
+    algo: str
+    algo_host: Optional[dict]
+    restore: str
+    check: bool
+    kernel_build: str
+    kernel_build_record: dict
+    loops: Optional[int]
+    rounds: int
+    builtin: list
+    contended: bool
+    ncpus: int
+    oversubscribe: bool
+    object: str                 # the built object's path
+    build_key: str
+    compiled: bool
+    build_s: float
+    shared_bytes: int
+    percpu_bytes: int
+    # a contended run's own (left out of the record of one that is not)
+    duration_s: Optional[float] = None
+    repeat: Optional[int] = None
+    hold_cycles: Optional[int] = None
+    think_cycles: Optional[int] = None
+    # the object params() built and loaded, which the run takes: one build a run
+    loaded: object = dataclasses.field(default=None, repr=False, compare=False,
+                                       metadata={"record": False})
+    OPTIONAL = ("duration_s", "repeat", "hold_cycles", "think_cycles")
+
+
 def params(args, cpus):
     """Read and build the file (BadInput for a file that cannot run, before
     anything runs) and validate the options. args.source: the file's text
@@ -94,23 +134,25 @@ def params(args, cpus):
         raise BadInput(f"--variants {args.variants}: ab compares two or more")
     builtins = [] if args.builtin is None else parse_list(args.builtin, _core.TIME_BENCH_NAMES,
                                                             "time_bench test")
-    p = {"file": args.file, "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
-         "source": source, "variants": chosen, "cpus": format_cpus(cpus), "cpu": cpus[0],
-         "algo": args.algo, "algo_host": algo_host, "restore": args.restore, "check": args.check,
-         "kernel_build": builds[0], "kernel_build_record": record, "loops": args.loops, "rounds": args.rounds or ROUNDS, "builtin": builtins,
-         "contended": contended,
-         "ncpus": ncpus, "oversubscribe": getattr(args, "oversubscribe", False),
-         "object": obj.path, "build_key": obj.key, "compiled": obj.compiled,
-         "build_s": obj.build_s,
-         "shared_bytes": obj.shared_size, "percpu_bytes": obj.percpu_size}
+    contended_only = {}
     if contended:
-        p.update(duration_s=args.duration or DURATION, repeat=args.repeat or REPEAT,
-                 hold_cycles=_one("--hold-cycles", args.hold_cycles),
-                 think_cycles=_one("--think-cycles", args.think_cycles))
+        contended_only = dict(duration_s=args.duration or DURATION,
+                              repeat=args.repeat or REPEAT,
+                              hold_cycles=_one("--hold-cycles", args.hold_cycles),
+                              think_cycles=_one("--think-cycles", args.think_cycles))
         for option in ("hold_cycles", "think_cycles"):
-            if p[option] > p["duration_s"] * tsc.tsc_hz() / 10:
-                raise BadInput(f"--{option.replace('_', '-')} {p[option]}: over a tenth of "
-                               f"--duration {p['duration_s']:g} s")
+            if contended_only[option] > contended_only["duration_s"] * tsc.tsc_hz() / 10:
+                raise BadInput(f"--{option.replace('_', '-')} {contended_only[option]}: over a "
+                               f"tenth of --duration {contended_only['duration_s']:g} s")
+    p = AbParams(file=args.file, source_sha256=hashlib.sha256(source.encode()).hexdigest(),
+                 source=source, variants=chosen, cpus=format_cpus(cpus), cpu=cpus[0],
+                 algo=args.algo, algo_host=algo_host, restore=args.restore, check=args.check,
+                 kernel_build=builds[0], kernel_build_record=record, loops=args.loops,
+                 rounds=args.rounds or ROUNDS, builtin=builtins, contended=contended,
+                 ncpus=ncpus, oversubscribe=getattr(args, "oversubscribe", False),
+                 object=obj.path, build_key=obj.key, compiled=obj.compiled,
+                 build_s=obj.build_s, shared_bytes=obj.shared_size,
+                 percpu_bytes=obj.percpu_size, loaded=obj, **contended_only)
     need = rounds.state_bytes(obj, len(chosen) + 1, max(1, ncpus if contended else 1))
     if need > build.MAX_STATE_BYTES:
         raise BadInput(f"{args.file}: its state takes {need} bytes for {len(chosen) + 1} copies "
@@ -123,24 +165,24 @@ def _entries(obj, p):
     """The variants run, the baseline's second copy (the A/A control) last,
     their labels and their roles."""
     by_name = {v.name: v for v in obj.variants}
-    chosen = [by_name[n] for n in p["variants"]]
-    return (chosen + [chosen[0]], p["variants"] + [p["variants"][0] + AA],
+    chosen = [by_name[n] for n in p.variants]
+    return (chosen + [chosen[0]], p.variants + [p.variants[0] + AA],
             [figures.VARIANT] * len(chosen) + [figures.CONTROL])
 
 
 def _uncontended_s(p):
     """Every entry's calibration (doubling up to MIN_ROUND_S), warm-up and
     rounds, at the slowest op's pace where --loops is given."""
-    n = len(p["variants"]) + 1 + len(p["builtin"])
-    per = p["loops"] * 200e-9 if p["loops"] else MIN_ROUND_S * 2
-    return n * (p["rounds"] + 8) * per
+    n = len(p.variants) + 1 + len(p.builtin)
+    per = p.loops * 200e-9 if p.loops else MIN_ROUND_S * 2
+    return n * (p.rounds + 8) * per
 
 
 def seconds(p, cpus):
-    n = len(p["variants"]) + 1
+    n = len(p.variants) + 1
     s = run_seconds(_uncontended_s(p), 1, 1)
-    if p["contended"]:
-        s += (n * p["repeat"] + 2) * run_seconds(p["duration_s"], p["ncpus"], len(cpus), False)
+    if p.contended:
+        s += (n * p.repeat + 2) * run_seconds(p.duration_s, p.ncpus, len(cpus), False)
     return s
 
 
@@ -184,37 +226,29 @@ def _check(m, entries, labels, where, ops, mode):
                         f"{mode} rounds: {bad[1]}")
 
 
-def _object(p):
-    """The object params() built and loaded; built here only for params
-    made elsewhere (a result's, without the object in this process)."""
-    return build.loaded(p.get("build_key")) or build.build(
-        p["source"], p["file"], _core.LOCK_ALGOS[p["algo"]], p["check"],
-        p["restore"] == "popf", kbuild=_core.KERNEL_BUILDS[p.get("kernel_build", "inline")])
-
-
 def run(cpus, p, progress=None):
-    obj = _object(p)
+    obj = p.loaded
     entries, labels, roles = _entries(obj, p)
     tsc_hz = tsc.tsc_hz()
-    steps = 1 + (len(entries) * p["repeat"] if p["contended"] else 0)
+    steps = 1 + (len(entries) * p.repeat if p.contended else 0)
     if progress:
-        progress(0, steps, f"uncontended: {len(entries)} variants on CPU {p['cpu']}")
+        progress(0, steps, f"uncontended: {len(entries)} variants on CPU {p.cpu}")
     regions = rounds.regions(obj, len(entries), 1) + lockbench.locks_region(1)
-    with Machine(cpus=[p["cpu"]], regions=regions) as m:
-        lockbench.init_locks(m, [p["algo"]])   # the built-in tests' lock
+    with Machine(cpus=[p.cpu], regions=regions) as m:
+        lockbench.init_locks(m, [p.algo])   # the built-in tests' lock
         where = rounds.Where(m, obj)
         _init(m, entries, labels, where)
         counts, samples, ops, empty, dropped, warned = _run(
-            m, labels, rounds.uncontended, entries, where, p["loops"], p["rounds"],
-            p["builtin"], expected=_uncontended_s(p))[0]
+            m, labels, rounds.uncontended, entries, where, p.loops, p.rounds,
+            p.builtin, expected=_uncontended_s(p))[0]
         _check(m, entries, labels, where, ops, "uncontended")
-    rows = figures.uncontended_rows(labels, roles, p["builtin"], p["cpu"], counts, samples,
+    rows = figures.uncontended_rows(labels, roles, p.builtin, p.cpu, counts, samples,
                                     empty, tsc_hz)
     for r, d in zip(rows, dropped):
         r.update(d)
     verdicts = figures.verdicts(rows, tsc_hz)
     warnings = _warned(labels, warned, "uncontended")
-    if p["contended"]:
+    if p.contended:
         con, warned = _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz)
         rows += con
         verdicts += figures.verdicts(con, tsc_hz)
@@ -222,7 +256,7 @@ def run(cpus, p, progress=None):
     if not verdicts:
         warnings.append(f"no verdict: it needs --rounds (and --repeat) {2 * stats.MIN_SAMPLES} "
                         f"or more ({stats.MIN_SAMPLES} ABBA blocks)")
-    return Outcome(p, rows, verdicts, warnings)
+    return Outcome(p.record(), rows, verdicts, warnings)
 
 
 def _warned(labels, warned, mode):
@@ -234,23 +268,23 @@ def _warned(labels, warned, mode):
 def _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz):
     runs = [[] for _ in entries]
     n = 1
-    with Machine(cpus=cpus, ncpus=p["ncpus"], oversubscribe=p["oversubscribe"],
-                 regions=rounds.regions(obj, len(entries), p["ncpus"])) as m:
+    with Machine(cpus=cpus, ncpus=p.ncpus, oversubscribe=p.oversubscribe,
+                 regions=rounds.regions(obj, len(entries), p.ncpus)) as m:
         where = rounds.Where(m, obj)
         _init(m, entries, labels, where)
-        for r in range(p["repeat"]):
+        for r in range(p.repeat):
             for i in pass_order(len(entries), r):
                 if progress:
-                    progress(n, steps, f"contended round {r + 1} of {p['repeat']}: {labels[i]}")
+                    progress(n, steps, f"contended round {r + 1} of {p.repeat}: {labels[i]}")
                 n += 1
                 runs[i].append(_run(m, labels, rounds.contended, entries[i], i, where,
-                                    p["duration_s"], p["hold_cycles"], p["think_cycles"],
-                                    expected=p["duration_s"], entry=i))
+                                    p.duration_s, p.hold_cycles, p.think_cycles,
+                                    expected=p.duration_s, entry=i))
         ops = [sum(c[0] for per in rs for c in per) for rs in runs]
         _check(m, entries, labels, where, ops, "contended")
         warned = [functools.reduce(rounds.merge_warnings, (c[3] for per in rs for c in per), None)
                   for rs in runs]
-        return figures.contended_rows(labels, roles, m.cpu_map, runs, tsc_hz, p,
+        return figures.contended_rows(labels, roles, m.cpu_map, runs, tsc_hz, p.record(),
                                       m.timing_valid), warned
 
 

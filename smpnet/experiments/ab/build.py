@@ -243,12 +243,6 @@ def _load(modname, path):
 _LOADED = {}   # key -> UserObject: one load per process
 
 
-def loaded(key):
-    """The object an earlier build() of this process loaded under `key`
-    (params' `build_key`), or None."""
-    return _LOADED.get(key)
-
-
 def build(source, name, algo, check=False, popf=False, timeout=COMPILE_TIMEOUT_S,
           stderr=None, kbuild=0):
     """The user's object for these build options: from the cache, or

@@ -8,13 +8,15 @@ first ARP request leaves from the neighbour timer at the next tick; after
 it ("immediate") neigh_probe() sends it at once.
 """
 import os
+from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
 from ... import _core
 from ...bounds import MAX_COUNT, MAX_TRIALS
 from ...errors import BadInput
-from ...experiment import Experiment, Metric, Outcome, bounded, parse_list
+from ...experiment import Experiment, Metric, Outcome, Params, bounded, parse_list
 from ...machine import layout
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
@@ -281,6 +283,20 @@ def add_options(p):
     calibration.add_option(p)
 
 
+@dataclass(frozen=True)
+class ArpParams(Params):
+    cpus: str
+    probe: list
+    hz: int
+    trials: int
+    count: int
+    peer_down: bool
+    ncpus: int
+    oversubscribe: bool
+    phase: list
+    calibration: Optional[dict]     # the profile whose veth ping sets the wire's costs
+
+
 def params(args, cpus):
     probes = parse_list(args.probe, PROBES, "probe mode")
     phases = parse_list(args.phase, PHASES, "send phase")
@@ -288,39 +304,39 @@ def params(args, cpus):
         raise BadInput("the ARP experiment runs two hosts: --ncpus 2 or nothing")
     trials = default_trials(args.trials, args.peer_down)
     validate(args.hz, trials, args.count, args.peer_down)
-    return {"cpus": format_cpus(cpus), "probe": probes, "hz": args.hz, "trials": trials,
-            "count": args.count, "peer_down": args.peer_down, "ncpus": 2,
-            "oversubscribe": args.oversubscribe, "phase": phases,
-            "calibration": calibration.from_args(args)}
+    return ArpParams(cpus=format_cpus(cpus), probe=probes, hz=args.hz, trials=trials,
+                     count=args.count, peer_down=args.peer_down, ncpus=2,
+                     oversubscribe=args.oversubscribe, phase=phases,
+                     calibration=calibration.from_args(args))
 
 
 def seconds(p, cpus):
-    return len(p["phase"]) * len(arp_sides(p["probe"], p["peer_down"])) * probe_seconds(
-        p["hz"], p["trials"], p["count"], p["peer_down"],
-        calibration.arp_wire_us(p.get("calibration")) or (0, 0))
+    return len(p.phase) * len(arp_sides(p.probe, p.peer_down)) * probe_seconds(
+        p.hz, p.trials, p.count, p.peer_down,
+        calibration.arp_wire_us(p.calibration) or (0, 0))
 
 
 def _run(cpus, p, progress=None):
-    if len(cpus) < 2 and not p["oversubscribe"]:   # after the one-hour rule, as before 0.2
+    if len(cpus) < 2 and not p.oversubscribe:   # after the one-hour rule, as before 0.2
         raise BadInput("the ARP experiment needs 2 CPUs, one per host "
                        "(with one real CPU: --ncpus 2 --oversubscribe)")
-    wire = calibration.arp_wire_us(p.get("calibration"))
+    wire = calibration.arp_wire_us(p.calibration)
     rows, verdicts, why_not, transcripts = run(
-        cpus, p["probe"], hz=p["hz"], trials=p["trials"], count=p["count"],
-        peer_down=p["peer_down"], ncpus=2, oversubscribe=p["oversubscribe"], progress=progress,
-        phases=p["phase"], wire_us=wire or (0, 0))
+        cpus, p.probe, hz=p.hz, trials=p.trials, count=p.count,
+        peer_down=p.peer_down, ncpus=2, oversubscribe=p.oversubscribe, progress=progress,
+        phases=p.phase, wire_us=wire or (0, 0))
     for v in verdicts:
-        v["calibration"] = calibration.veth_summary_of(p.get("calibration")) if wire else None
+        v["calibration"] = calibration.veth_summary_of(p.calibration) if wire else None
     warnings = [f"no verdict: {why_not}"] if why_not else []
-    if p.get("calibration") and not wire:
+    if p.calibration and not wire:
         warnings.append("uncalibrated link: the profile has no veth ping (measured without root)")
-    return Outcome(p, rows, verdicts, warnings, extra={"transcripts": transcripts})
+    return Outcome(p.record(), rows, verdicts, warnings, extra={"transcripts": transcripts})
 
 
 def plan(cpus, quick):
-    return {"cpus": format_cpus(cpus), "probe": list(PROBES), "hz": 100,
-            "trials": 60 if quick else 100, "count": COUNT, "peer_down": False, "ncpus": 2,
-            "oversubscribe": False, "phase": ["uniform", "tick"], "calibration": None}
+    return ArpParams(cpus=format_cpus(cpus), probe=list(PROBES), hz=100,
+                     trials=60 if quick else 100, count=COUNT, peer_down=False, ncpus=2,
+                     oversubscribe=False, phase=["uniform", "tick"], calibration=None)
 
 
 EXPERIMENT = Experiment(

@@ -7,10 +7,12 @@ CPUs: throughput by CPU count.
 """
 import os
 import statistics
+from dataclasses import dataclass
+from typing import Optional
 
 from ... import _core
 from ...errors import BadInput
-from ...experiment import Experiment, Metric, Outcome, parse_list
+from ...experiment import Experiment, Metric, Outcome, Params, parse_list
 from ...machine import kernel_build, machine, tsc
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
@@ -25,6 +27,27 @@ from . import lockrank
 def add_options(p):
     lockopts.add_lock_options(p)
     lockopts.add_contended_options(p)
+
+
+@dataclass(frozen=True)
+class ContendedParams(Params):
+    cpus: str
+    algo: list
+    algo_host: Optional[dict]
+    variant: list
+    restore: str
+    check: bool
+    contended: bool
+    kernel_build: str
+    kernel_build_record: dict
+    duration_s: float
+    hold_cycles: list
+    think_cycles: list
+    repeat: int
+    rng_seed: int
+    scale: Optional[list]       # the emulated CPU counts swept; None: --ncpus's one
+    ncpus: int
+    oversubscribe: bool
 
 
 def params(args, cpus):
@@ -50,14 +73,15 @@ def params(args, cpus):
         int.from_bytes(os.urandom(8), "little")
     builds, record = lockopts.kernel_builds(args.kernel_build)
     algos, host = lockopts.parse_algos(args.algo)
-    return {"cpus": format_cpus(cpus), "algo": algos, "algo_host": host,
-            "variant": parse_list(args.variant, VARIANTS, "lock variant"),
-            "restore": args.restore, "check": args.check, "contended": True,
-            "kernel_build": builds[0], "kernel_build_record": record,
-            "duration_s": duration, "hold_cycles": hold, "think_cycles": think,
-            "repeat": lockopts.REPEAT if args.repeat is None else args.repeat,
-            "rng_seed": seed, "scale": scale,
-            "ncpus": args.ncpus or len(cpus), "oversubscribe": args.oversubscribe}
+    return ContendedParams(
+        cpus=format_cpus(cpus), algo=algos, algo_host=host,
+        variant=parse_list(args.variant, VARIANTS, "lock variant"),
+        restore=args.restore, check=args.check, contended=True,
+        kernel_build=builds[0], kernel_build_record=record,
+        duration_s=duration, hold_cycles=hold, think_cycles=think,
+        repeat=lockopts.REPEAT if args.repeat is None else args.repeat,
+        rng_seed=seed, scale=scale, ncpus=args.ncpus or len(cpus),
+        oversubscribe=args.oversubscribe)
 
 
 def _check_cycles(option, cycles, duration, tsc_hz):
@@ -70,30 +94,22 @@ def contended_seconds(n_combos, duration, ncpus=2, real_cpus=2):
     return n_combos * machine.run_seconds(duration, ncpus, real_cpus, counted=False)
 
 
-def _counts(p, cpus):
+def _counts(p):
     """The CPU counts the run sweeps (None: the one machine of --ncpus)."""
-    scale = p.get("scale")
-    if scale is True:   # an `all` result of before: 1 to N
-        return list(range(1, len(cpus) + 1))
-    return scale or [None]
-
-
-def _as_list(v):
-    return v if isinstance(v, list) else [v]
+    return p.scale or [None]
 
 
 def seconds(p, cpus):
-    n = len(p["algo"]) * len(p["variant"]) * p.get("repeat", 1)
-    n *= len(_as_list(p["hold_cycles"])) * len(_as_list(p.get("think_cycles", 0)))
-    return sum(contended_seconds(n, p["duration_s"], k or p["ncpus"],
+    n = len(p.algo) * len(p.variant) * p.repeat * len(p.hold_cycles) * len(p.think_cycles)
+    return sum(contended_seconds(n, p.duration_s, k or p.ncpus,
                                  min(k, len(cpus)) if k else len(cpus))
-               for k in _counts(p, cpus))
+               for k in _counts(p))
 
 
 def run(cpus, p, progress=None):
-    sweep = [(h, t) for h in p["hold_cycles"] for t in p["think_cycles"]]
-    counts = _counts(p, cpus)
-    total = len(counts) * len(sweep) * p["repeat"] * len(p["algo"]) * len(p["variant"])
+    sweep = [(h, t) for h in p.hold_cycles for t in p.think_cycles]
+    counts = _counts(p)
+    total = len(counts) * len(sweep) * p.repeat * len(p.algo) * len(p.variant)
     rows, reports, done = [], {}, [0]
 
     def step(n, _, what):   # one progress count over the whole sweep
@@ -104,29 +120,27 @@ def run(cpus, p, progress=None):
     for k in counts:
         # k emulated CPUs on the first k selected, or, past them (with
         # --oversubscribe), on all of them in turn
-        r, new = run_contended(cpus[:k] if k else cpus, p["algo"], p["variant"],
-                               duration=p["duration_s"], restore=p["restore"],
-                               check=p["check"], ncpus=k or p["ncpus"],
-                               oversubscribe=k > len(cpus) if k else p["oversubscribe"],
-                               progress=step, sweep=sweep, repeat=p["repeat"],
-                               rng_seed=p["rng_seed"], build=p.get("kernel_build", "inline"))
+        r, new = run_contended(cpus[:k] if k else cpus, p.algo, p.variant,
+                               duration=p.duration_s, restore=p.restore,
+                               check=p.check, ncpus=k or p.ncpus,
+                               oversubscribe=k > len(cpus) if k else p.oversubscribe,
+                               progress=step, sweep=sweep, repeat=p.repeat,
+                               rng_seed=p.rng_seed, build=p.kernel_build)
         rows += r
         reports = {x: reports.get(x, 0) + new.get(x, 0) for x in {**reports, **new}}
     lockrank.rank(rows)
-    if p["check"]:
-        p = dict(p, checker_reports=reports)
-    return Outcome(p, rows)
+    return Outcome(p.record(**({"checker_reports": reports} if p.check else {})), rows)
 
 
 def plan(cpus, quick):
     # short: a few repeats of 0.05 s give `all` a scaling curve with intervals
-    return {"cpus": format_cpus(cpus), "algo": list(ALGOS) if not quick else
-            ["qspinlock", "ticket", "tas"], "variant": ["plain"] if quick else ["plain", "irq"],
-            "restore": "sti", "check": False, "contended": True,
-            **lockopts.host_build(), "algo_host": None,
-            "duration_s": 0.05 if quick else 0.1, "hold_cycles": [0], "think_cycles": [0],
-            "repeat": 3 if quick else 6, "rng_seed": 0, "ncpus": len(cpus),
-            "oversubscribe": False, "scale": list(range(1, len(cpus) + 1))}
+    return ContendedParams(
+        cpus=format_cpus(cpus), algo=list(ALGOS) if not quick else
+        ["qspinlock", "ticket", "tas"], variant=["plain"] if quick else ["plain", "irq"],
+        restore="sti", check=False, contended=True, **lockopts.host_build(), algo_host=None,
+        duration_s=0.05 if quick else 0.1, hold_cycles=[0], think_cycles=[0],
+        repeat=3 if quick else 6, rng_seed=0, ncpus=len(cpus), oversubscribe=False,
+        scale=list(range(1, len(cpus) + 1)))
 
 
 def run_contended(cpus, algos, variants, duration=0.5, hold_cycles=0, restore="sti",

@@ -7,10 +7,13 @@ CPU's defer list; the RX CPU's net_rx_action() flushes the list. Each lock
 strategy of the list's history runs `repeat` times, interleaved, so that the
 spread between runs is the noise against which strategies are compared.
 """
+from dataclasses import dataclass
+from typing import Optional
+
 from ... import _core
 from ...bounds import MAX_DEFER_MAX, MAX_REPEAT, MAX_SKBS
 from ...errors import BadInput, RunFailed
-from ...experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
+from ...experiment import Experiment, Metric, Outcome, Params, add_amount, bounded, parse_list
 from ...machine import layout, machine, tsc
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
@@ -275,48 +278,68 @@ def add_options(p):
                         "and exit (default: measured here)")
 
 
+@dataclass(frozen=True)
+class DeferParams(Params):
+    cpus: str
+    ncpus: int
+    rx_cpus: Optional[list]     # None: chosen by the run (its record says which)
+    kernel_build: str
+    kernel_build_record: dict
+    strategy: list
+    skbs: Optional[int]
+    duration_s: Optional[float]     # None when skbs is given
+    defer_max: int
+    batch: int
+    repeat: int
+    lock: str
+    lock_host: Optional[dict]
+    check: bool
+    oversubscribe: bool
+    ipi_cycles: list
+    ipi_entry_cycles: Optional[int]     # None: measured here
+
+
 def params(args, cpus):
     strategies = parse_list(args.strategy, STRATEGIES, "defer strategy")
     lock, lock_host = lockopts.one_algo("--lock", args.lock)
     n = args.ncpus or len(cpus)
     builds, record = lockopts.kernel_builds(args.kernel_build)
-    return {"cpus": format_cpus(cpus), "ncpus": n, "rx_cpus": args.rx_cpus,
-            "kernel_build": builds[0], "kernel_build_record": record,
-            "strategy": strategies, "skbs": args.skbs,
-            "duration_s": None if args.skbs else (args.duration or DURATION),
-            "defer_max": args.defer_max, "batch": args.batch, "repeat": args.repeat,
-            "lock": lock, "lock_host": lock_host, "check": args.check,
-            "oversubscribe": args.oversubscribe,
-            "ipi_cycles": [MEASURED] + list(args.ipi_cycles or []),
-            "ipi_entry_cycles": args.ipi_entry_cycles}
+    return DeferParams(cpus=format_cpus(cpus), ncpus=n, rx_cpus=args.rx_cpus,
+                       kernel_build=builds[0], kernel_build_record=record,
+                       strategy=strategies, skbs=args.skbs,
+                       duration_s=None if args.skbs else (args.duration or DURATION),
+                       defer_max=args.defer_max, batch=args.batch, repeat=args.repeat,
+                       lock=lock, lock_host=lock_host, check=args.check,
+                       oversubscribe=args.oversubscribe,
+                       ipi_cycles=[MEASURED] + list(args.ipi_cycles or []),
+                       ipi_entry_cycles=args.ipi_entry_cycles)
 
 
 def seconds(p, cpus):
-    ipi = p.get("ipi_cycles", [MEASURED])
-    return estimate_seconds(len(defer_sides(p["strategy"])), p["repeat"], p["skbs"], p["duration_s"],
-                            p["ncpus"], len(cpus), len(ipi),
-                            skb_rate(ipi, p.get("ipi_entry_cycles"), p["defer_max"]))
+    return estimate_seconds(len(defer_sides(p.strategy)), p.repeat, p.skbs, p.duration_s,
+                            p.ncpus, len(cpus), len(p.ipi_cycles),
+                            skb_rate(p.ipi_cycles, p.ipi_entry_cycles, p.defer_max))
 
 
 def _run(cpus, p, progress=None):
     rows, verdicts, why_not = run(
-        cpus, p["strategy"], rx=p["rx_cpus"], skbs=p["skbs"], duration=p["duration_s"],
-        defer_max=p["defer_max"], batch=p["batch"], repeat=p["repeat"], check=p["check"],
-        ncpus=p["ncpus"], oversubscribe=p["oversubscribe"], lock_algo=p["lock"],
-        progress=progress, ipi_cycles=p.get("ipi_cycles", [MEASURED]),
-        ipi_entry_cycles=p.get("ipi_entry_cycles"), build=p.get("kernel_build", "inline"))
-    return Outcome(dict(p, rx_cpus=rows[0]["rx_cpus"]), rows, verdicts,
+        cpus, p.strategy, rx=p.rx_cpus, skbs=p.skbs, duration=p.duration_s,
+        defer_max=p.defer_max, batch=p.batch, repeat=p.repeat, check=p.check,
+        ncpus=p.ncpus, oversubscribe=p.oversubscribe, lock_algo=p.lock,
+        progress=progress, ipi_cycles=p.ipi_cycles,
+        ipi_entry_cycles=p.ipi_entry_cycles, build=p.kernel_build)
+    return Outcome(p.record(rx_cpus=rows[0]["rx_cpus"]), rows, verdicts,
                    ([f"no verdict: {why_not}"] if why_not else [])
                    + defer_rows.placement_warnings(rows))
 
 
 def plan(cpus, quick):
-    return {"cpus": format_cpus(cpus), "ncpus": len(cpus), "rx_cpus": None,
-            "strategy": list(STRATEGIES), "skbs": None, "duration_s": 0.1 if quick else 0.3,
-            "defer_max": DEFER_MAX, "batch": BATCH, "repeat": 6 if quick else 8,
-            "lock": "qspinlock", "check": False, "oversubscribe": False,
-            "ipi_cycles": [MEASURED], "ipi_entry_cycles": None, "lock_host": None,
-            **lockopts.host_build()}
+    return DeferParams(cpus=format_cpus(cpus), ncpus=len(cpus), rx_cpus=None,
+                       strategy=list(STRATEGIES), skbs=None, duration_s=0.1 if quick else 0.3,
+                       defer_max=DEFER_MAX, batch=BATCH, repeat=6 if quick else 8,
+                       lock="qspinlock", check=False, oversubscribe=False,
+                       ipi_cycles=[MEASURED], ipi_entry_cycles=None, lock_host=None,
+                       **lockopts.host_build())
 
 
 EXPERIMENT = Experiment(

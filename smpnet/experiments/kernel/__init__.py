@@ -20,10 +20,12 @@ sysctls that parameterise the models are recorded beside the figures.
 """
 import os
 import socket
+from dataclasses import dataclass
+from typing import Optional
 
 from ... import _core
 from ...errors import BadInput, OutputFailed, RunFailed
-from ...experiment import Experiment, Metric, Outcome, bounded
+from ...experiment import Experiment, Metric, Outcome, Params, bounded
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
 from ...machine.tsc import tsc_info
@@ -83,14 +85,38 @@ def params(args, cpus):
     return _params(cpus, args.transactions, args.rounds, args.trials, args.count, args.save)
 
 
+@dataclass(frozen=True)
+class KernelParams(Params):
+    cpus: str
+    transactions: int
+    rounds: int
+    placements: list
+    sysctls: dict
+    trials: int
+    count: int
+    save: Optional[str]             # --save PATH of the profile
+    veth_skipped: Optional[str]     # why the veth ping cannot run here, before the run
+    neigh_sysctls: dict
+    neigh_model: dict
+    # the referee's plan, or why it cannot run here (referee_skipped)
+    referee_skipped: Optional[str] = None
+    referee_rounds: Optional[int] = None
+    referee_contended: Optional[list] = None
+    referee_algo: Optional[str] = None
+    kernel_build: Optional[str] = None
+    kernel_build_record: Optional[dict] = None
+    OPTIONAL = ("referee_skipped", "referee_rounds", "referee_contended", "referee_algo",
+                "kernel_build", "kernel_build_record")
+
+
 def _params(cpus, transactions, rounds, trials, count, save=None,
             contended=referee_contended.CONTENDED):
     placements = list(PLACEMENTS if len(cpus) >= 2 else PLACEMENTS[:1])
-    return {"cpus": format_cpus(cpus), "transactions": transactions,
-            "rounds": rounds, "placements": placements, "sysctls": read_sysctls(),
-            "trials": trials, "count": count, "save": save,
-            "veth_skipped": netns.can_admin_net(), **ping_veth.neigh_params(),
-            **_referee_params(rounds, contended)}
+    return KernelParams(cpus=format_cpus(cpus), transactions=transactions,
+                        rounds=rounds, placements=placements, sysctls=read_sysctls(),
+                        trials=trials, count=count, save=save,
+                        veth_skipped=netns.can_admin_net(), **ping_veth.neigh_params(),
+                        **_referee_params(rounds, contended))
 
 
 def _referee_params(rounds, contended):
@@ -112,9 +138,10 @@ def plan(cpus, quick):
                    contended=("spin_lock_pair",) if quick else referee_contended.CONTENDED)
 
 
-def profile(cpus, p, outcome):
-    """The calibration profile a run measured (measure/calibration.py)."""
-    return calibration.from_kernel(outcome.rows, p, tsc_info()["tsc_hz"])
+def profile(cpus, params, outcome):
+    """The calibration profile a run measured (measure/calibration.py);
+    params: the run's record of them."""
+    return calibration.from_kernel(outcome.rows, params, tsc_info()["tsc_hz"])
 
 
 def warm(n):
@@ -122,12 +149,12 @@ def warm(n):
 
 
 def seconds(p, cpus):
-    per_round = 0.05 + (p["transactions"] + warm(p["transactions"])) * 20e-6
-    veth = 0 if p.get("veth_skipped") else ping_veth.seconds(p["trials"], p["count"])
-    ref = (referee.seconds(p["referee_rounds"])
-           + referee_contended.contended_seconds(p["referee_rounds"], p["referee_contended"])
-           if "referee_rounds" in p else 0)
-    return len(p["placements"]) * (p["rounds"] + 1) * per_round + veth + ref
+    per_round = 0.05 + (p.transactions + warm(p.transactions)) * 20e-6
+    veth = 0 if p.veth_skipped else ping_veth.seconds(p.trials, p.count)
+    ref = (referee.seconds(p.referee_rounds)
+           + referee_contended.contended_seconds(p.referee_rounds, p.referee_contended)
+           if p.referee_rounds else 0)
+    return len(p.placements) * (p.rounds + 1) * per_round + veth + ref
 
 
 def placement_cpus(placement, cpus):
@@ -166,8 +193,9 @@ def transact(ctx, listener, port, n):
 
 
 def run(cpus, p, progress=None):
-    n, rounds, placements = p["transactions"], p["rounds"], p["placements"]
-    warnings = []
+    n, rounds, placements = p.transactions, p.rounds, p.placements
+    refereed = p.referee_rounds is not None
+    warnings, decided = [], {}      # decided: what the run adds to its params' record
     if len(placements) < len(PLACEMENTS):
         warnings.append("two-cpus skipped: it needs two CPUs and one is selected")
     samples = {pl: ([], []) for pl in placements}     # (transactions/s, cycles per transaction)
@@ -184,8 +212,7 @@ def run(cpus, p, progress=None):
         plan = [(None, pl) for pl in placements] + \
                [(r, pl) for r, pls in enumerate(order(rounds, placements)) for pl in pls]
         # one count over both parts: the veth ping's warm-up and trials follow
-        steps = len(plan) + ("referee_rounds" in p) + (
-            0 if p.get("veth_skipped") else p["trials"] + 1)
+        steps = len(plan) + refereed + (0 if p.veth_skipped else p.trials + 1)
         for i, (r, pl) in enumerate(plan):
             if progress:
                 progress(i, steps, f"{pl} " + ("warm-up" if r is None else f"round {r + 1}"))
@@ -210,19 +237,20 @@ def run(cpus, p, progress=None):
     if rounds < stats.MIN_SAMPLES:
         warnings.append(f"the intervals cover less than 95 %: give --rounds "
                         f"{stats.MIN_SAMPLES} or more")
-    done = len(plan) + ("referee_rounds" in p)     # the referee is one step
-    if "referee_rounds" in p and progress:
+    done = len(plan) + refereed     # the referee is one step
+    if refereed and progress:
         progress(len(plan), steps, f"the kernel as referee: {len(referee.TESTS)} ops in the "
                                    "kernel and in the model")
-    rows += referee_part(cpus, p, warnings)
+    rows += referee_part(cpus, p, warnings, decided)
     veth_progress = progress and (lambda i, n, what: progress(done + i, done + n, what))
     note = referee.seed_003_note(rows)
-    out = Outcome(p, rows + veth_part(cpus, p, veth_progress, warnings), [], warnings,
+    rows += veth_part(cpus, p, veth_progress, warnings, decided)
+    out = Outcome(p.record(**decided), rows, [], warnings,
                   {"seed_notes": {"003": note}} if note else {})
-    if p.get("save"):
-        failed = save_profile(p["save"], calibration.dumps(profile(cpus, p, out)))
+    if p.save:
+        failed = save_profile(p.save, calibration.dumps(profile(cpus, out.params, out)))
         if failed:
-            out.params = dict(p, save_failed=failed)
+            out.params["save_failed"] = failed
             out.warnings.append(failed)
             out.failures.append(failed)
     return out
@@ -244,16 +272,16 @@ def save_profile(path, text):
             + (f"it was saved to {saved}" if saved else "it could not be saved anywhere"))
 
 
-def referee_part(cpus, p, warnings):
-    """The referee's rows on the first CPU, or none and a warning saying why."""
-    if "referee_rounds" not in p:
-        warnings.append(f"kernel referee skipped: {p.get('referee_skipped', 'not planned')}")
+def referee_part(cpus, p, warnings, decided):
+    """The referee's rows on the first CPU, or none and a warning saying why;
+    the kernel's listing of what it ran goes to `decided`."""
+    if p.referee_rounds is None:
+        warnings.append(f"kernel referee skipped: {p.referee_skipped or 'not planned'}")
         return []
-    tsc_hz, algo = tsc_info()["tsc_hz"], p["referee_algo"]
-    rows = referee.measure(cpus[0], tsc_hz, algo, p["kernel_build"], p["referee_rounds"],
-                           warnings)
+    tsc_hz, algo = tsc_info()["tsc_hz"], p.referee_algo
+    rows = referee.measure(cpus[0], tsc_hz, algo, p.kernel_build, p.referee_rounds, warnings)
     functions, why = kernel_text.listing()
-    p["kernel_text"] = functions
+    decided["kernel_text"] = functions
     if why:
         warnings.append(f"kernel referee: what it runs not listed: {why}")
     if len(cpus) < 2:
@@ -261,23 +289,24 @@ def referee_part(cpus, p, warnings):
                         "selected")
         return rows
     contended = referee_contended.measure_contended(
-        cpus, tsc_hz, algo, p["kernel_build"], p["referee_rounds"], p["referee_contended"])
+        cpus, tsc_hz, algo, p.kernel_build, p.referee_rounds, p.referee_contended)
     warnings += referee_contended.miscounted(contended)
     return rows + contended
 
 
-def veth_part(cpus, p, progress, warnings):
-    """The ARP part's rows, or none and a warning saying why it was skipped."""
-    if p.get("veth_skipped"):
-        warnings.append(f"veth ping skipped: {p['veth_skipped']}")
+def veth_part(cpus, p, progress, warnings, decided):
+    """The ARP part's rows, or none and a warning saying why it was skipped;
+    the namespace's facts (or why it could not be made) go to `decided`."""
+    if p.veth_skipped:
+        warnings.append(f"veth ping skipped: {p.veth_skipped}")
         return []
     try:
-        rows, facts, _ = ping_veth.run(cpus[0], p["trials"], p["count"], progress, warnings)
+        rows, facts, _ = ping_veth.run(cpus[0], p.trials, p.count, progress, warnings)
     except netns.Unavailable as e:
-        p["veth_skipped"] = str(e)
+        decided["veth_skipped"] = str(e)
         warnings.append(f"veth ping skipped: {e}")
         return []
-    p.update(facts)
+    decided.update(facts)
     return rows
 
 

@@ -12,11 +12,13 @@ is then weighed against a transaction that costs what the host kernel's
 costs.
 """
 import statistics
+from dataclasses import dataclass
+from typing import Optional
 
 from ... import _core
 from ...bounds import MAX_PACKETS, MAX_REPEAT
 from ...errors import BadInput, RunFailed
-from ...experiment import Experiment, Metric, Outcome, add_amount, bounded, parse_list
+from ...experiment import Experiment, Metric, Outcome, Params, add_amount, bounded, parse_list
 from ...machine import layout, machine, tsc
 from ...machine.cpus import format_cpus
 from ...machine.machine import Machine
@@ -279,42 +281,60 @@ def add_options(p):
                    help="run on 1, 2, ... N CPUs: the shared refcnt line's cost as CPUs are added")
 
 
+@dataclass(frozen=True)
+class LoopbackParams(Params):
+    cpus: str
+    ncpus: int
+    mode: list
+    packets: Optional[int]
+    duration_s: Optional[float]     # None when packets is given
+    size: int
+    ack_storm: bool
+    protocol: str
+    calibration: Optional[dict]     # the profile whose kernel costs are charged
+    stack: str
+    repeat: int
+    scaling: bool
+    oversubscribe: bool
+
+
 def params(args, cpus):
-    return {"cpus": format_cpus(cpus), "ncpus": args.ncpus or len(cpus),
-            "mode": parse_list(args.mode, MODES, "loopback mode"), "packets": args.packets,
-            "duration_s": None if args.packets else (args.duration or DURATION),
-            "size": args.size, "ack_storm": args.ack_storm,
-            "protocol": args.protocol or default_protocol(args.ack_storm),
-            "calibration": calibration.from_args(args),
-            "stack": args.stack, "repeat": args.repeat, "scaling": args.scaling,
-            # loopback runs more emulated CPUs than real ones without being asked
-            "oversubscribe": args.oversubscribe or (args.ncpus or len(cpus)) > len(cpus)}
+    return LoopbackParams(
+        cpus=format_cpus(cpus), ncpus=args.ncpus or len(cpus),
+        mode=parse_list(args.mode, MODES, "loopback mode"), packets=args.packets,
+        duration_s=None if args.packets else (args.duration or DURATION),
+        size=args.size, ack_storm=args.ack_storm,
+        protocol=args.protocol or default_protocol(args.ack_storm),
+        calibration=calibration.from_args(args),
+        stack=args.stack, repeat=args.repeat, scaling=args.scaling,
+        # loopback runs more emulated CPUs than real ones without being asked
+        oversubscribe=args.oversubscribe or (args.ncpus or len(cpus)) > len(cpus))
 
 
 def seconds(p, cpus):
     # (the A/A control counted at every CPU count: it runs at one; an estimate errs high)
-    extra = len(extra_sides(p["mode"], p["ack_storm"], bool(p.get("calibration"))))
-    return estimate_seconds(p["ncpus"], len(p["mode"]) + extra + bool(p.get("calibration")),
-                            p["repeat"], p["packets"], p["duration_s"], p["scaling"], len(cpus),
-                            packet_rate(p.get("calibration")))
+    extra = len(extra_sides(p.mode, p.ack_storm, bool(p.calibration)))
+    return estimate_seconds(p.ncpus, len(p.mode) + extra + bool(p.calibration),
+                            p.repeat, p.packets, p.duration_s, p.scaling, len(cpus),
+                            packet_rate(p.calibration))
 
 
 def _run(cpus, p, progress=None):
     rows, verdicts, why_not = run(
-        cpus, p["mode"], packets=p["packets"], duration=p["duration_s"], size=p["size"],
-        protocol=p["protocol"], ack_storm=p["ack_storm"], stack=p["stack"],
-        repeat=p["repeat"], ncpus=p["ncpus"], oversubscribe=p["oversubscribe"],
-        scaling=p["scaling"], kernel_cycles=calibration.tcp_rr_cycles(p.get("calibration")),
+        cpus, p.mode, packets=p.packets, duration=p.duration_s, size=p.size,
+        protocol=p.protocol, ack_storm=p.ack_storm, stack=p.stack,
+        repeat=p.repeat, ncpus=p.ncpus, oversubscribe=p.oversubscribe,
+        scaling=p.scaling, kernel_cycles=calibration.tcp_rr_cycles(p.calibration),
         progress=progress)
-    seed002.name_the_cost(verdicts, p.get("calibration"))
-    return Outcome(p, rows, verdicts, [f"no verdict: {why_not}"] if why_not else [])
+    seed002.name_the_cost(verdicts, p.calibration)
+    return Outcome(p.record(), rows, verdicts, [f"no verdict: {why_not}"] if why_not else [])
 
 
 def plan(cpus, quick):
-    return {"cpus": format_cpus(cpus), "ncpus": len(cpus), "mode": list(MODES),
-            "packets": None, "duration_s": 0.1 if quick else 0.2, "size": SIZE,
-            "ack_storm": False, "protocol": "tbench", "calibration": None,
-            "stack": "16k", "repeat": 6 if quick else 8, "scaling": True, "oversubscribe": False}
+    return LoopbackParams(cpus=format_cpus(cpus), ncpus=len(cpus), mode=list(MODES),
+                          packets=None, duration_s=0.1 if quick else 0.2, size=SIZE,
+                          ack_storm=False, protocol="tbench", calibration=None, stack="16k",
+                          repeat=6 if quick else 8, scaling=True, oversubscribe=False)
 
 
 EXPERIMENT = Experiment(
