@@ -1,0 +1,291 @@
+"""A mutation run: each mutant below applied to a scratch copy of HEAD, and the tests that
+must kill it run there. `python tests/mutation.py [--list] [ID ...]`, from the repository
+root; docs/contributing.md ("Mutation runs") says what counts and how to add one."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import namedtuple
+
+# old: text of the committed file that occurs there exactly once; new: what replaces it;
+# tests: the pytest node ids that must kill it; why: the fault, in round 5's words
+Mutant = namedtuple("Mutant", "id file old new tests why")
+
+FIG = "smpnet/experiments/ab/figures.py"
+HDR = "smpnet/include/smpnet.h"
+T_FIG = "tests/test_ab_figures.py::"
+T_API = "tests/test_ab_kernel_api.py::"
+
+MUTANTS = [
+    Mutant("label-swapped", FIG, "        return FASTER\n    if lo > 0:\n        return SLOWER",
+           "        return SLOWER\n    if lo > 0:\n        return FASTER",
+           [T_FIG + "test_the_label_is_the_intervals_side_of_zero_and_a_zero_end_is_no_difference"],
+           "faster/slower swapped"),
+    Mutant("label-zero-end-faster", FIG, "if hi < 0:", "if hi <= 0:",
+           [T_FIG + "test_the_label_is_the_intervals_side_of_zero_and_a_zero_end_is_no_difference"],
+           "an interval touching 0 called faster"),
+    Mutant("control-base-twice", FIG, "ctl = _paired(aa, base)", "ctl = _paired(base, base)",
+           [T_FIG + "test_each_variant_is_paired_against_the_baseline_and_the_control_is_its_copy"],
+           "the A/A control pairing the baseline with itself"),
+    Mutant("control-last-variant", FIG,
+           'base, aa = variants[0], next(r for r in rows if r["role"] == CONTROL)',
+           "base, aa = variants[0], variants[-1]",
+           [T_FIG + "test_each_variant_is_paired_against_the_baseline_and_the_control_is_its_copy"],
+           "the A/A control using the last variant (instead of the baseline)"),
+    Mutant("paired-sign-flipped", FIG,
+           'stats.paired_abba(a["samples"], b["samples"], stats.per_op_diff)',
+           'stats.paired_abba(b["samples"], a["samples"], stats.per_op_diff)',
+           [T_FIG + "test_each_variant_is_paired_against_the_baseline_and_the_control_is_its_copy"],
+           "every paired difference's sign flipped"),
+    Mutant("contended-ops-per-s", FIG, "sum(ops) / (max(r[1] for r in per) / tsc_hz)",
+           "sum(ops) / (min(r[1] for r in per) / tsc_hz)",
+           [T_FIG + "test_a_contended_rounds_figures_are_its_cpus_together"],
+           "contended ops/s wrong"),
+    Mutant("contended-cost-per-op", FIG, "cost.append(sum(r[1] for r in per) / max(1, sum(ops)))",
+           "cost.append(max(r[1] for r in per) / max(1, sum(ops)))",
+           [T_FIG + "test_a_contended_rounds_figures_are_its_cpus_together"],
+           "contended cost per op wrong"),
+    Mutant("contended-fairness", FIG, "fair.append(stats.jain_fairness(ops))",
+           "fair.append(stats.jain_fairness([r[1] for r in per]))",
+           [T_FIG + "test_a_contended_rounds_figures_are_its_cpus_together"],
+           "contended fairness wrong"),
+    Mutant("builtin-ratio-doubled", FIG, "lambda x, y: x / y", "lambda x, y: 2 * x / y",
+           [T_FIG + "test_a_variants_ratio_over_a_built_in_is_its_cost_over_the_tests"],
+           "the built-in ratio doubled"),
+    Mutant("abba-order-lost", "smpnet/experiments/ab/rounds.py",
+           "for i in pass_order(every, r):", "for i in range(every):",
+           [T_FIG + "test_the_uncontended_rounds_run_in_abba_order"], "ABBA order lost"),
+    Mutant("contended-check-skipped", "smpnet/experiments/ab/__init__.py",
+           '_check(m, entries, labels, where, ops, "contended")', "pass",
+           ["tests/test_ab.py::test_a_check_runs_after_the_contended_rounds_too"],
+           "SMPNET_CHECK skipped after contended rounds"),
+    Mutant("init-as-check", HDR, "v->init = smpnet_hooks_[k].fn;",
+           "v->check = smpnet_hooks_[k].fn;",
+           ["tests/test_ab.py::test_an_init_runs_before_the_rounds_and_a_check_after"],
+           "INIT hooks run as checks"),
+    Mutant("user-popf-ignored", HDR, "(flags), SMPNET_LOCK_ARGS, SMPNET_BUILD_POPF,",
+           "(flags), SMPNET_LOCK_ARGS, 0,",
+           [T_API + "test_a_users_irqsave_saves_the_flags_and_restores_them_as_built"],
+           "`--restore popf` ignored for user code"),
+    Mutant("hold-spends-think", HDR, "tsc_spend_until(smpnet_env->hold_cycles,",
+           "tsc_spend_until(smpnet_env->think_cycles,",
+           [T_API + "test_hold_cycles_change_only_the_variants_that_hold"],
+           "`hold()` spending the think cycles"),
+    Mutant("user-irqsave-nopushf", HDR, "SMPNET_STOP_IF(_raw_spin_lock_irqsave(",
+           "SMPNET_STOP_IF(_raw_spin_lock_irqsave_nopushf(",
+           [T_API + "test_a_users_irqsave_saves_the_flags_and_restores_them_as_built"],
+           "a user's `spin_lock_irqsave` compiled as the no-pushf control"),
+    Mutant("build-key-no-debug", "smpnet/experiments/ab/build.py",
+           "build_flags.compile_args(debug), build_flags.define_macros(debug),",
+           "build_flags.compile_args(False), build_flags.define_macros(False),",
+           ["tests/test_ab.py::test_the_cache_key_follows_source_headers_flags_and_build_options"],
+           "the build cache key ignoring a debug core"),
+    Mutant("pv-no-kick", "smpnet/kernel/spinlock.h",
+           "\tpv_kick_node(decode_tail(c, next));\n", "",
+           ["tests/test_paravirt_locks.py::test_pvqspinlock_kicks_a_halted_successor_at_the_hand_off"],
+           "pvqspinlock not kicking a halted successor"),
+    Mutant("unlock-bh-enables-first", "smpnet/kernel/spinlock_api_smp.h",
+           "\t__do_raw_spin_unlock(c, l, algo, check, build);\n\tlocal_bh_enable_ip(c, check, build);",
+           "\tlocal_bh_enable_ip(c, check, build);\n\t__do_raw_spin_unlock(c, l, algo, check, build);",
+           ["tests/test_kernel_build.py::test_spin_unlock_bh_releases_the_lock_before_it_enables_bhs"],
+           "`spin_unlock_bh` enabling BHs before the unlock"),
+    Mutant("no-fsync-before-rename", "smpnet/report/output_writers.py",
+           "        os.fsync(fd)\n        os.close(fd)\n        fd = None\n        os.replace(",
+           "        os.close(fd)\n        fd = None\n        os.replace(",
+           ["tests/test_output.py::test_a_replaced_file_is_on_disk_before_it_takes_the_name"],
+           "no fsync before the atomic rename"),
+    Mutant("compare-one-run-a-side", "smpnet/report/compare.py",
+           "        if min(len(sa), len(sb)) < 2:\n            return None, None", "",
+           ["tests/test_compare.py::test_one_run_a_side_has_no_noise_to_judge"],
+           "compare judging from one run a side"),
+    Mutant("arp-jiffy-hz-minus-1", "smpnet/core/arp.pyx", "h.tick_cycles = hdr.tsc_hz / hz",
+           "h.tick_cycles = hdr.tsc_hz / (hz - 1)",
+           ["tests/test_arp.py::test_host_as_jiffy_is_the_tsc_hz_over_hz"],
+           "host A's jiffy tsc_hz / (HZ - 1), not tsc_hz / HZ"),
+]
+
+# Left out: no test can kill them, the program behaving the same with or without them
+EQUIVALENT = [
+    ("smpnet/report/compare.py `_significant` (line 233 at 5c273de): "
+     "`if len(x) + len(y) < 3: return None, None`, since removed",
+     "a pooled side holds 2 runs or more, so with runs on either side there are 3 values "
+     "or more; and stats.mean_diff_ci refuses fewer than 3 values itself, with the "
+     "ValueError _significant catches as (None, None): the check never changed an answer"),
+    ("smpnet/kernel/spinlock.h, pv_queued_spin_lock()'s hand-off (line 454 at 5c273de): "
+     "`__atomic_store_n(&decode_tail(c, next)->locked, 1, __ATOMIC_RELEASE)` made RELAXED",
+     "on x86-64 a release store is a plain mov and gcc -O2 moves nothing across this one: "
+     "the core builds byte for byte the same (checked 2026-12-06, gcc, x86-64); not "
+     "equivalent on a weakly ordered CPU"),
+]
+
+TIMEOUT_S = 600
+# what every copy starts from, fixed when the run starts: a commit made or a core rebuilt
+# in the working tree meanwhile changes nothing in the run
+Base = namedtuple("Base", "root commit core")
+
+
+def in_core(path):
+    """Whether setup.py compiles `path` into smpnet/_core (_core.pyx, with the
+    smpnet/core/ files it includes and the smpnet/kernel/ headers it cimports);
+    smpnet/include/ is compiled at run time by `ab` itself."""
+    return path == "smpnet/_core.pyx" or path.startswith(("smpnet/core/", "smpnet/kernel/"))
+
+
+def run(cmd, cwd, env=None):
+    """(exit code, output), or (None, output) past TIMEOUT_S. In a session of its own, so
+    that a timeout or Ctrl-C ends the workers pytest started too."""
+    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out = p.communicate(timeout=TIMEOUT_S)[0]
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        return None, p.communicate()[0] + f"\n(timed out after {TIMEOUT_S} s)"
+    finally:
+        if p.returncode is None:        # Ctrl-C: the group goes with us
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def scratch(base, work, mutant=None):
+    """A copy of the commit in `work` (committed files only: edits in the working tree stay
+    out), the mutant applied, with a core: the working tree's, or rebuilt where the
+    mutant is in it. (the copy, None), or (None, why) when the rebuild failed."""
+    tree = os.path.join(work, "tree")
+    os.mkdir(tree)
+    archive = subprocess.run(["git", "archive", base.commit], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", tree], input=archive.stdout, check=True)
+    if mutant:
+        path = os.path.join(tree, mutant.file)
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace(mutant.old, mutant.new))
+    if mutant and in_core(mutant.file):
+        rc, out = run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], tree)
+        if rc != 0:
+            return None, "rebuild failed: " + out
+    else:
+        for so in os.listdir(base.core):
+            shutil.copy2(os.path.join(base.core, so), os.path.join(tree, "smpnet"))
+    return tree, None
+
+
+def pytest(work, tree, tests):
+    """pytest on `tests` in the copy: its smpnet imported (PYTHONPATH, for subprocesses
+    too), a fresh ab build cache and pytest's temporary files in `work`, private (the
+    build cache refuses a directory others can write above it)."""
+    cache, temp = os.path.join(work, "cache"), os.path.join(work, "tmp")
+    os.mkdir(cache, 0o700)
+    # COLUMNS: pytest's summary line keeps more of the failed assertion
+    env = dict(os.environ, PYTHONPATH=tree, SMPNET_CACHE_DIR=cache, COLUMNS="200")
+    return run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                "--basetemp", temp, *tests], tree, env)
+
+
+def attempt(base, name, tests, mutant=None):
+    """(pytest's exit code or None, its output) for `tests` on a copy of the commit, the
+    mutant applied; the copy removed after."""
+    work = os.path.join(base.root, name)
+    os.mkdir(work, 0o700)
+    try:
+        tree, why = scratch(base, work, mutant)
+        return pytest(work, tree, tests) if tree else (None, why)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def tail(out, n=15):
+    return "\n".join("    " + line for line in out.strip().splitlines()[-n:])
+
+
+def check_table(chosen, commit):
+    """One line and exit 2 for a mutant whose old text is not in the commit's file exactly
+    once (else the replacement would change nothing, or more than the fault)."""
+    for m in chosen:
+        shown = subprocess.run(["git", "show", f"{commit}:{m.file}"], capture_output=True,
+                               text=True)
+        count = shown.stdout.count(m.old) if shown.returncode == 0 else 0
+        if count != 1:
+            print(f"mutation.py: {m.id}: its old text occurs {count} times in {m.file} at "
+                  f"{commit[:7]}, not once", file=sys.stderr)
+            sys.exit(2)
+
+
+def main(argv):
+    by_id = {m.id: m for m in MUTANTS}
+    if "--list" in argv:
+        for m in MUTANTS:
+            print(f"{m.id:26} {m.file:36} {m.why}")
+        return 0
+    unknown = [a for a in argv if a not in by_id]
+    if unknown:
+        print(f"mutation.py: unknown mutant {unknown[0]!r} (--list names them)", file=sys.stderr)
+        return 2
+    chosen = [by_id[a] for a in argv] or MUTANTS
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    check_table(chosen, commit)
+    cores = [f for f in os.listdir("smpnet") if f.startswith("_core") and f.endswith(".so")]
+    if not cores:
+        print("mutation.py: no built core in smpnet/ (python setup.py build_ext --inplace)",
+              file=sys.stderr)
+        return 2
+    if subprocess.run(["git", "diff", "--quiet", commit, "--", "smpnet/_core.pyx",
+                       "smpnet/core", "smpnet/kernel"]).returncode:
+        print("mutation.py: warning: this tree's core sources differ from HEAD; the copies "
+              "take its smpnet/_core*.so all the same, which may not be HEAD's", file=sys.stderr)
+    started = time.monotonic()
+    root = tempfile.mkdtemp(prefix="smpnet-mutation-")
+    try:
+        base = Base(root, commit, os.path.join(root, "core"))
+        os.mkdir(base.core)
+        for so in cores:
+            shutil.copy2(os.path.join("smpnet", so), base.core)
+        # a mutant is killed only by a test that passes without it
+        tests = sorted({t for m in chosen for t in m.tests})
+        print(f"unmutated HEAD ({commit[:7]}): {len(tests)} tests", file=sys.stderr)
+        rc, out = attempt(base, "head", tests)
+        if rc != 0:
+            print(f"mutation.py: the tests fail on HEAD unmutated (exit {rc}):\n{tail(out)}",
+                  file=sys.stderr)
+            return 2
+        results = []
+        for k, m in enumerate(chosen, 1):
+            print(f"[{k}/{len(chosen)}] {m.id}: {m.file}"
+                  + (" (rebuilding the core)" if in_core(m.file) else ""), file=sys.stderr)
+            t0 = time.monotonic()
+            rc, out = attempt(base, m.id, m.tests, m)
+            # exit 1: a test failed; 0: all passed; anything else says nothing of the mutant
+            result = {1: "killed", 0: "survived"}.get(rc, "error")
+            results.append((m, result, time.monotonic() - t0, out))
+        print(f"HEAD {commit[:7]}\n{'mutant':26} {'file':36} {'result':8} seconds")
+        for m, result, s, out in results:
+            print(f"{m.id:26} {m.file:36} {result:8} {s:7.1f}")
+            if result == "killed":      # by which test, and its assertion (pytest's -ra line)
+                print(next(("    " + line[:200] for line in out.splitlines()
+                            if line.startswith("FAILED ")), ""))
+            else:
+                print(tail(out))
+        print("\nequivalent, left out:")
+        for where, why in EQUIVALENT:
+            print(f"  {where}: {why}")
+        killed = sum(r == "killed" for _, r, _, _ in results)
+        print(f"\nkilled {killed} of {len(results)} ({100 * killed / len(results):.0f} %) "
+              f"in {time.monotonic() - started:.0f} s")
+        return 0 if killed >= 0.95 * len(results) else 1
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))    # so that finally runs
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        sys.exit(130)
