@@ -186,6 +186,7 @@ def arp_ping_run(unsigned char[::1] seg, int cpu, int link_region, int results_r
     h.out.error = link.host_a_error
     h.out.arg = &h
     ctl = <link.arp_ctl *>per_cpu_ptr(hdr, ctl_region, 0)
+    ctl.a_tick_cycles = h.tick_cycles     # for the row: the jiffy host A's timers ran on
     peer_down = ctl.peer_down != 0
     limit = <uint64_t>(10.0 * hdr.tsc_hz)       # no reply in 10 s: a timeout
     with nogil:

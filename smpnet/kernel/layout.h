@@ -401,6 +401,7 @@ static const struct smp_field arp_ctl_fields[] = {
 	SMP_FIELD(arp_ctl, b_arp_requests),
 	SMP_FIELD(arp_ctl, b_learned),
 	SMP_FIELD(arp_ctl, b_echoes),
+	SMP_FIELD(arp_ctl, a_tick_cycles),
 	{ 0 }
 };
 

@@ -52,7 +52,8 @@ struct arp_ctl {
 	uint32_t b_arp_requests;	/* ARP requests host B saw */
 	uint32_t b_learned;		/* host B's entry for A: its nud_state */
 	uint64_t b_echoes;		/* echo requests host B answered */
-	uint8_t  _pad[SMP_CACHE_BYTES - 24];
+	double   a_tick_cycles;		/* host A's jiffy, TSC cycles: what its timers ran on */
+	uint8_t  _pad[SMP_CACHE_BYTES - 32];
 };
 
 static inline int link_push(struct link_ring *r, const struct frame *f)

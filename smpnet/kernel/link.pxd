@@ -26,6 +26,7 @@ cdef extern from "link.h" nogil:
     struct arp_ctl:
         uint32_t done
         uint32_t peer_down
+        double a_tick_cycles
 
     struct host_a:
         neigh_table *tbl

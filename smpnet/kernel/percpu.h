@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 20	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 21	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 

@@ -249,6 +249,7 @@ def _row(m, probe, hz, trials, count):
         "timeouts": int(np.count_nonzero(status == layout.PING_TIMEOUT)),
         "peer_arp_requests": int(ctl["b_arp_requests"]),
         "peer_learned_state": int(ctl["b_learned"]),
+        "jiffy_cycles": float(ctl["a_tick_cycles"]),
         "timing_valid": m.timing_valid,
         "first_by_trial": by_trial, "later": later,
     }
