@@ -371,6 +371,14 @@ static inline void smpnet_warn(const char *where)
 	do { if (!(cond)) { smpnet_fail = (message); longjmp(smpnet_unwind, 1); } } while (0)
 #define nr_ops			(smpnet_env->ops)
 
+/* rwlock_t and RCU's read side, by the kernel's names (after the spinlock
+ * names, the IRQ model's and the atomics they are made of) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"	/* the entry points a file leaves unused */
+#include "smpnet_rwlock.h"
+#include "smpnet_rcu.h"
+#pragma GCC diagnostic pop
+
 /* ---------------------------------------------------------------- the variants */
 
 /* The timed loop (time_bench.h's shape: the op inlined between two TSC

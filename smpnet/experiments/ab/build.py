@@ -64,6 +64,11 @@ size_t smpnet_percpu_size(void);
 """
 
 VARIANT_RE = re.compile(r"^[ \t]*SMPNET_VARIANT[ \t]*\([ \t]*(\w+)[ \t]*\)", re.M)
+# RCU's writer side: grace periods are not modelled (smpnet_rcu.h), so a
+# file that waits for one or defers a free to one is refused before it builds
+RCU_WRITER_RE = re.compile(r"\b(synchronize_rcu(?:_expedited)?|synchronize_net|call_rcu"
+                           r"|kv?free_rcu(?:_mightsleep)?|rcu_barrier)[ \t]*\(")
+COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
 @dataclass
@@ -182,6 +187,13 @@ def scan(source, name):
             raise BadInput(f"{name}:{line}: variant {v!r} is defined twice "
                            f"(first at line {seen[v]})")
         seen[v] = line
+    code = COMMENT_RE.sub(lambda m: "\n" * m.group().count("\n"), source)
+    writer = RCU_WRITER_RE.search(code)
+    if writer:
+        raise BadInput(f"{name}:{code.count(chr(10), 0, writer.start()) + 1}: "
+                       f"{writer.group(1)}(): RCU's writer side (grace periods) is not "
+                       "modelled; ab times the read side (rcu_read_lock(), rcu_dereference(), "
+                       "rcu_assign_pointer()): keep what a writer replaces in the state")
     if not found:
         raise BadInput(f"{name}: defines no variant (write SMPNET_VARIANT(name) {{ ... }}, "
                        "two or more: docs/experiments/ab.md)")
