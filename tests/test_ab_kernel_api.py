@@ -449,3 +449,52 @@ def test_bug_on_ends_the_run_naming_its_line_and_warn_on_is_reported(capsys, tmp
     assert open_segments() == set()
 
 
+
+
+PERCPU = """#include <smpnet.h>
+struct pcpu { u8 b; u16 h; u32 w; u64 q; u128 pair; };
+SMPNET_STATE(struct smpnet_none, struct pcpu);
+SMPNET_INIT(ops) {
+	struct pcpu *p = per_cpu(0);
+	u8 b = 7;
+
+	BUG_ON(this_cpu_add_return(p->b, 250) != 250 || this_cpu_inc_return(p->b) != 251);
+	this_cpu_add(p->b, 10);			/* wraps at 2^8, as the kernel's u8 */
+	BUG_ON(p->b != 5);
+	BUG_ON(this_cpu_cmpxchg(p->h, 0, 9) != 0 || p->h != 9);
+	BUG_ON(this_cpu_cmpxchg(p->h, 1, 2) != 9 || p->h != 9);	/* a miss: the old value */
+	BUG_ON(this_cpu_try_cmpxchg(p->b, &b, 1) || b != 5);	/* a miss updates the guess */
+	BUG_ON(!this_cpu_try_cmpxchg(p->b, &b, 1) || p->b != 1);
+	BUG_ON(this_cpu_xchg(p->w, 42) != 0 || this_cpu_xchg(p->w, 1) != 42);
+	this_cpu_or(p->q, 0xf0); this_cpu_and(p->q, 0x30); this_cpu_sub(p->q, 0x10);
+	BUG_ON(p->q != 0x20 || this_cpu_dec_return(p->q) != 0x1f);
+	BUG_ON(this_cpu_cmpxchg128(p->pair, 0, ((u128)1 << 64) | 2) != 0);
+	BUG_ON(p->pair != (((u128)1 << 64) | 2));
+}
+SMPNET_VARIANT(ops) {
+	this_cpu_add_return(this_cpu->b, 1);
+	this_cpu_cmpxchg(this_cpu->h, 1, 2);
+	this_cpu_xchg(this_cpu->w, 3);
+	this_cpu_cmpxchg128(this_cpu->pair, 0, 1);
+}
+SMPNET_VARIANT(none) { }
+"""
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_this_cpu_ops_are_x86s_unlocked_instructions_of_every_width(tmp_path, allowed):
+    """this_cpu_add_return() on a u8 is an unlocked `xadd %?l`,
+    this_cpu_cmpxchg() on a u16 an unlocked `cmpxchg %?x`, this_cpu_xchg()
+    a loop of unlocked cmpxchg (xchg with memory would lock), the cmpxchg128
+    an unlocked cmpxchg16b (arch/x86/include/asm/percpu.h); and each answers
+    as the kernel's: a u8 wraps, a missed cmpxchg gives the old value, a
+    missed try_cmpxchg updates its guess."""
+    fns = object_functions(build.build(PERCPU, "percpu.c",
+                                        smpnet._core.LOCK_ALGOS["qspinlock"]).path)
+    loop = fns[next(f for f in fns if f.startswith("smpnet_timed_ops"))]
+    assert re.search(r"\txadd +%[a-d]l,", loop)
+    assert re.search(r"\tcmpxchg +%(?:[a-ds][xi]|r\d+w),", loop)
+    assert re.search(r"\tcmpxchg +%e\w+,", loop) and re.search(r"\tcmpxchg16b ", loop)
+    assert not re.search(r"\block\b", loop)
+    assert main(["ab", write(tmp_path, PERCPU, "percpu.c"), "--cpus", str(allowed[0])]
+                + FAST) == 0

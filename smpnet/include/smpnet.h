@@ -48,6 +48,7 @@
 #define atomic_cmpxchg	smpnet_core_atomic_cmpxchg
 #define atomic_long_set	smpnet_core_atomic_long_set
 #define atomic_long_inc_return	smpnet_core_atomic_long_inc_return
+#define this_cpu_cmpxchg	smpnet_core_this_cpu_cmpxchg
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -70,6 +71,7 @@
 #undef atomic_cmpxchg
 #undef atomic_long_set
 #undef atomic_long_inc_return
+#undef this_cpu_cmpxchg
 #pragma GCC diagnostic pop
 
 
@@ -336,23 +338,8 @@ static inline void smpnet_warn(const char *where)
 #define preempt_enable()	preempt_enable(smpnet_cpu)
 #define irqs_disabled()		irqs_disabled(smpnet_cpu)
 
-/* this_cpu_*(): one RMW instruction on this CPU's copy, without a lock
- * prefix, as the kernel's %gs-relative ops are (safe against this CPU's
- * IRQs, not against another CPU); asm, so the compiler neither merges
- * nor hoists it out of the loop. */
-#if defined(__x86_64__) || defined(__i386__)
-#define this_cpu_add(var, n)								\
-	__asm__ __volatile__("add %1, %0" : "+m"(var) : "r"((__typeof__(var))(n)))
-#else
-#define this_cpu_add(var, n)	do { WRITE_ONCE(var, READ_ONCE(var) + (n)); barrier(); } while (0)
-#endif
-#define this_cpu_inc(var)	this_cpu_add(var, 1)
-#define this_cpu_dec(var)	this_cpu_add(var, -1)
-#define this_cpu_sub(var, n)	this_cpu_add(var, -(n))
-#define this_cpu_read(var)	READ_ONCE(var)
-#define this_cpu_write(var, v)	WRITE_ONCE(var, v)
-#define __this_cpu_inc(var)	this_cpu_inc(var)
-#define __this_cpu_add(var, n)	this_cpu_add(var, n)
+/* this_cpu_*(), every width, as x86's unlocked instructions */
+#include "smpnet_this_cpu.h"
 
 /* The critical section's length in a contended run: --hold-cycles of work. */
 #define hold()			tsc_spend_until(smpnet_env->hold_cycles, smpnet_env->deadline)
