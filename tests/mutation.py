@@ -85,7 +85,7 @@ MUTANTS = [
            "the build cache key ignoring a debug core"),
     Mutant("pv-no-kick", "smpnet/kernel/spinlock.h",
            "\tpv_kick_node(decode_tail(c, next));\n", "",
-           ["tests/test_paravirt_locks.py::test_pvqspinlock_kicks_a_halted_successor_at_the_hand_off"],
+           ["tests/test_paravirt_locks.py::test_the_pv_hand_off_kicks_a_halted_successor"],
            "pvqspinlock not kicking a halted successor"),
     Mutant("unlock-bh-enables-first", "smpnet/kernel/spinlock_api_smp.h",
            "\t__do_raw_spin_unlock(c, l, algo, check, build);\n\tlocal_bh_enable_ip(c, check, build);",

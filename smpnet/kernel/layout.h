@@ -141,7 +141,6 @@ static const struct smp_field irq_cpustat_fields[] = {
 	SMP_FIELD(irq_cpustat, flags_saves),
 	SMP_FIELD(irq_cpustat, ipi_send_cycles),
 	SMP_FIELD(irq_cpustat, pv_halts),
-	SMP_FIELD(irq_cpustat, pv_kicked),
 	SMP_FIELD(irq_cpustat, irq_cycles),
 	{ 0 }
 };

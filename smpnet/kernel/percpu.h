@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 21	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 22	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -186,7 +186,6 @@ struct irq_cpustat {
 					 * so that tests see which path ran */
 	uint64_t ipi_send_cycles;	/* TSC cycles this CPU spent sending IPIs */
 	uint64_t pv_halts;		/* pvqspinlock: a waiter's halts (futex waits) */
-	uint64_t pv_kicked;		/* pvqspinlock: a node's halts a hand-off's kick ended */
 	uint64_t irq_cycles;		/* TSC cycles in irq_replay(): hard IRQs taken (entry,
 					 * handlers, exit) and the softirqs they ran, so that a
 					 * timed section can leave them out (skbuff.h's flush) */

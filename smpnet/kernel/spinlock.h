@@ -314,18 +314,13 @@ static __attribute__((noinline)) int virt_spin_lock(struct cpu_ctx *c, spinlock_
 #define PV_SPIN_THRESHOLD	(1 << 15)
 enum vcpu_state { vcpu_running = 0, vcpu_halted = 1 };
 
-/* How a pv_wait() ended: only a sleep counts as a halt (pv_halts); a node's
- * sleep a kick ended is counted apart (pv_kicked), so that a hand-off that
- * forgot its kick (the waiter sleeping its 10 ms out) can be seen. */
-enum pv_wait_end { PV_NOT_HALTED = 0, PV_KICKED, PV_TIMED_OUT };
-
-static inline enum pv_wait_end pv_wait(uint32_t *word, uint32_t val)
+/* 1 when the CPU slept (woken, or its 10 ms ran out), 0 when the word had
+ * changed already: only a sleep counts as a halt (pv_halts). */
+static inline int pv_wait(uint32_t *word, uint32_t val)
 {
 	const struct timespec poll = { 0, 10 * 1000 * 1000 };
 
-	if (syscall(SYS_futex, word, FUTEX_WAIT, val, &poll, NULL, 0) == 0)
-		return PV_KICKED;
-	return errno == ETIMEDOUT ? PV_TIMED_OUT : PV_NOT_HALTED;
+	return syscall(SYS_futex, word, FUTEX_WAIT, val, &poll, NULL, 0) == 0 || errno == ETIMEDOUT;
 }
 
 static inline void pv_kick(uint32_t *word)
@@ -366,13 +361,10 @@ static inline int pv_wait_node(struct cpu_ctx *c, struct qnode *node)
 			if (spin_wait(c))
 				return -1;
 		}
-		enum pv_wait_end end = PV_NOT_HALTED;
-
 		__atomic_store_n(&node->pv_state, vcpu_halted, __ATOMIC_SEQ_CST);	/* smp_store_mb */
-		if (!__atomic_load_n(&node->locked, __ATOMIC_SEQ_CST))
-			end = pv_wait(&node->pv_state, vcpu_halted);
-		c->irq->pv_halts += end != PV_NOT_HALTED;
-		c->irq->pv_kicked += end == PV_KICKED;
+		if (!__atomic_load_n(&node->locked, __ATOMIC_SEQ_CST) &&
+		    pv_wait(&node->pv_state, vcpu_halted))
+			c->irq->pv_halts++;
 		__atomic_store_n(&node->pv_state, vcpu_running, __ATOMIC_RELAXED);
 	}
 }
@@ -413,7 +405,7 @@ static inline int pv_wait_head_or_lock(struct cpu_ctx *c, spinlock_t *l)
 			__atomic_store_n(&l->locked, (uint8_t)_Q_LOCKED_VAL, __ATOMIC_RELAXED);
 			return 0;
 		}
-		if (pv_wait(&l->val, READ_ONCE(l->val) | _Q_SLOW_VAL) != PV_NOT_HALTED)
+		if (pv_wait(&l->val, READ_ONCE(l->val) | _Q_SLOW_VAL))
 			c->irq->pv_halts++;
 		if (spin_wait(c))
 			return -1;
