@@ -261,6 +261,11 @@ def test_a_real_run_without_capabilities_skips_the_veth_part(tmp_path):
     assert "same-cpu" in out and "veth first" not in out
 
 
+# a run that pings for long: one CPU, so that the referee has no contended
+# rows to run before the ping (7 s of each test's 9)
+PINGING = ["kernel", "--cpus", "0", "--transactions", "20", "--rounds", "1", "--trials", "5000"]
+
+
 def _until_pinging(p):
     """Read p's progress lines until the veth trials have begun."""
     deadline = time.monotonic() + 30
@@ -277,7 +282,7 @@ def _until_pinging(p):
 @root
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_while_pinging_leaves_no_namespace(tmp_path, sig):
-    p = _bench(["kernel", "--transactions", "20", "--rounds", "1", "--trials", "5000"],
+    p = _bench(PINGING,
                tmp_path)
     _until_pinging(p)
     assert ours(p.pid), "no namespace while pinging?"
@@ -289,7 +294,7 @@ def test_a_signal_while_pinging_leaves_no_namespace(tmp_path, sig):
 
 @root
 def test_a_killed_runs_namespaces_are_removed_by_the_next_run(tmp_path, capsys):
-    p = _bench(["kernel", "--transactions", "20", "--rounds", "1", "--trials", "5000"],
+    p = _bench(PINGING,
                tmp_path, start_new_session=True)
     _until_pinging(p)
     os.killpg(p.pid, signal.SIGKILL)     # nothing of it runs any cleanup
