@@ -235,7 +235,7 @@ THUNK_OF = {"1": "smpnet_srso_return_thunk", "2": "smpnet_ret_thunk"}
 @pytest.mark.skipif(not (X86 and _core.RETURN_THUNK_MODELLED), reason="GCC's x86 return thunk")
 def test_each_copy_returns_only_as_its_build_returns(core_functions):
     """Every out-of-line copy of a +safe-ret build (its do_raw_spin_* ones
-    too) returns by a jump to SRSO's safe-RET thunk, every copy of a
+    and the PV unlock's too) returns by a jump to SRSO's safe-RET thunk, every copy of a
     +ret-thunk build by a jump to the `ret` thunk, neither with a `ret` of
     its own; every plain build's copies return by `ret` and never jump to
     a thunk. The safe-RET thunk is a call to a `lea 8(%rsp), %rsp; ret`, so
@@ -244,14 +244,17 @@ def test_each_copy_returns_only_as_its_build_returns(core_functions):
     retbleed_return_thunk and its_return_thunk are."""
     thunks = thunk_addresses()
     copies = [n for n in core_functions
-              if re.match(r"(_raw_spin_|do_raw_spin_|__local_bh_enable_ip_).*[01]_[012]$", n)]
+              if re.match(r"(_raw_spin_|do_raw_spin_|__local_bh_enable_ip_).*[01]_[012]$", n)
+              or re.match(r"pv_queued_spin_unlock_[012]$", n)]
+    assert {n for n in copies if n.startswith("pv_")} == {f"pv_queued_spin_unlock_{r}"
+                                                          for r in "012"}
     assert len(copies) >= 3 * 10 * len(_core.LOCK_ALGOS)
     seen = set()
     for name in copies:
         body = code_of(core_functions, name)
         rets, jumps = returns_of(body, thunks)
-        # or ends in a tail call of the model's own function (the PV unlock:
-        # a plain `ret` in every build, as docs/experiments/locks.md says)
+        # or ends in a tail call of the model's own function (the PV
+        # unlock's copy of the same return; its slow path, a plain `ret`)
         tail = [f for f in re.findall(r"\bjmp +[0-9a-f]+ <([^>+]+)>", body)
                 if f not in (name, "__x86_return_thunk") and f not in thunks]
         want = THUNK_OF.get(name[-1])

@@ -56,7 +56,8 @@ static __attribute__((noinline)) void queued_read_lock_slowpath(rwlock_t *lock)
 	SMPNET_STOP_IF(__arch_spin_lock(smpnet_cpu, &lock->wait_lock, SMPNET_BUILD_ALGO));
 	atomic_add(_QR_BIAS, &lock->cnts);
 	smp_cond_load_acquire(&lock->cnts.counter, !(VAL & _QW_LOCKED));
-	__arch_spin_unlock(smpnet_cpu, &lock->wait_lock, SMPNET_BUILD_ALGO);
+	__arch_spin_unlock(smpnet_cpu, &lock->wait_lock, SMPNET_BUILD_ALGO,
+			   kbuild_return(SMPNET_BUILD_KERNEL));
 }
 
 static __attribute__((noinline)) void queued_write_lock_slowpath(rwlock_t *lock)
@@ -74,7 +75,8 @@ static __attribute__((noinline)) void queued_write_lock_slowpath(rwlock_t *lock)
 		cnts = smp_cond_load_relaxed(&lock->cnts.counter, VAL == _QW_WAITING);
 	} while (!atomic_try_cmpxchg(&lock->cnts, &cnts, _QW_LOCKED));
 unlock:
-	__arch_spin_unlock(smpnet_cpu, &lock->wait_lock, SMPNET_BUILD_ALGO);
+	__arch_spin_unlock(smpnet_cpu, &lock->wait_lock, SMPNET_BUILD_ALGO,
+			   kbuild_return(SMPNET_BUILD_KERNEL));
 }
 
 /* ---------------------------------------------------------------- qrwlock.h */

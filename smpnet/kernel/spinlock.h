@@ -476,15 +476,35 @@ static __attribute__((noinline)) void pv_queued_spin_unlock_slowpath(spinlock_t 
 	pv_kick(&l->val);
 }
 
-/* A call, as the kernel's (a callee-save thunk reached through pv_ops) */
-static __attribute__((noinline)) void pv_queued_spin_unlock(spinlock_t *l)
-{
-	uint8_t locked = _Q_LOCKED_VAL;
+/* A call, as the kernel's: pv_ops' unlock is patched to a direct call of
+ * __raw_callee_save___pv_queued_spin_unlock (arch/x86/include/asm/
+ * qspinlock_paravirt.h: the cmpxchg in asm), which ends in ASM_RET, a `jmp
+ * __x86_return_thunk` in a MITIGATION_RETHUNK kernel (asm/linkage.h): it
+ * returns as the build returns. One copy per return (kernel_build.h). */
+#define DEFINE_PV_QUEUED_SPIN_UNLOCK(t)							\
+	static __attribute__((noinline)) RETURN_VIA_##t void				\
+	pv_queued_spin_unlock_##t(spinlock_t *l)					\
+	{										\
+		RETURN_ENTER_##t;							\
+		uint8_t locked = _Q_LOCKED_VAL;						\
+											\
+		if (likely(__atomic_compare_exchange_n(&l->locked, &locked, 0, 0,	\
+						       __ATOMIC_RELEASE, __ATOMIC_RELAXED))) \
+			return;								\
+		pv_queued_spin_unlock_slowpath(l);					\
+	}
+DEFINE_PV_QUEUED_SPIN_UNLOCK(0)
+DEFINE_PV_QUEUED_SPIN_UNLOCK(1)
+DEFINE_PV_QUEUED_SPIN_UNLOCK(2)
 
-	if (likely(__atomic_compare_exchange_n(&l->locked, &locked, 0, 0, __ATOMIC_RELEASE,
-					       __ATOMIC_RELAXED)))
-		return;
-	pv_queued_spin_unlock_slowpath(l);
+static __always_inline void pv_queued_spin_unlock(spinlock_t *l, const int ret)
+{
+	if (ret == KRET_SAFE_RET)
+		pv_queued_spin_unlock_1(l);
+	else if (ret == KRET_RET_THUNK)
+		pv_queued_spin_unlock_2(l);
+	else
+		pv_queued_spin_unlock_0(l);
 }
 
 /* ---------------------------------------------------------------- pthread */
@@ -575,7 +595,9 @@ static __always_inline int __arch_spin_lock(struct cpu_ctx *c, spinlock_t *l, co
 	}
 }
 
-static __always_inline void __arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l, const int algo)
+/* `ret`: how the build's out-of-line functions return (the PV unlock's) */
+static __always_inline void __arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l, const int algo,
+					       const int ret)
 {
 	switch (algo) {
 	case SPIN_QSPINLOCK:
@@ -583,7 +605,7 @@ static __always_inline void __arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l,
 		queued_spin_unlock(l);
 		break;
 	case SPIN_PVQSPINLOCK:
-		pv_queued_spin_unlock(l);
+		pv_queued_spin_unlock(l, ret);
 		break;
 	case SPIN_TICKET:
 		ticket_unlock(l);
@@ -621,7 +643,7 @@ static inline int arch_spin_lock(struct cpu_ctx *c, spinlock_t *l)
 
 static inline void arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l)
 {
-	__arch_spin_unlock(c, l, spin_algo(c, l));
+	__arch_spin_unlock(c, l, spin_algo(c, l), kbuild_return(c->kbuild));
 }
 
 /* Initialise a lock in shared memory for `algo`, and its side-table entry

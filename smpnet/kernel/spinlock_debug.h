@@ -24,11 +24,12 @@ static __always_inline int __do_raw_spin_lock_nodebug(struct cpu_ctx *c, spinloc
 }
 
 static __always_inline void __do_raw_spin_unlock_nodebug(struct cpu_ctx *c, spinlock_t *l,
-							 const int algo, const int check)
+							 const int algo, const int check,
+							 const int ret)
 {
 	if (unlikely(check))
 		WRITE_ONCE(spin_lock_info(c, l)->owner, 0);
-	__arch_spin_unlock(c, l, algo);
+	__arch_spin_unlock(c, l, algo, ret);
 }
 
 /* DEBUG_SPINLOCK's do_raw_spin_lock()/unlock() (spinlock_debug.c): the
@@ -57,14 +58,15 @@ static __always_inline int __do_raw_spin_lock_debug(struct cpu_ctx *c, spinlock_
 }
 
 static __always_inline void __do_raw_spin_unlock_debug(struct cpu_ctx *c, spinlock_t *l,
-						       const int algo, const int check)
+						       const int algo, const int check,
+						       const int ret)
 {
 	struct lock_info *li = spin_lock_info(c, l);
 
 	if (unlikely(READ_ONCE(li->owner) != (uint32_t)c->cpu + 1))	/* "wrong owner" */
 		lockdep_bug(c, LOCKDEP_SPIN_BUG, l);
 	WRITE_ONCE(li->owner, 0);
-	__do_raw_spin_unlock_nodebug(c, l, algo, check);
+	__do_raw_spin_unlock_nodebug(c, l, algo, check, ret);
 }
 
 /* The out-of-line copies, one per algorithm, checker and return, in a
@@ -85,7 +87,7 @@ struct raw_spin_debug_ops {
 	do_raw_spin_unlock_##algo##_##check##_##ret(struct cpu_ctx *c, spinlock_t *l)	\
 	{										\
 		RETURN_ENTER_##ret;							\
-		__do_raw_spin_unlock_debug(c, l, algo, check);				\
+		__do_raw_spin_unlock_debug(c, l, algo, check, ret);			\
 	}
 #define DO_RAW_SPIN_DEBUG_ENTRY(algo, check, ret)					\
 	[algo][check][ret] = { do_raw_spin_lock_##algo##_##check##_##ret,		\
@@ -118,7 +120,7 @@ static __always_inline void __do_raw_spin_unlock(struct cpu_ctx *c, spinlock_t *
 	if (kbuild_shape(build) == KSHAPE_X86_DEBUG)
 		do_raw_spin_debug[algo][check != 0][kbuild_return(build)].unlock(c, l);
 	else
-		__do_raw_spin_unlock_nodebug(c, l, algo, check);
+		__do_raw_spin_unlock_nodebug(c, l, algo, check, kbuild_return(build));
 }
 
 #endif
