@@ -4,17 +4,19 @@ Timing is the benchmarks' and the note's, never asserted here."""
 import json
 import os
 import platform
+import re
 import struct
 import subprocess
 import sys
 
 import pytest
 
-from conftest import code_of, drop_capabilities
+from conftest import code_of, drop_capabilities, loop_tag, thunk_addresses
 from smpnet import _core
 from smpnet.cli import main
 from smpnet.experiments.common import bpf
 from smpnet.experiments.kernel import kernel_text, referee, referee_contended
+from smpnet.machine import kernel_build
 
 root = pytest.mark.skipif(os.geteuid() != 0 or platform.machine() != "x86_64",
                           reason="needs root on x86-64: bpf(2)")
@@ -41,19 +43,81 @@ def test_each_program_unrolls_its_op_between_a_lookup_and_an_exit():
     assert calls == [bpf.FUNC_spin_lock, bpf.FUNC_spin_unlock] * referee.UNROLL
 
 
-def test_the_models_helper_call_is_calls_back_to_back_as_the_kernels(core_functions):
+def _insns_of(body):
+    return [line.split("\t")[-1].strip() for line in body.splitlines() if "\t" in line]
+
+
+X86_64 = platform.machine() == "x86_64"
+
+
+@pytest.mark.skipif(not X86_64, reason="reads x86-64 code")
+@pytest.mark.parametrize("build", ["x86-preempt", "x86-preempt+safe-ret",
+                                   "x86-preempt+ret-thunk"])
+def test_the_models_helper_call_is_calls_back_to_back_as_the_kernels(core_functions, build):
     # the kernel's program calls its helper UNROLL times in a row; the
-    # model's loop must hold TB_CALL_UNROLL calls with nothing between
-    # them, and the referee share the empty loop among them
+    # model's loop must hold TB_UNROLL calls with nothing between them (the
+    # referee shares the empty loop among them), each of the copy that
+    # returns as the build does, whose body is the helper's: the ftrace nop
+    # and one segment-relative load
     t = next(t for t in referee.TESTS if t.name == "helper_call")
-    assert t.per_loop == _core.TB_CALL_UNROLL > 1
-    body = code_of(core_functions, "__pyx_f_6smpnet_5_core_tb_" + t.model)
-    insns = [line.split("\t")[-1].split()[0] for line in body.splitlines() if "\t" in line]
-    calls = [i for i, x in enumerate(insns) if x == "call"]
+    assert t.per_loop == _core.TB_UNROLL > 1
+    ret = _core.KERNEL_RETURNS[kernel_build.split(build)[1]]
+    insns = _insns_of(code_of(core_functions,
+                              f"tb_cpu_loop_TB_OP_CALLS_EMPTY_{loop_tag(build)}_0_0"))
+    calls = [i for i, x in enumerate(insns) if x.startswith("call")]
     assert len(calls) == t.per_loop
-    between = [x for x in insns[calls[0]:calls[-1]] if x != "call"]
+    assert {insns[i].split("<")[1] for i in calls} == {f"tb_helper_{ret}>"}
+    between = [x for x in insns[calls[0]:calls[-1]] if not x.startswith("call")]
     assert len(between) <= 1        # at most the loop counter's add, scheduled among them
+    helper = _insns_of(code_of(core_functions, f"tb_helper_{ret}"))
+    assert helper[0].startswith("nop") and re.match(r"movslq +%fs:", helper[1])
+    assert (helper[2] == "ret") == (ret == 0)
     assert referee.TESTS[0].per_loop == 1
+
+
+@pytest.mark.skipif(not X86_64, reason="reads x86-64 code")
+def test_the_models_atomics_are_unrolled_as_the_kernels_programs(core_functions):
+    # TB_UNROLL locked ops between two loop branches, each the JIT's
+    # instruction: lock xadd (not lock add), lock cmpxchg, xchg
+    for name, op in (("fetch_add", "lock xadd"), ("cmpxchg", "lock cmpxchg"), ("xchg", "xchg")):
+        t = next(t for t in referee.TESTS if t.name == name)
+        assert t.per_loop == _core.TB_UNROLL
+        insns = _insns_of(code_of(core_functions, f"__pyx_f_6smpnet_5_core_tb_{t.model}"))
+        ops = [x for x in insns if x.startswith(op + " ")]
+        assert len(ops) == _core.TB_UNROLL, (name, insns)
+        first, last = insns.index(ops[0]), len(insns) - insns[::-1].index(ops[-1])
+        assert not any(x.startswith("j") for x in insns[first:last]), name
+
+
+@pytest.mark.skipif(not X86_64, reason="reads x86-64 code")
+@pytest.mark.parametrize("ret", [0, 1, 2])
+def test_the_models_lock_pair_is_the_helpers_two_calls_deep(core_functions, ret):
+    # bpf_spin_lock() calls __bpf_spin_lock_irqsave() and bpf_spin_unlock()
+    # __bpf_spin_unlock_irqrestore(), and returns 0 after (no tail call);
+    # the model's are calls of its out-of-line irqsave copies of the same
+    # return, the PV unlock inside a call that returns as they do
+    build = {0: "x86-preempt", 1: "x86-preempt+safe-ret", 2: "x86-preempt+ret-thunk"}[ret]
+    loop = code_of(core_functions, "tb_lock_loop_TB_VARIANT_BPF_SPIN_LOCK_SPIN_PVQSPINLOCK_"
+                   f"{loop_tag(build)}_0_0")
+    calls = re.findall(r"\bcall +[0-9a-f]+ <([^>+]+)>", loop)
+    assert calls == [f"bpf_spin_lock_SPIN_PVQSPINLOCK_0_{ret}",
+                     f"bpf_spin_unlock_SPIN_PVQSPINLOCK_0_{ret}_sti"]
+    thunks = thunk_addresses()
+    want = {1: thunks["smpnet_srso_return_thunk"], 2: thunks["smpnet_ret_thunk"]}.get(ret)
+    for helper, inner in zip(calls, ("_raw_spin_lock_irqsave_SPIN_PVQSPINLOCK_0_0_",
+                                     "_raw_spin_unlock_irqrestore_sti_SPIN_PVQSPINLOCK_0_0_")):
+        insns = _insns_of(code_of(core_functions, helper))
+        assert [x for x in insns if x.startswith("call")] == [
+            x for x in insns if x.startswith("call") and x.endswith(f"<{inner}{ret}>")] != []
+        jumps_to_thunk = [x for x in insns if want and re.match(rf"jmp +0*{want} <", x)]
+        assert bool(jumps_to_thunk) == (ret != 0) and ("ret" in insns) == (ret == 0)
+        assert not any(x.startswith("jmp") and inner in x for x in insns)   # no tail call
+    unlock = code_of(core_functions, f"_raw_spin_unlock_irqrestore_sti_SPIN_PVQSPINLOCK_0_0_{ret}")
+    assert f"<pv_queued_spin_unlock_{ret}>" in unlock
+    pv = _insns_of(code_of(core_functions, f"pv_queued_spin_unlock_{ret}"))
+    assert any(x.startswith("lock cmpxchg %dl") for x in pv)
+    assert ("ret" in pv) == (ret == 0)
+    assert any(re.match(rf"jmp +0*{want} <", x) for x in pv) == (ret != 0)
 
 
 def test_the_lock_map_declares_a_bpf_spin_lock_in_its_btf():

@@ -145,8 +145,10 @@ def test_the_suite_is_the_kernels_in_its_order():
 def test_every_list_of_tests_comes_from_the_one_table():
     names = _core.TIME_BENCH_NAMES
     instruments = ("tsc_read", "ref_spin_lock_unlock", "spin_lock_unlock_irqsave_nopushf",
-                   "atomic_fetch_add", "atomic_xchg", "this_cpu_inc",   # the last five: the referee's
-                   "function_calls_unrolled", "irq_save_restore_calls")
+                   # the rest: the referee's
+                   "atomic_fetch_add_unrolled", "cmpxchg_unrolled", "atomic_xchg_unrolled",
+                   "this_cpu_inc", "function_calls_unrolled", "irq_save_restore_calls",
+                   "bpf_spin_lock_pair")
     assert [t for t, _ in tb.SUITE] == [n for n in names if n not in instruments]
     assert names[-len(instruments):] == instruments   # smpnet's instruments, last
     assert dict(_core.TIME_BENCH_TESTS) == _core.TIME_BENCH_NEEDS and len(names) == len(set(names))

@@ -73,26 +73,19 @@ cdef uint64_t tb_this_cpu_cmpxchg(tb_ctx *t, uint64_t loops) noexcept nogil:
     return tsc_stop() - t0
 
 
-cdef uint64_t tb_atomic_fetch_add(tb_ctx *t, uint64_t loops) noexcept nogil:
-    # lock xadd (its result used, so not lock add), as the referee's BPF_FETCH | BPF_ADD
-    cdef uint64_t i, t0 = tsc_start()
-    cdef uint32_t sum = 0
-    for i in range(loops):
-        sum += atomic_inc_return(&t.word)
-    t.sink = sum   # the results are used: gcc keeps xadd (unused, it emits lock add)
-    return tsc_stop() - t0
+cdef uint64_t tb_atomic_fetch_add_unrolled(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the referee's BPF_ADD | BPF_FETCH, back to back (time_bench.h)
+    return tb_atomics_unrolled(&t.word, loops, TB_ATOMIC_FETCH_ADD)
 
 
-cdef uint64_t tb_atomic_xchg(tb_ctx *t, uint64_t loops) noexcept nogil:
-    # xchg with memory: locked without a prefix. A constant swapped in, each
-    # result summed, not fed to the next: the referee's BPF_XCHG, whose result
-    # register the next op's constant overwrites
-    cdef uint64_t i, t0 = tsc_start()
-    cdef uint32_t v = 0
-    for i in range(loops):
-        v += atomic_xchg(&t.word, 1)
-    t.sink = v
-    return tsc_stop() - t0
+cdef uint64_t tb_cmpxchg_unrolled(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the referee's read and BPF_CMPXCHG, back to back: cmpxchg's op unrolled
+    return tb_atomics_unrolled(&t.word, loops, TB_ATOMIC_CMPXCHG)
+
+
+cdef uint64_t tb_atomic_xchg_unrolled(tb_ctx *t, uint64_t loops) noexcept nogil:
+    # the referee's BPF_XCHG, back to back: a constant swapped in
+    return tb_atomics_unrolled(&t.word, loops, TB_ATOMIC_XCHG)
 
 
 cdef uint64_t tb_this_cpu_inc(tb_ctx *t, uint64_t loops) noexcept nogil:
@@ -110,17 +103,6 @@ cdef uint64_t tb_function_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
     for i in range(loops):
         tb_empty_function()
     return tsc_stop() - t0
-
-
-cdef uint64_t tb_function_calls_unrolled(tb_ctx *t, uint64_t loops) noexcept nogil:
-    # the referee's helper_call: calls back to back (time_bench.h)
-    return tb_calls_back_to_back(&t.c, loops, TB_CALLS_EMPTY)
-
-
-cdef uint64_t tb_irq_save_restore_calls(tb_ctx *t, uint64_t loops) noexcept nogil:
-    # the referee's irq_save_restore: the model's save and restore, each a
-    # call, back to back as the kernel's program makes them (time_bench.h)
-    return tb_calls_back_to_back(&t.c, loops, TB_CALLS_IRQ_SAVE_RESTORE)
 
 
 cdef uint64_t tb_func_ptr_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
@@ -207,14 +189,17 @@ tb_test("ref_spin_lock_unlock", tb_ref_spin_lock_unlock, TB_NEEDS_LOCK, -1, Fals
 # the control for irqsave - irq: irqsave's every instruction but the pushf; pop
 tb_test("spin_lock_unlock_irqsave_nopushf", NULL, TB_NEEDS_LOCK, TB_VARIANT_IRQSAVE_NOPUSHF, False)
 # the model's side of the kernel referee's atomics and per-CPU increment (kernel/referee.py)
-tb_test("atomic_fetch_add", tb_atomic_fetch_add, TB_NEEDS_NOTHING, -1, False)
-tb_test("atomic_xchg", tb_atomic_xchg, TB_NEEDS_NOTHING, -1, False)
+tb_test("atomic_fetch_add_unrolled", tb_atomic_fetch_add_unrolled, TB_NEEDS_NOTHING, -1, False)
+tb_test("cmpxchg_unrolled", tb_cmpxchg_unrolled, TB_NEEDS_NOTHING, -1, False)
+tb_test("atomic_xchg_unrolled", tb_atomic_xchg_unrolled, TB_NEEDS_NOTHING, -1, False)
 tb_test("this_cpu_inc", tb_this_cpu_inc, TB_NEEDS_NOTHING, -1, False)
-tb_test("function_calls_unrolled", tb_function_calls_unrolled, TB_NEEDS_NOTHING, -1, False)
-tb_test("irq_save_restore_calls", tb_irq_save_restore_calls, TB_NEEDS_CPU, -1, False)
+tb_test("function_calls_unrolled", NULL, TB_NEEDS_CPU, -1, False, TB_OP_CALLS_EMPTY)
+tb_test("irq_save_restore_calls", NULL, TB_NEEDS_CPU, -1, False, TB_OP_CALLS_IRQ_SAVE_RESTORE)
+# the referee's lock pair: bpf_spin_lock() + bpf_spin_unlock() (bpf_helpers.h)
+tb_test("bpf_spin_lock_pair", NULL, TB_NEEDS_LOCK, TB_VARIANT_BPF_SPIN_LOCK, False)
 
-# calls in one iteration of function_calls_unrolled's loop
-TB_CALL_UNROLL = TB_CALL_UNROLL_C
+# ops in one iteration of an _unrolled test's loop (the referee's)
+TB_UNROLL = TB_UNROLL_C
 
 # (name, needs: 0 nothing, 1 a CPU's IRQ state, 2 a lock too), in table order
 TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _, _ in tb_rows)

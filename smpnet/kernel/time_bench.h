@@ -4,6 +4,7 @@
 #ifndef SMPNET_TIME_BENCH_H
 #define SMPNET_TIME_BENCH_H
 
+#include "bpf_helpers.h"
 #include "compiler.h"
 #include "spinlock_variant.h"
 #include "tsc.h"
@@ -14,44 +15,107 @@ static __attribute__((noinline)) void tb_empty_function(void)
 	barrier();
 }
 
-/* The referee's irq_save_restore: local_irq_save() and local_irq_restore()
- * each a call, as the kernel's bpf_local_irq_save()/restore() kfuncs are;
- * the bodies are the model's (a real pushf; pop, the mask kept in software,
- * no cli or sti: user space may not run them). */
-static __attribute__((noinline)) void tb_irq_save_call(struct cpu_ctx *c, unsigned long *flags)
-{
-	*flags = __local_irq_save(c, 0);
-}
+/* The referee's helper_call and irq_save_restore
+ * (experiments/kernel/referee.py): an empty function, and local_irq_save()
+ * and local_irq_restore() each a call, as the kernel's
+ * bpf_local_irq_save()/restore() kfuncs are; one copy per return
+ * (kernel_build.h), for the kernel's helpers return as it was built and
+ * its CPU patched (a `jmp` to SRSO's safe-RET thunk on a Zen 4 guest).
+ * The IRQ bodies are the model's (a real pushf; pop, the mask kept in
+ * software, no cli or sti: user space may not run them). */
+#define DEFINE_TB_CALLS(t)								\
+	static __attribute__((noinline)) RETURN_VIA_##t void tb_helper_##t(void)	\
+	{										\
+		RETURN_ENTER_##t;							\
+		TB_HELPER_BODY;								\
+	}										\
+	static __attribute__((noinline)) RETURN_VIA_##t void				\
+	tb_irq_save_call_##t(struct cpu_ctx *c, unsigned long *flags)			\
+	{										\
+		RETURN_ENTER_##t;							\
+		*flags = __local_irq_save(c, 0);					\
+	}										\
+	static __attribute__((noinline)) RETURN_VIA_##t void				\
+	tb_irq_restore_call_##t(struct cpu_ctx *c, unsigned long *flags)		\
+	{										\
+		RETURN_ENTER_##t;							\
+		__local_irq_restore(c, *flags, 0, 0);					\
+	}
+/* bpf_get_numa_node_id()'s body as x86-64 builds it: the ftrace site's
+ * 5-byte nop, then numa_node_id(), one per-CPU load (this_cpu_read():
+ * `movslq %gs:numa_node(%rip),%rax`); here of %fs, the segment user space
+ * may read (its first word, the thread's own pointer). */
+#ifdef __x86_64__
+#define TB_HELPER_BODY	__asm__ __volatile__("nopl 0x0(%%rax,%%rax,1)\n\tmovslq %%fs:0,%%rax" \
+					     ::: "rax")
+#else
+#define TB_HELPER_BODY	barrier()
+#endif
+DEFINE_TB_CALLS(0)
+DEFINE_TB_CALLS(1)
+DEFINE_TB_CALLS(2)
 
-static __attribute__((noinline)) void tb_irq_restore_call(struct cpu_ctx *c, unsigned long *flags)
-{
-	__local_irq_restore(c, *flags, 0, 0);
-}
+/* the copy of `fn` that returns as `ret` (a constant) does */
+#define TB_CALL_COPY(fn, ret)								\
+	((ret) == KRET_SAFE_RET ? fn##_1 : (ret) == KRET_RET_THUNK ? fn##_2 : fn##_0)
 
-/* The referee's calls back to back (experiments/kernel/referee.py), as
- * its BPF programs make them, 128 in a row: TB_CALL_UNROLL in a loop
- * iteration, of an empty function (helper_call) or of the IRQ save and
- * restore, each a call (irq_save_restore). One call a loop iteration
+/* The referee's calls back to back, as its BPF programs make them, 128 in
+ * a row: TB_UNROLL in a loop iteration, of the empty function
+ * (helper_call) or of the IRQ save and restore (irq_save_restore), the
+ * copies that return as `build` does. One call a loop iteration
  * (function_call_cost) overlaps the call with the loop's own branch, which
  * the empty loop subtracted does not undo: a different op. `loops` counts
  * calls (rounded down to a whole iteration). */
-#define TB_CALL_UNROLL	16
-enum { TB_CALLS_EMPTY, TB_CALLS_IRQ_SAVE_RESTORE };
+#define TB_UNROLL	16
 
 static __always_inline uint64_t tb_calls_back_to_back(struct cpu_ctx *c, uint64_t loops,
-						      const int calls)
+						      const int irq, const int build)
 {
 	uint64_t i, t0 = tsc_start();
 	unsigned long flags;
 
-	for (i = 0; i < loops / TB_CALL_UNROLL; i++) {
+	for (i = 0; i < loops / TB_UNROLL; i++) {
 		_Pragma("GCC unroll 16")
-		for (int j = 0; j < TB_CALL_UNROLL; j++) {
-			if (calls == TB_CALLS_EMPTY) {
-				tb_empty_function();
+		for (int j = 0; j < TB_UNROLL; j++) {
+			if (!irq) {
+				TB_CALL_COPY(tb_helper, kbuild_return(build))();
 			} else {
-				tb_irq_save_call(c, &flags);
-				tb_irq_restore_call(c, &flags);
+				TB_CALL_COPY(tb_irq_save_call, kbuild_return(build))(c, &flags);
+				TB_CALL_COPY(tb_irq_restore_call, kbuild_return(build))(c, &flags);
+			}
+		}
+	}
+	return tsc_stop() - t0;
+}
+
+/* The referee's atomics, TB_UNROLL in a loop iteration as its programs run
+ * them back to back: one op a loop iteration overlaps the locked op with the
+ * loop's own instructions, and subtracting the empty loop then takes off
+ * time the op hid (0.8 cycles of a 5-cycle lock xadd on a Zen 4 guest: a
+ * different op). Each op's result is kept in a register and nothing more,
+ * as the JIT's (the next op's constant overwrites it): xadd (a result never
+ * used, gcc emits lock add), cmpxchg of the word read to itself + 1 (it
+ * always succeeds), xchg of a constant. `loops` counts ops (rounded down
+ * to a whole iteration). */
+enum { TB_ATOMIC_FETCH_ADD, TB_ATOMIC_CMPXCHG, TB_ATOMIC_XCHG, TB_NR_ATOMIC_OPS };
+
+#define TB_KEEP(x)	__asm__ __volatile__("" : : "r"(x))
+
+static __always_inline uint64_t tb_atomics_unrolled(uint32_t *word, uint64_t loops, const int op)
+{
+	uint64_t i, t0 = tsc_start();
+	uint32_t old;
+
+	for (i = 0; i < loops / TB_UNROLL; i++) {
+		_Pragma("GCC unroll 16")
+		for (int j = 0; j < TB_UNROLL; j++) {
+			if (op == TB_ATOMIC_FETCH_ADD) {
+				TB_KEEP(atomic_inc_return(word));
+			} else if (op == TB_ATOMIC_CMPXCHG) {
+				old = READ_ONCE(*word);
+				atomic_cmpxchg(word, old, old + 1);
+			} else {
+				TB_KEEP(atomic_xchg(word, 1));
 			}
 		}
 	}
@@ -63,7 +127,6 @@ static __always_inline uint64_t tb_calls_back_to_back(struct cpu_ctx *c, uint64_
  * (read every 16th op) or a stop, as time_bench's atomic_fetch_add,
  * cmpxchg and atomic_xchg run it on a word of their own. One loop per op
  * (a constant): no dispatch inside. Returns the ops; *cycles the time. */
-enum { TB_ATOMIC_FETCH_ADD, TB_ATOMIC_CMPXCHG, TB_ATOMIC_XCHG, TB_NR_ATOMIC_OPS };
 
 static __always_inline uint64_t __tb_atomic_hammer(const struct smp_header *hdr, uint32_t *word,
 						   uint64_t deadline, uint64_t *cycles,
@@ -114,7 +177,9 @@ static void (*volatile tb_function_ptr)(void) = tb_empty_function;
  * pop alone, and control - irq is smpnet's own bookkeeping of the save
  * (the soft mask read and merged) plus, where the build makes irqsave a
  * call and irq's unlock inline (x86-nopreempt), that call. */
-enum { TB_VARIANT_IRQSAVE_NOPUSHF = SPIN_NR_VARIANTS, TB_NR_VARIANTS };
+/* And the referee's lock pair: bpf_spin_lock() and bpf_spin_unlock() as
+ * the model builds them (bpf_helpers.h), two calls deep each side. */
+enum { TB_VARIANT_IRQSAVE_NOPUSHF = SPIN_NR_VARIANTS, TB_VARIANT_BPF_SPIN_LOCK, TB_NR_VARIANTS };
 
 /* One lock test's timed loop: lock and unlock `loops` times in one variant,
  * between two TSC reads; stops early (the cycles so far) when an acquire
@@ -132,6 +197,12 @@ static __always_inline uint64_t tb_lock_loop(struct cpu_ctx *c, spinlock_t *l, u
 	unsigned long flags;
 
 	for (i = 0; i < loops; i++) {
+		if (variant == TB_VARIANT_BPF_SPIN_LOCK) {
+			if (BPF_SPIN_LOCK_OF(algo, check, build).lock(c, l))
+				break;
+			BPF_SPIN_LOCK_OF(algo, check, build).unlock[popf != 0](c, l);
+			continue;
+		}
 		if (variant == TB_VARIANT_IRQSAVE_NOPUSHF) {
 			if (_raw_spin_lock_irqsave_nopushf(c, l, &flags, algo, check, build))
 				break;
@@ -184,7 +255,8 @@ _Static_assert(KSHAPE_NR == 4 && KRET_NR == 3, "a new shape or return needs its 
 	TB_LOCK_MODES(X, VARIANT_IRQSAVE, algo)						\
 	TB_LOCK_MODES(X, VARIANT_IRQSAVE_BEFORE_LOCK, algo)				\
 	TB_LOCK_MODES(X, VARIANT_IRQ_DISABLE_BEFORE_LOCK, algo)				\
-	TB_LOCK_MODES(X, TB_VARIANT_IRQSAVE_NOPUSHF, algo)
+	TB_LOCK_MODES(X, TB_VARIANT_IRQSAVE_NOPUSHF, algo)				\
+	TB_LOCK_MODES(X, TB_VARIANT_BPF_SPIN_LOCK, algo)
 _Static_assert(SPIN_NR_VARIANTS == 6, "a new lock variant needs its line in TB_LOCK_VARIANTS");
 
 #define TB_LOCK_LOOPS_OF(algo, name)	TB_LOCK_VARIANTS(TB_LOCK_LOOP, algo)
@@ -209,17 +281,22 @@ static inline tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, i
 
 /* ---------------------------------------------------------------- the IRQ tests' loops */
 
-/* The IRQ-model tests whose ops test the checker or the restore mode (or,
- * local_bh_enable(), follow the kernel build: a call in the x86 ones),
- * specialised the same way, with the lock loops' type (`l` unused). */
-enum tb_cpu_op { TB_OP_LOCAL_BH_DISABLE_ENABLE, TB_OP_LOCAL_IRQ_SAVE_RESTORE, TB_NR_CPU_OPS };
+/* The IRQ-model tests whose ops test the checker or the restore mode or
+ * follow the kernel build (local_bh_enable(), a call in the x86 ones; the
+ * referee's calls, returning as the build returns), specialised the same
+ * way, with the lock loops' type (`l` unused). */
+enum tb_cpu_op { TB_OP_LOCAL_BH_DISABLE_ENABLE, TB_OP_LOCAL_IRQ_SAVE_RESTORE, TB_OP_CALLS_EMPTY,
+		 TB_OP_CALLS_IRQ_SAVE_RESTORE, TB_NR_CPU_OPS };
 
 static __always_inline uint64_t tb_cpu_loop(struct cpu_ctx *c, uint64_t loops, const int op,
 					    const int check, const int popf, const int build)
 {
-	uint64_t i, t0 = tsc_start();
+	uint64_t i, t0;
 	unsigned long flags;
 
+	if (op == TB_OP_CALLS_EMPTY || op == TB_OP_CALLS_IRQ_SAVE_RESTORE)
+		return tb_calls_back_to_back(c, loops, op == TB_OP_CALLS_IRQ_SAVE_RESTORE, build);
+	t0 = tsc_start();
 	for (i = 0; i < loops; i++) {
 		if (op == TB_OP_LOCAL_IRQ_SAVE_RESTORE) {
 			flags = __local_irq_save(c, check);
@@ -244,7 +321,9 @@ static __always_inline uint64_t tb_cpu_loop(struct cpu_ctx *c, uint64_t loops, c
 		tb_cpu_loop_##op##_##shape##_##ret##_##check##_##popf,
 #define TB_CPU_OPS(X)									\
 	TB_BUILDS(TB_MODES, X, TB_OP_LOCAL_BH_DISABLE_ENABLE)				\
-	TB_BUILDS(TB_MODES, X, TB_OP_LOCAL_IRQ_SAVE_RESTORE)
+	TB_BUILDS(TB_MODES, X, TB_OP_LOCAL_IRQ_SAVE_RESTORE)				\
+	TB_BUILDS(TB_MODES, X, TB_OP_CALLS_EMPTY)					\
+	TB_BUILDS(TB_MODES, X, TB_OP_CALLS_IRQ_SAVE_RESTORE)
 
 TB_CPU_OPS(TB_CPU_LOOP)
 

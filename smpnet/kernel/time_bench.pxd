@@ -6,15 +6,16 @@ from smpnet.kernel.spinlock_types cimport spinlock_t
 cdef extern from "time_bench.h" nogil:
     void tb_empty_function()
     void (*tb_function_ptr)()
-    uint64_t tb_calls_back_to_back(cpu_ctx *c, uint64_t loops, int calls)
-    enum: TB_CALLS_EMPTY
-    enum: TB_CALLS_IRQ_SAVE_RESTORE
-    enum: TB_CALL_UNROLL_C "TB_CALL_UNROLL"
+    enum: TB_UNROLL_C "TB_UNROLL"
+    uint64_t tb_atomics_unrolled(uint32_t *word, uint64_t loops, int op)
     ctypedef uint64_t (*tb_lock_loop_t)(cpu_ctx *c, spinlock_t *l, uint64_t loops) noexcept nogil
     tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, int popf, int build)
     enum: TB_VARIANT_IRQSAVE_NOPUSHF
+    enum: TB_VARIANT_BPF_SPIN_LOCK
     enum: TB_OP_LOCAL_BH_DISABLE_ENABLE
     enum: TB_OP_LOCAL_IRQ_SAVE_RESTORE
+    enum: TB_OP_CALLS_EMPTY
+    enum: TB_OP_CALLS_IRQ_SAVE_RESTORE
     tb_lock_loop_t tb_cpu_loop_of(int op, int check, int popf, int build)
     enum: TB_ATOMIC_FETCH_ADD
     enum: TB_ATOMIC_CMPXCHG

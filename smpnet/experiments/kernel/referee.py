@@ -32,19 +32,20 @@ TESTS = (
     Test("spin_lock_pair",
          "bpf_spin_lock() + bpf_spin_unlock(): local_irq_save, preempt_disable, the host's "
          "arch_spin_lock, the flags in a per-CPU variable; and back (kernel/bpf/helpers.c)",
-         "spin_lock_unlock_irqsave", True),
+         "bpf_spin_lock_pair", True),
     Test("fetch_add", "BPF_ATOMIC BPF_ADD | BPF_FETCH on a map value: lock xadd",
-         "atomic_fetch_add", False),
+         "atomic_fetch_add_unrolled", False, _core.TB_UNROLL),
     Test("cmpxchg", "the map value read, then BPF_ATOMIC BPF_CMPXCHG of it to itself + 1: "
-         "lock cmpxchg, as a cmpxchg loop's body", "cmpxchg", False),
-    Test("xchg", "BPF_ATOMIC BPF_XCHG on a map value: xchg", "atomic_xchg", False),
+         "lock cmpxchg, as a cmpxchg loop's body", "cmpxchg_unrolled", False, _core.TB_UNROLL),
+    Test("xchg", "BPF_ATOMIC BPF_XCHG on a map value: xchg", "atomic_xchg_unrolled", False,
+         _core.TB_UNROLL),
     Test("this_cpu_inc", "a per-CPU array map's value + 1 (load, add, store)",
          "this_cpu_inc", False),
     Test("helper_call", "call bpf_get_numa_node_id() and return, as this kernel builds it, "
-         "the calls back to back", "function_calls_unrolled", False, _core.TB_CALL_UNROLL),
+         "the calls back to back", "function_calls_unrolled", False, _core.TB_UNROLL),
     Test("irq_save_restore", "bpf_local_irq_save() + bpf_local_irq_restore() (kfuncs, Linux "
          "6.14 on): two calls, pushf; pop; cli, the flags tested, sti; the pairs back to back",
-         "irq_save_restore_calls", False, _core.TB_CALL_UNROLL,
+         "irq_save_restore_calls", False, _core.TB_UNROLL,
          "cli and sti (privileged): the model keeps the mask in memory"),
 )
 
