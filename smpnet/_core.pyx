@@ -54,12 +54,13 @@ from smpnet.kernel.kernel_build cimport (KBUILD, KBUILD_NR, KRET_NR, KSHAPE_NR, 
                                          kernel_return_names, kernel_shape_names,
                                          RETHUNK_MODELLED)
 from smpnet.kernel.reference cimport ref_spin_lock_unlock
+from smpnet.kernel.bpf_helpers cimport bpf_spin_lock_ops, bpf_spin_lock_ops_of
 from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lock_loop_t,
                                        tb_lock_loop_of, tb_cpu_loop_of,
                                        TB_VARIANT_IRQSAVE_NOPUSHF, TB_VARIANT_BPF_SPIN_LOCK,
                                        TB_OP_LOCAL_BH_DISABLE_ENABLE, TB_OP_LOCAL_IRQ_SAVE_RESTORE,
                                        TB_OP_CALLS_EMPTY, TB_OP_CALLS_IRQ_SAVE_RESTORE,
-                                       TB_UNROLL_C, tb_atomics_unrolled,
+                                       TB_UNROLL_C, TB_PROG_OPS_C, tb_atomics_unrolled,
                                        tb_atomic_hammer, TB_ATOMIC_FETCH_ADD, TB_ATOMIC_CMPXCHG,
                                        TB_ATOMIC_XCHG)
 

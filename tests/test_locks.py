@@ -42,6 +42,27 @@ def test_mutual_exclusion_every_variant(allowed, algo, ncpus, count):
 
 
 @pytest.mark.parametrize("algo", ALGOS)
+def test_mutual_exclusion_through_bpf_spin_lock(allowed, algo):
+    """lock_hammer's bpf_spin_lock() pairs (the referee's contended model
+    side): the same exclusion, each restore mode and checker, on two CPUs."""
+    count = 20000
+    irqsave = _core.LOCK_VARIANTS["irqsave"]
+    with lock_machine(allowed, ncpus=2, oversubscribe=True) as m:
+        reg = region(m)
+        for check, popf in ((False, False), (True, True)):
+            _core.lock_init(m.segment.buf, reg, 0, _core.LOCK_ALGOS[algo], 0)
+            out = m.run(lambda ctx: _core.lock_hammer(ctx.seg, ctx.cpu, reg, 0, irqsave, count,
+                                                      0, 0, check, popf, bpf_spin_lock=True),
+                        timeout=120)
+            assert [(r[0], r[3]) for r in out] == [(count, False)] * 2
+            assert m.region("locks")[0]["counter"] == 2 * count
+            assert is_free(int(m.region("locks")[0]["lock"]["val"]), algo, m)
+        with pytest.raises(ValueError, match=r"bpf_spin_lock\(\) is an irqsave pair"):
+            _core.lock_hammer(m.segment.buf, 0, reg, 0, _core.LOCK_VARIANTS["irq"], 1, 0, 0,
+                              bpf_spin_lock=True)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
 def test_waiters_give_up_when_the_holder_dies(allowed, algo):
     returned = np.dtype([("flag", "<u4")])
 

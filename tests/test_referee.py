@@ -87,6 +87,21 @@ def test_the_models_atomics_are_unrolled_as_the_kernels_programs(core_functions)
         assert len(ops) == _core.TB_UNROLL, (name, insns)
         first, last = insns.index(ops[0]), len(insns) - insns[::-1].index(ops[-1])
         assert not any(x.startswith("j") for x in insns[first:last]), name
+    # and the contended rows' hammer (inlined into atomic_hammer, each op's
+    # loop there): the same TB_UNROLL ops between two branches
+    (name,) = [n for n in core_functions if re.fullmatch(r"__pyx_pw_\w+_core_\d+atomic_hammer", n)]
+    hammer = _insns_of(code_of(core_functions, name))
+    branch = [i for i, x in enumerate(hammer) if x.startswith("j")]
+    for op in ("lock xadd", "lock cmpxchg", "xchg"):
+        # the longest run of the op with no branch between (the wrapper's
+        # own atomics, memoryview counts, come alone)
+        runs, run, last = [], 0, None
+        for i, x in enumerate(hammer):
+            if x.startswith(op + " "):
+                run = run + 1 if last is not None and not any(last < b < i for b in branch) else 1
+                runs.append(run)
+                last = i
+        assert max(runs) == _core.TB_UNROLL, (op, hammer)
 
 
 @pytest.mark.skipif(not X86_64, reason="reads x86-64 code")
@@ -227,7 +242,16 @@ def test_the_models_atomic_hammer_runs_its_op_on_the_shared_word(allowed):
     with Machine(cpus=allowed[:1], regions=lockbench.locks_region(2)) as m:
         region = lockbench.init_locks(m, ["qspinlock"])
         n, cycles = _core.atomic_hammer(m.segment.buf, region, 1, "fetch_add", 0.01)
-        assert n > 0 and n % 16 == 0 and cycles > 0
+        # the clock read every program's worth of ops, as the kernel's loop runs them
+        assert n > 0 and n % _core.TB_PROG_OPS == 0 and cycles > 0
+        assert referee.UNROLL == _core.TB_PROG_OPS
+        # and the lock pair, bpf_spin_lock()'s, every program's worth of pairs
+        irqsave = _core.LOCK_VARIANTS["irqsave"]
+        pairs, _, _, aborted = _core.lock_hammer(m.segment.buf, 0, region, 0, irqsave, 0, 0.01,
+                                                 0, bpf_spin_lock=True)
+        assert pairs > 0 and pairs % _core.TB_PROG_OPS == 0 and not aborted
+        assert int(m.region("locks")[0]["counter"]) == pairs
+        _core.lock_init(m.segment.buf, region, 0, _core.LOCK_ALGOS["qspinlock"], 0)
         assert int(m.region("locks")[1]["counter"]) & 0xffffffff == n & 0xffffffff
         n2, _ = _core.atomic_hammer(m.segment.buf, region, 1, "cmpxchg", 0.01)
         # uncontended, every cmpxchg succeeds: the word rose by each

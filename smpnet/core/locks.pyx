@@ -100,21 +100,24 @@ def queue_nodes_reset(unsigned char[::1] seg):
 def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int variant,
                 uint64_t max_acquisitions, double duration_s, uint64_t hold_cycles,
                 bint check=False, bint popf=False, int irq_lock=-1, uint64_t think_cycles=0,
-                int kbuild=0):
+                int kbuild=0, bint bpf_spin_lock=False):
     """Take and release one lock over and over, incrementing its counter
     inside the critical section (held `hold_cycles` TSC cycles), then
     spinning `think_cycles` TSC cycles outside it before the next acquire
     (the work a real caller does between two critical sections), until
     max_acquisitions (0: no limit) or duration_s (0: no limit) or stop.
-    The entry points have the shape of kernel build `kbuild` (KERNEL_BUILDS).
+    The entry points have the shape of kernel build `kbuild` (KERNEL_BUILDS);
+    with `bpf_spin_lock` (irqsave only), the pair is bpf_spin_lock() and
+    bpf_spin_unlock() instead, two calls deep (bpf_helpers.h): the
+    kernel referee's contended pair.
     IRQs that arrive meanwhile run the test handler, which takes lock
     `irq_lock` of the same region if that is not -1.
 
     The deadline bounds the run whatever the hold time: a hold ends at it,
     and with a hold or a think time, or on an oversubscribed machine (where one acquisition
     can wait for a whole round of the scheduler), it is checked after every
-    acquisition; otherwise every 16th, to keep the TSC read out of the
-    measured loop. A waiter never gives up at the deadline (a ticket or an
+    acquisition; otherwise every 16th (128th with `bpf_spin_lock`, as
+    the referee's programs), to keep the TSC read out of the measured loop. A waiter never gives up at the deadline (a ticket or an
     MCS node cannot be given back): the lock is left free.
 
     Returns (acquisitions, tsc_cycles, spins, aborted by a stop).
@@ -126,8 +129,11 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
     cdef unsigned long flags = 0
     cdef uint64_t n = 0, t0, t1, deadline, spins0
     cdef bint aborted = False
+    cdef const bpf_spin_lock_ops *helpers = NULL
     # how often the deadline is read: see above
     cdef uint64_t every = 0 if hold_cycles or think_cycles or hdr.flags & percpu.SMP_F_OVERSUBSCRIBED else 15
+    if every and bpf_spin_lock:
+        every = TB_PROG_OPS_C - 1     # as the referee's programs leave the lock (time_bench.h)
     if max_acquisitions == 0 and duration_s <= 0:
         raise ValueError("give max_acquisitions or duration_s")
     check_enum(variant, SPIN_NR_VARIANTS, "lock variant")
@@ -143,18 +149,29 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
         c.irq_test_lock = &checked_slot(hdr, region, irq_lock).lock
         if lock_algo_of(hdr, c.irq_test_lock) != c.lock_algo:
             raise ValueError("the IRQ's lock and the hammered lock must share an algorithm")
+    if bpf_spin_lock:
+        if variant != VARIANT_IRQSAVE:
+            raise ValueError("bpf_spin_lock() is an irqsave pair")
+        helpers = bpf_spin_lock_ops_of(c.lock_algo, check, kbuild)
     with nogil:
         spins0 = c.irq.spins
         t0 = tsc_start()
         deadline = t0 + <uint64_t>(duration_s * hdr.tsc_hz) if duration_s > 0 else <uint64_t>-1
         while True:
-            if spin_lock_variant(&c, &s.lock, variant, &flags) != 0:
+            if helpers != NULL:
+                if helpers.lock(&c, &s.lock) != 0:
+                    aborted = True
+                    break
+            elif spin_lock_variant(&c, &s.lock, variant, &flags) != 0:
                 aborted = True
                 break
             s.counter = s.counter + 1
             if hold_cycles:
                 tsc_spin(hdr, hold_cycles, deadline)
-            spin_unlock_variant(&c, &s.lock, variant, flags)
+            if helpers != NULL:
+                helpers.unlock[popf](&c, &s.lock)
+            else:
+                spin_unlock_variant(&c, &s.lock, variant, flags)
             n += 1
             if n == max_acquisitions:
                 break
@@ -184,14 +201,14 @@ def atomic_hammer(unsigned char[::1] seg, int region, int index, str op, double 
     buffer instead: a mapped BPF array's page, the very line the kernel's
     program hammers) over and over for `duration_s`, as time_bench's
     atomic_fetch_add, cmpxchg (read, then swap in old + 1; a failure is not
-    retried) and atomic_xchg tests run it on a word of their own: what the
-    kernel referee's contended atomics measure beside the kernel's.
-    Returns (ops, tsc_cycles)."""
+    retried) and atomic_xchg tests run it on a word of their own,
+    TB_PROG_OPS back to back between two reads of the clock, as the
+    referee's programs: what its contended atomics measure beside the
+    kernel's. Returns (ops, tsc_cycles); ops a multiple of TB_PROG_OPS."""
     cdef smp_header *hdr = segment_header(seg)
     cdef lock_slot *s = checked_slot(hdr, region, index)
     cdef uint32_t *word = <uint32_t *>&s.counter
     cdef uint64_t n, cycles, deadline
-    cdef uint32_t sink
     if op not in ATOMIC_OPS:
         raise ValueError(f"no atomic op {op!r}: {', '.join(ATOMIC_OPS)}")
     if not 0 < duration_s <= 1e6:
@@ -203,6 +220,5 @@ def atomic_hammer(unsigned char[::1] seg, int region, int index, str op, double 
     cdef int which = ATOMIC_OPS[op]
     with nogil:
         deadline = tsc_read_unordered() + <uint64_t>(duration_s * hdr.tsc_hz)
-        n = tb_atomic_hammer(hdr, word, which, deadline, &cycles, &sink)
-    s._pad = sink
+        n = tb_atomic_hammer(hdr, word, which, deadline, &cycles)
     return n, cycles

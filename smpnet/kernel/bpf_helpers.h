@@ -48,9 +48,11 @@ static unsigned long bpf_irqsave_flags;
 		return 0;								\
 	}
 
+typedef int (*bpf_helper_t)(struct cpu_ctx *c, spinlock_t *l);
+
 struct bpf_spin_lock_ops {
-	int (*lock)(struct cpu_ctx *c, spinlock_t *l);
-	int (*unlock[2])(struct cpu_ctx *c, spinlock_t *l);	/* sti, popf */
+	bpf_helper_t lock;
+	bpf_helper_t unlock[2];		/* sti, popf */
 };
 
 #define BPF_SPIN_LOCK_MODES(X, algo)							\
@@ -72,5 +74,14 @@ static const struct bpf_spin_lock_ops bpf_spin_lock_ops[SPIN_NR_ALGOS][2][KRET_N
 /* the copies of `algo`, `check` and `build`'s return (constants: direct calls) */
 #define BPF_SPIN_LOCK_OF(algo, check, build)						\
 	(bpf_spin_lock_ops[algo][(check) != 0][kbuild_return(build)])
+
+/* The same, chosen at run time (lock_hammer's contended pair: called through
+ * the pointers, where the JIT's calls are direct; NULL out of range). */
+static inline const struct bpf_spin_lock_ops *bpf_spin_lock_ops_of(int algo, int check, int build)
+{
+	if (algo < 0 || algo >= SPIN_NR_ALGOS || !kbuild_valid(build))
+		return NULL;
+	return &BPF_SPIN_LOCK_OF(algo, check, build);
+}
 
 #endif

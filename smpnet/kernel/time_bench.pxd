@@ -7,6 +7,7 @@ cdef extern from "time_bench.h" nogil:
     void tb_empty_function()
     void (*tb_function_ptr)()
     enum: TB_UNROLL_C "TB_UNROLL"
+    enum: TB_PROG_OPS_C "TB_PROG_OPS"
     uint64_t tb_atomics_unrolled(uint32_t *word, uint64_t loops, int op)
     ctypedef uint64_t (*tb_lock_loop_t)(cpu_ctx *c, spinlock_t *l, uint64_t loops) noexcept nogil
     tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, int popf, int build)
@@ -21,4 +22,4 @@ cdef extern from "time_bench.h" nogil:
     enum: TB_ATOMIC_CMPXCHG
     enum: TB_ATOMIC_XCHG
     uint64_t tb_atomic_hammer(const smp_header *hdr, uint32_t *word, int op, uint64_t deadline,
-                              uint64_t *cycles, uint32_t *sink)
+                              uint64_t *cycles)

@@ -13,7 +13,7 @@ from ...measure import stats
 from ...measure.time_bench import calibrate_loops, clean_round, pass_order
 from ..common import bpf, lockbench
 
-UNROLL = 128            # ops per program run: a test run's own cost is shared by this many
+UNROLL = _core.TB_PROG_OPS  # ops per program run: a test run's own cost is shared by this many
 RUN_NS = 5e6            # a test run lasts about this long (its repeat is calibrated to it)
 PLACEMENT = "in-kernel"  # the rows' placement: the kernel's figure is the row's `cycles`
 

@@ -83,8 +83,9 @@ def _kernel_side(ctx, progs, repeat, seconds, tsc_hz):
 
 
 def _model_side(ctx, region, lines, seconds, test, kbuild):
-    """The model's lock pair (irqsave, flags restored by a test of them, as
-    the kernel's; its slot's counter + 1 inside) on each lock slot of
+    """The model's lock pair (bpf_spin_lock() and bpf_spin_unlock(), two
+    calls deep, the flags restored by a test of them, as the kernel's
+    helpers; its slot's counter + 1 inside) on each lock slot of
     `lines` in turn, or its locked RMW `test` on the word of each mapped
     line of `lines` (the kernel's own, its program's word)."""
     if test == "spin_lock_pair":
@@ -92,7 +93,8 @@ def _model_side(ctx, region, lines, seconds, test, kbuild):
 
         def chunk(slot):
             n, cycles, _, _ = _core.lock_hammer(ctx.seg, ctx.cpu, region, slot, variant, 0,
-                                                CHUNK_S, 0, False, False, -1, 0, kbuild)
+                                                CHUNK_S, 0, False, False, -1, 0, kbuild,
+                                                bpf_spin_lock=True)
             return cycles / n, n
     else:
         def chunk(line):
@@ -213,7 +215,7 @@ def miscounted(rows):
 KERNEL_RUNS = {**{t.name: t.kernel for t in TESTS if t.name in CONTENDED},
                "spin_lock_pair": "bpf_spin_lock() + bpf_spin_unlock() of a map value, its "
                                  "counter + 1 inside"}
-MODEL_CONTENDED = {"spin_lock_pair": "lock_hammer irqsave, a counter + 1 inside",
+MODEL_CONTENDED = {"spin_lock_pair": "lock_hammer bpf_spin_lock, a counter + 1 inside",
                    "fetch_add": "atomic_hammer fetch_add", "cmpxchg": "atomic_hammer cmpxchg",
                    "xchg": "atomic_hammer xchg"}
 
