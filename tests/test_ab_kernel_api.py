@@ -498,3 +498,42 @@ def test_this_cpu_ops_are_x86s_unlocked_instructions_of_every_width(tmp_path, al
     assert not re.search(r"\block\b", loop)
     assert main(["ab", write(tmp_path, PERCPU, "percpu.c"), "--cpus", str(allowed[0])]
                 + FAST) == 0
+
+
+# the kernel's names smpnet.h gives a file on purpose (the API), and its own
+API_TAGS = {"spinlock", "llist_head", "llist_node", "u64_stats_sync", "refcount_struct"}
+
+
+def _model_tags():
+    """The struct tags the model's headers (smpnet/kernel/) define in a
+    file that includes <smpnet.h>, read from the preprocessed file, by
+    their names in the headers (smpnet.h renames some)."""
+    macros = [f"-D{k}={v}" for k, v in build.options_macros(0, False, False)]
+    out = subprocess.run(["gcc", "-E", *macros, *[f"-I{d}" for d in build.INCLUDE_DIRS], "-"],
+                         input="#include <smpnet.h>\n", capture_output=True, text=True,
+                         check=True).stdout
+    tags, here = set(), None
+    for line in out.splitlines():
+        if line.startswith("# "):
+            here = line.split('"')[1] if '"' in line else here
+        elif here and "/smpnet/kernel/" in here:
+            tags |= set(re.findall(r"\bstruct (?:smpnet_model_)?(\w+) *\{", line))
+    return tags
+
+
+def test_a_file_may_declare_the_kernels_records_that_the_model_has_too():
+    """smpnet's own records (softnet_data, pcpu_lstats, qnode, ...) are
+    the core's business: a file that declares each, as the kernel's
+    headers do, builds, and its variants see its own."""
+    tags = _model_tags() - API_TAGS
+    own = sorted(t for t in tags if not t.startswith("smpnet_"))
+    assert {"softnet_data", "pcpu_lstats", "qnode", "cpu_ctx"} <= set(own), own
+    decls = "".join(f"struct {t} {{ long mine_{t}; }};\n" for t in own)
+    uses = " + ".join(f"sizeof(((struct {t} *)0)->mine_{t})" for t in own)
+    src = ("#include <smpnet.h>\n" + decls +
+           "struct shared { unsigned long n; };\n"
+           "SMPNET_STATE(struct shared, struct smpnet_none);\n"
+           f"SMPNET_VARIANT(a) {{ shared->n += {uses}; }}\n"
+           "SMPNET_VARIANT(b) { shared->n++; }\n")
+    obj = build.build(src, "records.c", smpnet._core.LOCK_ALGOS["qspinlock"])
+    assert [v.name for v in obj.variants] == ["a", "b"]

@@ -49,6 +49,24 @@
 #define atomic_long_set	smpnet_core_atomic_long_set
 #define atomic_long_inc_return	smpnet_core_atomic_long_inc_return
 #define this_cpu_cmpxchg	smpnet_core_this_cpu_cmpxchg
+/* The model's own records, under names a file cannot meet: a file may
+ * declare the kernel's struct softnet_data, pcpu_lstats, qnode, ... itself.
+ * Undefined at the end of this file; its macros name them as renamed. */
+#define cpu_ctx	smpnet_model_cpu_ctx
+#define cpu_state	smpnet_model_cpu_state
+#define irq_cpustat	smpnet_model_irq_cpustat
+#define lock_info	smpnet_model_lock_info
+#define lock_infos	smpnet_model_lock_infos
+#define lock_slot	smpnet_model_lock_slot
+#define lockfunc_ops	smpnet_model_lockfunc_ops
+#define mcs_node	smpnet_model_mcs_node
+#define pcpu_lstats	smpnet_model_pcpu_lstats
+#define qnode	smpnet_model_qnode
+#define qnodes	smpnet_model_qnodes
+#define raw_spin_debug_ops	smpnet_model_raw_spin_debug_ops
+#define smp_header	smpnet_model_smp_header
+#define smp_region	smpnet_model_smp_region
+#define softnet_data	smpnet_model_softnet_data
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -177,7 +195,7 @@ int smpnet_orphan_hook(void)
  * body, as kernel code takes locks in helpers. A process runs one
  * emulated CPU: these are that CPU's. */
 static struct smpnet_env *smpnet_env __attribute__((unused));
-static struct cpu_ctx *smpnet_cpu __attribute__((unused));
+static struct smpnet_model_cpu_ctx *smpnet_cpu __attribute__((unused));
 /* Where a stopped acquire, a failed expect() and a failed spin_lock_init()
  * go: back to the loop or hook that ran the file's code, from whatever
  * function of the file they are in (what they leave is an init's errno,
@@ -376,12 +394,13 @@ static inline void smpnet_warn(const char *where)
  * changed by --hold-cycles), both in the user's object, then the op's body. */
 #define SMPNET_VARIANT(name)								\
 	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
-		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,			\
+		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,	\
 		smpnet_percpu_t *this_cpu);						\
 	static __attribute__((noinline)) uint64_t smpnet_timed_##name(			\
 		struct smpnet_env *e, uint64_t loops)					\
 	{										\
-		struct cpu_ctx *cpu = e->c;	/* in registers: barrier() spares them */ \
+		/* in registers: barrier() spares them */				\
+		struct smpnet_model_cpu_ctx *cpu = e->c;				\
 		smpnet_shared_t *sh = (smpnet_shared_t *)e->shared;			\
 		smpnet_percpu_t *mine = smpnet_per_cpu(e, e->cpu);			\
 		uint64_t i, t0 = tsc_start();						\
@@ -403,7 +422,7 @@ static inline void smpnet_warn(const char *where)
 	static __attribute__((noinline)) int smpnet_hammer_##name(			\
 		struct smpnet_env *e, uint64_t deadline, uint64_t *done)		\
 	{										\
-		struct cpu_ctx *cpu = e->c;						\
+		struct smpnet_model_cpu_ctx *cpu = e->c;				\
 		smpnet_shared_t *sh = (smpnet_shared_t *)e->shared;			\
 		smpnet_percpu_t *mine = smpnet_per_cpu(e, e->cpu);			\
 		uint64_t n = 0, every = e->think_cycles					\
@@ -442,12 +461,12 @@ static inline void smpnet_warn(const char *where)
 				(uintptr_t)smpnet_contended_##name);			\
 	}										\
 	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
-		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,			\
+		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,	\
 		smpnet_percpu_t *this_cpu)
 
 #define SMPNET_INIT(name)								\
 	static void smpnet_init_body_##name(struct smpnet_env *smpnet_env,		\
-		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared);			\
+		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared);	\
 	static int smpnet_init_##name(struct smpnet_env *e)				\
 	{										\
 		smpnet_enter(e);							\
@@ -461,11 +480,11 @@ static inline void smpnet_warn(const char *where)
 		smpnet_register_hook(#name, __LINE__, 0, (uintptr_t)smpnet_init_##name);	\
 	}										\
 	static void smpnet_init_body_##name(struct smpnet_env *smpnet_env,		\
-		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared)
+		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared)
 
 #define SMPNET_CHECK(name)								\
 	static void smpnet_check_body_##name(struct smpnet_env *smpnet_env,		\
-		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared);			\
+		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared);	\
 	static const char *smpnet_check_##name(struct smpnet_env *e)			\
 	{										\
 		smpnet_enter(e);							\
@@ -479,6 +498,22 @@ static inline void smpnet_warn(const char *where)
 		smpnet_register_hook(#name, __LINE__, 1, (uintptr_t)smpnet_check_##name);	\
 	}										\
 	static void smpnet_check_body_##name(struct smpnet_env *smpnet_env,		\
-		struct cpu_ctx *smpnet_cpu, smpnet_shared_t *shared)
+		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared)
 
+
+#undef cpu_ctx
+#undef cpu_state
+#undef irq_cpustat
+#undef lock_info
+#undef lock_infos
+#undef lock_slot
+#undef lockfunc_ops
+#undef mcs_node
+#undef pcpu_lstats
+#undef qnode
+#undef qnodes
+#undef raw_spin_debug_ops
+#undef smp_header
+#undef smp_region
+#undef softnet_data
 #endif
