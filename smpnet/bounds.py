@@ -11,7 +11,7 @@ import re
 
 from .errors import BadInput
 from .machine import layout
-from .machine.machine import MAX_CPUS
+from .machine.machine import MAX_CPUS, MAX_NUMNODES
 
 MAX_SKBS = 1 << 40         # --skbs
 MAX_PACKETS = 1 << 40      # --packets
@@ -26,6 +26,7 @@ LONG_RUN_GRACE = 1.05
 
 # option: (lowest, highest, unit). Where a bound comes from:
 #   --ncpus      Machine.MAX_CPUS (qspinlock's tail field allows 16383)
+#   --numa-nodes Machine.MAX_NUMNODES (x86's NODES_SHIFT of 10), and no more than ab's CPUs
 #   --loops      a round of 1e9 ops takes seconds to a minute
 #   --hold-cycles, --think-cycles  about 4 s at 2.5 GHz; each must also fit in --duration
 #   --scale      Machine.MAX_CPUS, and no more than the CPUs given unless --oversubscribe
@@ -41,6 +42,7 @@ LONG_RUN_GRACE = 1.05
 #   --trials     100000 (20 with --peer-down: each waits ~3 s)
 BOUNDS = {
     "--ncpus": (1, MAX_CPUS, "emulated CPUs"),
+    "--numa-nodes": (1, MAX_NUMNODES, "NUMA nodes"),
     "--loops": (1, 10**9, "ops per round"),
     "--rounds": (1, 1000, "rounds"),
     "--hold-cycles": (0, 10**10, "TSC cycles"),

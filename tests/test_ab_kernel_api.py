@@ -537,3 +537,68 @@ def test_a_file_may_declare_the_kernels_records_that_the_model_has_too():
            "SMPNET_VARIANT(b) { shared->n++; }\n")
     obj = build.build(src, "records.c", smpnet._core.LOCK_ALGOS["qspinlock"])
     assert [v.name for v in obj.variants] == ["a", "b"]
+
+
+TOPOLOGY = """#include <smpnet.h>
+struct shared { int nodes; int node_of[4]; int llc_shared; unsigned long n; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_INIT(local)
+{
+	int cpu, node, seen = 0;
+	shared->nodes = nr_node_ids;
+	for (cpu = 0; cpu < nr_cpus; cpu++)
+		shared->node_of[cpu] = cpu_to_node(cpu);
+	for_each_online_node(node)
+		seen++;
+	expect(seen == num_online_nodes(), "for_each_online_node");
+	shared->llc_shared = cpus_share_cache(0, nr_cpus - 1);
+}
+SMPNET_VARIANT(local)
+{
+	BUG_ON(numa_node_id() != cpu_to_node(smp_processor_id()));
+	BUG_ON(!cpus_share_cache(smp_processor_id(), smp_processor_id()));
+	shared->n++;
+}
+SMPNET_VARIANT(other) { shared->n++; }
+SMPNET_CHECK(local)
+{
+	expect(shared->nodes == NODES, "nr_node_ids");
+	expect(shared->node_of[0] == NODE0 && (nr_cpus == 1 || shared->node_of[1] == NODE1),
+	       "cpu_to_node");
+	expect(shared->llc_shared == (nr_cpus == 1 || LLC_SHARED), "cpus_share_cache");
+}
+"""
+
+
+@pytest.mark.parametrize("emulated", [False, True])
+def test_a_file_reads_each_cpus_node_and_cache_as_the_run_sets_them(tmp_path, capsys, allowed,
+                                                                     emulated):
+    """cpu_to_node(), numa_node_id(), nr_node_ids and cpus_share_cache():
+    the real CPUs' (sysfs, as the kernel's sd_llc_id), or --numa-nodes'
+    blocks; the JSON records them and says the emulated nodes are."""
+    from smpnet.machine import sysinfo
+    argv = two_cpus(allowed)
+    cpus = [0, 1] if len(allowed) > 1 else [allowed[0]] * 2
+    real = sysinfo.cpu_topology(set(cpus))
+    nodes = 2 if emulated else sysinfo.nr_node_ids()
+    node_of = [0, 1] if emulated else [real[c][0] for c in cpus]
+    shared = real[cpus[0]][1] == real[cpus[1]][1]
+    src = TOPOLOGY.replace("NODES", str(nodes)).replace("NODE0", str(node_of[0])) \
+        .replace("NODE1", str(node_of[1])).replace("LLC_SHARED", str(int(shared)))
+    extra = ["--numa-nodes", "2"] if emulated else []
+    assert main(["ab", write(tmp_path, src, "topo.c"), *FAST, *argv, *extra, "--repeat", "2",
+                 "--duration", "0.01", "--json"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    p = env["params"]
+    assert p["numa_nodes"] == (2 if emulated else None)
+    assert [t["node"] for t in p["topology"]] == node_of
+    assert [t["real_cpu"] for t in p["topology"]] == cpus
+    assert any("--numa-nodes 2: nodes emulated, node 0: CPU(s) 0, node 1: CPU(s) 1" in w
+               for w in env["warnings"]) == emulated
+
+
+def test_more_nodes_than_cpus_is_one_line(tmp_path, capsys, allowed):
+    assert main(["ab", write(tmp_path, TOPOLOGY, "topo.c"), *two_cpus(allowed),
+                 "--numa-nodes", "3"]) == 2
+    assert one_error_line(capsys)[-1] == ("smpnet-bench: --numa-nodes 3: more nodes than the 2 "
+                                          "emulated CPU(s) (each node needs one)")

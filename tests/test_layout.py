@@ -22,7 +22,7 @@ LAYOUT_PINS = {6: "28814baf10709e9c", 7: "83b185ecc8b53fe5", 8: "de8ed2f9beaaa1f
                15: "908850575dc05549", 16: "b962585a26813dfe",
                17: "3758e2e466ee2079", 18: "806ad77559400160", 19: "200d67b226b430f7",
                20: "ef93e9c400e4ee37", 21: "8fb57e6395c01431",
-               22: "31f006ba0d454fac"}
+               22: "31f006ba0d454fac", 23: "4a1c96d43d5682e5"}
 
 
 def records_digest(structs):

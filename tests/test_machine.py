@@ -477,3 +477,17 @@ def test_ctrl_c_between_forks_leaves_no_worker(allowed, monkeypatch):
     # joined by the run, the third too (a process never joined stays here)
     assert not set(started) & multiprocessing.process._children
     assert all(p.exitcode is not None for p in started)
+
+
+def test_the_machine_sets_each_cpus_node_and_last_level_cache(allowed):
+    from smpnet.machine import sysinfo
+    real = sysinfo.cpu_topology(allowed[:1])[allowed[0]]
+    with Machine(cpus=allowed[:1], ncpus=4, oversubscribe=True, numa_nodes=2) as m:
+        assert list(m.cpu_state["numa_node"]) == [0, 0, 1, 1]
+        assert list(m.cpu_state["sd_llc_id"]) == [real[1]] * 4      # one real CPU: one LLC
+        assert int(m.header["nr_node_ids"]) == 2
+    with Machine(cpus=allowed[:1], ncpus=2, oversubscribe=True) as m:
+        assert list(m.cpu_state["numa_node"]) == [real[0]] * 2
+        assert int(m.header["nr_node_ids"]) == sysinfo.nr_node_ids()
+    with pytest.raises(BadInput, match="0 NUMA nodes: between 1 and 1024"):
+        Machine(cpus=allowed[:1], numa_nodes=0)

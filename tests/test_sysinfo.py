@@ -62,6 +62,25 @@ def fake_root(tmp_path):
     return tmp_path
 
 
+
+def test_topology_is_each_cpus_node_and_first_sharer_of_its_last_level_cache(fake_root):
+    cpu = "/sys/devices/system/cpu"
+    # an L1 of its own, an L3 per node; CPU 3's caches unknown to sysfs
+    for n, l3 in ((0, "0,2"), (1, "1,3"), (2, "0,2")):
+        write(fake_root, f"{cpu}/cpu{n}/cache/index0/level", "1\n")
+        write(fake_root, f"{cpu}/cpu{n}/cache/index0/shared_cpu_list", f"{n}\n")
+        write(fake_root, f"{cpu}/cpu{n}/cache/index3/level", "3\n")
+        write(fake_root, f"{cpu}/cpu{n}/cache/index3/shared_cpu_list", l3 + "\n")
+    topo = sysinfo.cpu_topology([0, 1, 2, 3], root=str(fake_root))
+    assert topo == {0: (0, 0), 1: (1, 1), 2: (0, 0), 3: (1, 3)}
+    assert sysinfo.nr_node_ids(str(fake_root)) == 2
+
+
+def test_without_numa_in_sysfs_every_cpu_is_on_node_0(tmp_path):
+    write(tmp_path, "/sys/devices/system/cpu/online", "0-1\n")
+    assert sysinfo.cpu_topology([0, 1], root=str(tmp_path)) == {0: (0, 0), 1: (0, 1)}
+    assert sysinfo.nr_node_ids(str(tmp_path)) == 1
+
 def ideal_facts(**changes):
     """Bare metal, tuned for benchmarking: should give no warnings at all."""
     facts = {

@@ -67,6 +67,7 @@ static const struct smp_field smp_header_fields[] = {
 	SMP_FIELD(smp_header, flags),
 	SMP_FIELD(smp_header, tsc_hz),
 	SMP_FIELD(smp_header, size),
+	SMP_FIELD(smp_header, nr_node_ids),
 	SMP_FIELD(smp_header, stop),
 	SMP_FIELD(smp_header, barrier_arrived),
 	SMP_FIELD(smp_header, barrier_go),
@@ -92,6 +93,8 @@ static const struct smp_field cpu_state_fields[] = {
 	SMP_FIELD(cpu_state, tsc_arrive),
 	SMP_FIELD(cpu_state, tsc_release),
 	SMP_FIELD(cpu_state, heartbeat),
+	SMP_FIELD(cpu_state, numa_node),
+	SMP_FIELD(cpu_state, sd_llc_id),
 	{ 0 }
 };
 

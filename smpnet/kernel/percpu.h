@@ -18,7 +18,7 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 22	/* bump on any change to a shared record: its one home */
+#define SMPNET_LAYOUT_VERSION 23	/* bump on any change to a shared record: its one home */
 #define SMPNET_MAX_REGIONS    16
 #define SMPNET_REGION_NAME    16
 
@@ -54,7 +54,8 @@ struct smp_header {
 	uint32_t flags;
 	double   tsc_hz;
 	uint64_t size;
-	uint8_t  _pad0[SMP_CACHE_BYTES - 48];
+	uint32_t nr_node_ids;		/* NUMA nodes: the real CPUs', or ab's --numa-nodes */
+	uint8_t  _pad0[SMP_CACHE_BYTES - 52];
 	/* line 1: the stop flag, polled by every spin loop. Alone on its line
 	 * so that polling it never pulls in a line somebody writes. */
 	uint32_t stop;
@@ -82,6 +83,9 @@ struct cpu_state {
 	uint64_t tsc_release;		/* TSC when it left it */
 	uint64_t heartbeat;		/* rounds (and attempts) its harness finished: the
 					 * watchdog's sign that a slow run still works */
+	int32_t  numa_node;		/* its node (the kernel's per-CPU numa_node) */
+	int32_t  sd_llc_id;		/* its last-level cache, by the first CPU that
+					 * shares it (the kernel's per-CPU sd_llc_id) */
 };
 
 /* struct softnet_data (include/linux/netdevice.h): per-CPU packet queues

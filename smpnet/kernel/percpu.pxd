@@ -34,6 +34,7 @@ cdef extern from "percpu.h" nogil:
         uint32_t flags
         double tsc_hz
         uint64_t size
+        uint32_t nr_node_ids
         uint32_t stop
         uint32_t barrier_arrived
         uint32_t barrier_go
@@ -49,6 +50,8 @@ cdef extern from "percpu.h" nogil:
         uint64_t tsc_arrive
         uint64_t tsc_release
         uint64_t heartbeat
+        int32_t numa_node
+        int32_t sd_llc_id
 
     struct softnet_data:
         uint32_t processed

@@ -51,6 +51,8 @@ struct cpu_ctx {
 	int mcs_node_held;		/* the MCS/CLH node this CPU's last acquire
 					 * queued (mcs_spinlock.h): the node the kernel's
 					 * caller holds and passes to the unlock */
+	int numa_node;			/* this CPU's node, cpu_state's: what
+					 * numa_node_id() reads, one load as the kernel's */
 };
 
 static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int cpu,
@@ -74,6 +76,7 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->lock_info_searches = 0;
 	c->irq_stack_count = 0;
 	c->mcs_node_held = 0;
+	c->numa_node = ((const struct cpu_state *)per_cpu_ptr(hdr, REGION_CPU, cpu))->numa_node;
 }
 
 static inline int smp_should_stop(const struct smp_header *hdr)

@@ -17,6 +17,7 @@ cdef extern from "smp.h" nogil:
         int lock_algo
         int kbuild
         uint64_t lock_info_searches
+        int numa_node
 
     void cpu_ctx_init(cpu_ctx *c, smp_header *hdr, int cpu, int check, int popf)
     int smp_should_stop(const smp_header *hdr)

@@ -27,7 +27,7 @@ import time
 
 from .. import _core
 from ..errors import BadInput, Interrupted, RunTimeout, SegmentError, SmpnetError, WorkerDied
-from . import layout, load
+from . import layout, load, sysinfo
 from .cpus import format_cpus, parse_cpus
 from .segment import Segment
 from .tsc import tsc_info
@@ -36,6 +36,7 @@ from .workers import (STOP_SIGNALS, CpuContext,  # noqa: F401 (smpnet.CpuContext
                       describe_exit, start_workers, stop_and_reap)
 
 MAX_CPUS = 4096     # emulated CPUs; qspinlock's 14-bit tail CPU field allows 16383
+MAX_NUMNODES = 1024  # x86's CONFIG_NODES_SHIFT of 10 at most
 # The watchdog's patience past a run's expected length: a few seconds, and
 # a tenth more for long runs, whose estimates are rougher. Read here by each
 # run and handed to its Watchdog, so that changing them here takes effect.
@@ -86,10 +87,13 @@ class Machine:
           real ones needs oversubscribe=True and makes timings invalid.
     layout: "aligned" (one cache line or more per per-CPU record) or "packed".
     regions: extra shared regions, (name, dtype, count) each.
+    numa_nodes: NUMA nodes to emulate (None: each CPU on its real CPU's node):
+          emulated CPU i on node i * numa_nodes // ncpus, a block each. The
+          last-level caches are always the real CPUs'.
     """
 
     def __init__(self, cpus=None, ncpus=None, oversubscribe=False,
-                 layout="aligned", regions=()):
+                 layout="aligned", regions=(), numa_nodes=None):
         self.real_cpus = parse_cpus(cpus)
         if ncpus is None:
             ncpus = len(self.real_cpus)
@@ -105,6 +109,9 @@ class Machine:
         self.nr_cpus = ncpus
         self.oversubscribed = ncpus > len(self.real_cpus)
         self.cpu_map = [self.real_cpus[i % len(self.real_cpus)] for i in range(ncpus)]
+        if numa_nodes is not None and not 1 <= numa_nodes <= MAX_NUMNODES:
+            raise BadInput(f"{numa_nodes} NUMA nodes: between 1 and {MAX_NUMNODES}")
+        self.numa_nodes = numa_nodes
         self.layout = layout
         self.extra_regions = list(regions)
         self.segment = None
@@ -120,7 +127,22 @@ class Machine:
         cs = self.cpu_state
         cs["cpu"] = range(self.nr_cpus)
         cs["real_cpu"] = self.cpu_map
+        topology = self.topology()
+        cs["numa_node"] = [node for node, _ in topology]
+        cs["sd_llc_id"] = [llc for _, llc in topology]
+        self.header["nr_node_ids"] = self.nr_node_ids
         return self
+
+    @property
+    def nr_node_ids(self):
+        return self.numa_nodes or sysinfo.nr_node_ids()
+
+    def topology(self):
+        """(NUMA node, LLC id) of each emulated CPU: its real CPU's, or the
+        emulated nodes' blocks; the LLC id the first real CPU sharing it."""
+        real = sysinfo.cpu_topology(sorted(set(self.cpu_map)))
+        return [(real[r][0] if self.numa_nodes is None else i * self.numa_nodes // self.nr_cpus,
+                 real[r][1]) for i, r in enumerate(self.cpu_map)]
 
     def close(self):
         if self.segment is not None:

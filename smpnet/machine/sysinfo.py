@@ -156,6 +156,39 @@ def _numa_nodes(root):
     return {str(node): _read_cpulist(root, "%s/node%d/cpulist" % (NODE_DIR, node)) for node in node_ids}
 
 
+def _llc_id(root, cpu):
+    """The kernel's sd_llc_id for `cpu`: the first CPU of those that share
+    its last-level cache (the cache index of the highest level); the CPU
+    itself where sysfs says nothing of its caches, as the kernel's with no
+    LLC domain (kernel/sched/topology.c, update_top_cache_domain())."""
+    base = "%s/cpu%d/cache" % (CPU_DIR, cpu)
+    try:
+        names = [n for n in os.listdir(_path(root, base)) if re.fullmatch(r"index\d+", n)]
+    except OSError:
+        names = []
+    levels = []
+    for name in names:
+        level = _read(root, "%s/%s/level" % (base, name))
+        shared = _read_cpulist(root, "%s/%s/shared_cpu_list" % (base, name))
+        if level and level.isdigit() and cpu in shared:
+            levels.append((int(level), min(shared)))
+    return max(levels)[1] if levels else cpu
+
+
+def cpu_topology(cpus, root="/"):
+    """{real CPU: (its NUMA node, its LLC id)} for `cpus`: node 0 where
+    sysfs has no node directory (a kernel without NUMA has one node)."""
+    node_of = {cpu: int(node) for node, members in _numa_nodes(root).items()
+               for cpu in members}
+    return {cpu: (node_of.get(cpu, 0), _llc_id(root, cpu)) for cpu in cpus}
+
+
+def nr_node_ids(root="/"):
+    """The machine's NUMA nodes, as the kernel counts them (the highest + 1)."""
+    nodes = [int(n) for n in _numa_nodes(root)]
+    return max(nodes) + 1 if nodes else 1
+
+
 def _smt_siblings(root, cpus):
     groups = []
     for cpu in sorted(cpus):

@@ -52,6 +52,10 @@ OPTIONS = (
            metavar="LIST"),
     Option("--contended", "also run every CPU at once (default: on with 2 CPUs or more)",
            negatable=True),
+    Option("--numa-nodes", "NUMA nodes to emulate, the CPUs split into that many blocks, for "
+                           "cpu_to_node() and numa_node_id() (default: each CPU's real node; "
+                           "the cache traffic stays this machine's)",
+           bounded_value("--numa-nodes"), metavar="N"),
     *lockopts.contended_options("contended: ", DURATION, REPEAT, sweeps=False, side="variant"),
 )
 
@@ -91,6 +95,8 @@ class AbParams(Params):
     contended: bool
     ncpus: int
     oversubscribe: bool
+    numa_nodes: Optional[int]   # emulated; None: the real CPUs' nodes
+    topology: list              # each CPU of the widest mode: its real CPU, node and LLC id
     object: str                 # the built object's path
     build_key: str
     compiled: bool
@@ -122,6 +128,12 @@ def params(args, cpus):
         for option in ("duration", "repeat", "hold_cycles", "think_cycles"):
             if getattr(args, option) is not None:
                 raise BadInput(f"--{option.replace('_', '-')}: for a contended run only")
+    numa_nodes = getattr(args, "numa_nodes", None)
+    if numa_nodes is not None and numa_nodes > ncpus:
+        raise BadInput(f"--numa-nodes {numa_nodes}: more nodes than the {ncpus} emulated CPU(s)"
+                       " (each node needs one)")
+    oversubscribe = getattr(args, "oversubscribe", False)
+    topology = _topology(cpus, ncpus if contended else 1, oversubscribe, numa_nodes)
     source = getattr(args, "source", None)
     if source is None:
         source = build.read_source(args.file)
@@ -149,8 +161,8 @@ def params(args, cpus):
                  algo=args.algo, algo_host=algo_host, restore=args.restore, check=args.check,
                  kernel_build=builds[0], kernel_build_record=record, loops=args.loops,
                  rounds=args.rounds or ROUNDS, builtin=builtins, contended=contended,
-                 ncpus=ncpus, oversubscribe=getattr(args, "oversubscribe", False),
-                 object=obj.path, build_key=obj.key, compiled=obj.compiled,
+                 ncpus=ncpus, oversubscribe=oversubscribe, numa_nodes=numa_nodes,
+                 topology=topology, object=obj.path, build_key=obj.key, compiled=obj.compiled,
                  build_s=obj.build_s, shared_bytes=obj.shared_size,
                  percpu_bytes=obj.percpu_size, loaded=obj, **contended_only)
     need = rounds.state_bytes(obj, len(chosen) + 1, max(1, ncpus if contended else 1))
@@ -159,6 +171,14 @@ def params(args, cpus):
                        f"(shared {obj.shared_size}, per CPU {obj.percpu_size}), over the "
                        f"{build.MAX_STATE_BYTES}-byte bound on the segment's state")
     return p
+
+
+def _topology(cpus, ncpus, oversubscribe, numa_nodes):
+    """Each emulated CPU's real CPU, node and LLC id, as the run's machine
+    will set them (Machine.topology)."""
+    m = Machine(cpus=cpus, ncpus=ncpus, oversubscribe=oversubscribe, numa_nodes=numa_nodes)
+    return [{"cpu": i, "real_cpu": r, "node": node, "llc": llc}
+            for i, (r, (node, llc)) in enumerate(zip(m.cpu_map, m.topology()))]
 
 
 def _entries(obj, p):
@@ -234,7 +254,7 @@ def run(cpus, p, progress=None):
     if progress:
         progress(0, steps, f"uncontended: {len(entries)} variants on CPU {p.cpu}")
     regions = rounds.regions(obj, len(entries), 1) + lockbench.locks_region(1)
-    with Machine(cpus=[p.cpu], regions=regions) as m:
+    with Machine(cpus=[p.cpu], regions=regions, numa_nodes=p.numa_nodes) as m:
         lockbench.init_locks(m, [p.algo])   # the built-in tests' lock
         where = rounds.Where(m, obj)
         _init(m, entries, labels, where)
@@ -256,7 +276,18 @@ def run(cpus, p, progress=None):
     if not verdicts:
         warnings.append(f"no verdict: it needs --rounds (and --repeat) {2 * stats.MIN_SAMPLES} "
                         f"or more ({stats.MIN_SAMPLES} ABBA blocks)")
+    if p.numa_nodes:
+        warnings.append(f"--numa-nodes {p.numa_nodes}: nodes emulated, "
+                        f"{_nodes_of(p.topology)}; the cache traffic between them is this "
+                        "machine's, not a remote node's")
     return Outcome(p.record(), rows, verdicts, warnings)
+
+
+def _nodes_of(topology):
+    """'node 0: CPU(s) 0-1, node 1: CPU(s) 2-3' of a run's topology."""
+    nodes = sorted({t["node"] for t in topology})
+    return ", ".join(f"node {n}: CPU(s) {format_cpus([t['cpu'] for t in topology if t['node'] == n])}"
+                     for n in nodes)
 
 
 def _warned(labels, warned, mode):
@@ -269,7 +300,8 @@ def _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz):
     runs = [[] for _ in entries]
     n = 1
     with Machine(cpus=cpus, ncpus=p.ncpus, oversubscribe=p.oversubscribe,
-                 regions=rounds.regions(obj, len(entries), p.ncpus)) as m:
+                 regions=rounds.regions(obj, len(entries), p.ncpus),
+                 numa_nodes=p.numa_nodes) as m:
         where = rounds.Where(m, obj)
         _init(m, entries, labels, where)
         for r in range(p.repeat):
