@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 import smpnet
-from ab_helpers import FAST, cache, one_error_line, two_cpus, write  # noqa: F401
+from ab_helpers import EXAMPLES, FAST, cache, one_error_line, two_cpus, write  # noqa: F401
 from conftest import X86, object_functions, open_segments, thunk_addresses
 from smpnet.cli import main
 from smpnet.experiments.ab import build
@@ -483,7 +483,7 @@ SMPNET_VARIANT(none) { }
 
 @pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
 def test_this_cpu_ops_are_x86s_unlocked_instructions_of_every_width(tmp_path, allowed):
-    """this_cpu_add_return() on a u8 is an unlocked `xadd %?l`,
+    """this_cpu_add_return() on a u8 is an unlocked, %gs-relative `xadd %?l`,
     this_cpu_cmpxchg() on a u16 an unlocked `cmpxchg %?x`, this_cpu_xchg()
     a loop of unlocked cmpxchg (xchg with memory would lock), the cmpxchg128
     an unlocked cmpxchg16b (arch/x86/include/asm/percpu.h); and each answers
@@ -492,9 +492,9 @@ def test_this_cpu_ops_are_x86s_unlocked_instructions_of_every_width(tmp_path, al
     fns = object_functions(build.build(PERCPU, "percpu.c",
                                         smpnet._core.LOCK_ALGOS["qspinlock"]).path)
     loop = fns[next(f for f in fns if f.startswith("smpnet_timed_ops"))]
-    assert re.search(r"\txadd +%[a-d]l,", loop)
-    assert re.search(r"\tcmpxchg +%(?:[a-ds][xi]|r\d+w),", loop)
-    assert re.search(r"\tcmpxchg +%e\w+,", loop) and re.search(r"\tcmpxchg16b ", loop)
+    assert re.search(r"\txadd +%[a-d]l,%gs:", loop)
+    assert re.search(r"\tcmpxchg +%(?:[a-ds][xi]|r\d+w),%gs:", loop)
+    assert re.search(r"\tcmpxchg +%e\w+,%gs:", loop) and re.search(r"\tcmpxchg16b +%gs:", loop)
     assert not re.search(r"\block\b", loop)
     assert main(["ab", write(tmp_path, PERCPU, "percpu.c"), "--cpus", str(allowed[0])]
                 + FAST) == 0
@@ -602,3 +602,86 @@ def test_more_nodes_than_cpus_is_one_line(tmp_path, capsys, allowed):
                  "--numa-nodes", "3"]) == 2
     assert one_error_line(capsys)[-1] == ("smpnet-bench: --numa-nodes 3: more nodes than the 2 "
                                           "emulated CPU(s) (each node needs one)")
+
+
+PER_CPU_DATA = """#include <smpnet.h>
+/* as include/linux/netdevice.h's, and a DEFINE_PER_CPU with a first value */
+struct pcpu_sw_netstats { u64_stats_t packets; struct u64_stats_sync syncp; };
+struct shared { struct pcpu_sw_netstats __percpu *tstats; };
+static DEFINE_PER_CPU(unsigned long, hits) = 7;
+SMPNET_STATE(struct shared, struct smpnet_none);
+
+SMPNET_VARIANT(defined) { this_cpu_inc(hits); }
+SMPNET_CHECK(defined)
+{
+	unsigned long sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu(hits, cpu) - 7;
+	expect(sum == nr_ops, "per_cpu(hits) does not add up to the ops");
+}
+SMPNET_INIT(allocated)
+{
+	shared->tstats = alloc_percpu(struct pcpu_sw_netstats);
+	expect(shared->tstats != NULL, "alloc_percpu");
+	expect(__alloc_percpu(SMPNET_PERCPU_RESERVE, 64) == NULL, "past the reserve");
+}
+SMPNET_VARIANT(allocated)
+{
+	struct pcpu_sw_netstats *s = this_cpu_ptr(shared->tstats);
+
+	u64_stats_update_begin(&s->syncp);
+	u64_stats_inc(&s->packets);
+	u64_stats_update_end(&s->syncp);
+}
+SMPNET_CHECK(allocated)
+{
+	unsigned long sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += u64_stats_read(&per_cpu_ptr(shared->tstats, cpu)->packets);
+	expect(sum == nr_ops, "the per-CPU stats do not add up to the ops");
+}
+"""
+
+
+def test_per_cpu_data_as_the_kernel_declares_it_adds_up_on_every_cpu(tmp_path, allowed):
+    """DEFINE_PER_CPU (its first value in every CPU's copy) and
+    alloc_percpu() reached by this_cpu_inc(), this_cpu_ptr(), per_cpu()
+    and per_cpu_ptr(), every CPU at once: each check's sum over the CPUs is
+    the ops the copy ran, so no two CPUs shared a copy and none was lost;
+    the reserve refuses past its end."""
+    assert main(["ab", write(tmp_path, PER_CPU_DATA, "percpu_data.c"), *FAST,
+                 *two_cpus(allowed), "--repeat", "2", "--duration", "0.01"]) == 0
+    assert open_segments() == set()
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_per_cpu_ops_are_gs_relative_as_the_kernels():
+    """this_cpu_inc() of a DEFINE_PER_CPU variable is one `incq %gs:var(%rip)`,
+    as the kernel's percpu_add_op(); this_cpu_ptr() adds this_cpu_off read
+    %gs-relative (arch_raw_cpu_ptr()); the per-CPU section is whole pages of
+    its own; a file with no per-CPU data has none."""
+    obj = build.build(PER_CPU_DATA, "percpu_data.c", smpnet._core.LOCK_ALGOS["qspinlock"])
+    fns = object_functions(obj.path)
+    defined = fns[next(f for f in fns if f.startswith("smpnet_timed_defined"))]
+    assert re.search(r"\tincq +%gs:0x[0-9a-f]+\(%rip\) +# [0-9a-f]+ <hits>", defined), defined
+    allocated = fns[next(f for f in fns if f.startswith("smpnet_timed_allocated"))]
+    assert re.search(r"\tmov +%gs:0x[0-9a-f]+\(%rip\),%r\w+ +# [0-9a-f]+ <this_cpu_off>",
+                     allocated), allocated
+    assert not re.search(r"\block\b", defined + allocated)
+    heads = subprocess.run(["objdump", "-h", obj.path], capture_output=True, text=True,
+                           check=True).stdout
+    size, vma = re.search(r"\bsmpnet_percpu +([0-9a-f]+) +([0-9a-f]+)", heads).groups()
+    assert int(size, 16) == len(obj.pcpu_template) and int(size, 16) % 4096 == 0
+    assert int(vma, 16) % 4096 == 0
+    syms = subprocess.run(["objdump", "-t", obj.path], capture_output=True, text=True,
+                          check=True).stdout
+    hits = int(re.search(r"^([0-9a-f]+) .* smpnet_percpu\s+[0-9a-f]+\s+hits$", syms, re.M)[1], 16)
+    at = hits - int(vma, 16)
+    assert int.from_bytes(obj.pcpu_template[at:at + 8], "little") == 7   # its first value
+    plain = build.build(BH, "bh.c", smpnet._core.LOCK_ALGOS["qspinlock"])
+    assert plain.pcpu_template == b""
+

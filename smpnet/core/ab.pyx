@@ -15,11 +15,12 @@ AB_NAME = ab.SMPNET_AB_NAME
 
 cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int cpu,
                      int copy, int shared_region, int percpu_region,
-                     uintptr_t build_info) except -1:
+                     uintptr_t build_info, int pcpu_area_region) except -1:
     """e: emulated CPU `cpu` on copy `copy` of the state: record `copy` of
-    the shared region, records copy * nr_cpus .. of the per-CPU one; the
-    CPU set up as the object was built (its lock algorithm, checker,
-    restore mode and kernel build, read from `build_info`)."""
+    the shared region, records copy * nr_cpus .. of the per-CPU one (and of
+    the per-CPU section's, where `pcpu_area_region` is not -1); the CPU set
+    up as the object was built (its lock algorithm, checker, restore mode
+    and kernel build, read from `build_info`)."""
     cdef smp_header *hdr = segment_header(seg)
     cdef int region   # typed: Cython 3.3 infers a loop over a tuple of ints wrongly
     check_cpu(hdr, cpu)
@@ -30,6 +31,11 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
         raise IndexError(f"no state copy {copy}")
     if <uint64_t>(copy + 1) * hdr.nr_cpus > hdr.regions[percpu_region].count:
         raise IndexError(f"no per-CPU state for copy {copy}")
+    if pcpu_area_region != -1 and (pcpu_area_region < percpu.REGION_NR_BUILTIN
+                                   or <uint32_t>pcpu_area_region >= hdr.nr_regions
+                                   or <uint64_t>(copy + 1) * hdr.nr_cpus
+                                   > hdr.regions[pcpu_area_region].count):
+        raise ValueError(f"no per-CPU section region {pcpu_area_region} for copy {copy}")
     if build_info == 0:
         raise ValueError("no build info")
     cdef const ab.smpnet_build_info *b = <const ab.smpnet_build_info *>build_info
@@ -43,6 +49,9 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
     e.shared = per_cpu_ptr(hdr, shared_region, copy)
     e.percpu = <char *>per_cpu_ptr(hdr, percpu_region, copy * hdr.nr_cpus)
     e.percpu_stride = hdr.regions[percpu_region].stride
+    if pcpu_area_region != -1:
+        e.pcpu_area = <char *>per_cpu_ptr(hdr, pcpu_area_region, copy * hdr.nr_cpus)
+        e.pcpu_area_stride = hdr.regions[pcpu_area_region].stride
     e.cpu = cpu
     e.nr_cpus = hdr.nr_cpus
     e.deadline = <uint64_t>-1      # a hold() outside a contended run: its whole length
@@ -50,13 +59,15 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
 
 
 def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, int copy,
-             int shared_region, int percpu_region, uintptr_t build_info):
+             int shared_region, int percpu_region, uintptr_t build_info,
+             int pcpu_area_region=-1):
     """One round of a user variant's loop: (cycles, wall_ns) for `loops` ops."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
     if loop == 0:
         raise ValueError("no loop")
-    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, build_info)
+    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, build_info,
+                pcpu_area_region)
     cdef ab.smpnet_loop_fn fn = <ab.smpnet_loop_fn>loop
     cdef uint64_t cycles, w0, w1
     with nogil:
@@ -69,7 +80,7 @@ def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, in
 
 def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg, int cpu,
                  int copy, int shared_region, int percpu_region, uintptr_t build_info,
-                 uint64_t hold_cycles=0, uint64_t think_cycles=0):
+                 uint64_t hold_cycles=0, uint64_t think_cycles=0, int pcpu_area_region=-1):
     """A user variant on this CPU for duration_s, as every CPU of the run
     does at once: (ops, tsc_cycles, spins, aborted by a stop)."""
     cdef ab.smpnet_env e
@@ -80,7 +91,8 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
         raise ValueError("no loop")
     if not 0 < duration_s <= 1e6:
         raise ValueError(f"duration_s must be in (0, 1e6], got {duration_s}")
-    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, build_info)
+    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, build_info,
+                pcpu_area_region)
     e.hold_cycles = hold_cycles
     e.think_cycles = think_cycles
     cdef ab.smpnet_contended_fn fn = <ab.smpnet_contended_fn>contended
@@ -96,11 +108,12 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
 
 
 def ab_init(uintptr_t init, unsigned char[::1] seg, int copy, int shared_region,
-            int percpu_region, uintptr_t build_info):
+            int percpu_region, uintptr_t build_info, int pcpu_area_region=-1):
     """A variant's SMPNET_INIT on its copy of the state, as CPU 0: 0 or an errno."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
-    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, build_info)
+    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, build_info,
+                pcpu_area_region)
     e.lock_ids = copy << 8   # a report names a lock by its copy, then its place in the init
     cdef ab.smpnet_init_fn fn = <ab.smpnet_init_fn>init
     cdef int rc
@@ -110,12 +123,13 @@ def ab_init(uintptr_t init, unsigned char[::1] seg, int copy, int shared_region,
 
 
 def ab_check(uintptr_t check_fn, unsigned char[::1] seg, int copy, int shared_region,
-             int percpu_region, uintptr_t build_info, uint64_t ops):
+             int percpu_region, uintptr_t build_info, uint64_t ops, int pcpu_area_region=-1):
     """A variant's SMPNET_CHECK on its copy, `ops` ops done on every CPU:
     None, or the message it failed with."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
-    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, build_info)
+    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, build_info,
+                pcpu_area_region)
     e.ops = ops
     cdef ab.smpnet_check_fn fn = <ab.smpnet_check_fn>check_fn
     cdef const char *msg

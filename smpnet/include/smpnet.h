@@ -18,7 +18,9 @@
  * for spinlocks (every variant, with the algorithm the run was built for),
  * local_irq_*(), local_bh_*(), preempt_*(), atomic_*(), this_cpu_*(), and
  * hold() (--hold-cycles of work, for a contended critical section); the same
- * names in the file's own functions but `shared` and `this_cpu`. The body
+ * names in the file's own functions but `shared` and `this_cpu`. Per-CPU
+ * data as the kernel declares it (DEFINE_PER_CPU, alloc_percpu(),
+ * this_cpu_ptr(), per_cpu()) works too, this_cpu_*() %gs-relative. The body
  * is inlined into the timed loop: no call sits in the timing.
  *
  * SMPNET_INIT(name) runs before a variant's rounds, SMPNET_CHECK(name) after
@@ -53,6 +55,7 @@
  * declare the kernel's struct softnet_data, pcpu_lstats, qnode, ... itself.
  * Undefined at the end of this file; its macros name them as renamed. */
 #define cpu_ctx	smpnet_model_cpu_ctx
+#define per_cpu_ptr	smpnet_model_per_cpu_ptr
 #define cpu_state	smpnet_model_cpu_state
 #define irq_cpustat	smpnet_model_irq_cpustat
 #define lock_info	smpnet_model_lock_info
@@ -69,6 +72,7 @@
 #define softnet_data	smpnet_model_softnet_data
 #include <setjmp.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 #include "compiler.h"
@@ -204,10 +208,59 @@ static jmp_buf smpnet_unwind;
 static int smpnet_err __attribute__((unused));
 static const char *smpnet_fail __attribute__((unused));
 
+/* ---------------------------------------------------------------- per-CPU data */
+
+/* The kernel's per-CPU variables (include/linux/percpu-defs.h): DEFINE_PER_CPU
+ * puts one in the object's per-CPU section (smpnet_percpu.ld: whole pages of
+ * its own), the template, as the kernel's .data..percpu is; alloc_percpu()
+ * takes room in the section's reserve. Every CPU of every variant's state
+ * has a copy of the section in the segment, and the process running a CPU
+ * maps that CPU's copy over the template (below): a per-CPU variable's
+ * address is this CPU's copy, %gs's base is 0, and this_cpu_*() are the
+ * kernel's %gs-relative instructions. docs/experiments/ab.md. */
+extern char __smpnet_percpu_start[] __attribute__((visibility("hidden")));
+extern char __smpnet_percpu_end[] __attribute__((visibility("hidden")));
+#define SMPNET_PERCPU_SECTION	__attribute__((section("smpnet_percpu")))
+
+size_t smpnet_percpu_area_size(void) { return __smpnet_percpu_end - __smpnet_percpu_start; }
+const void *smpnet_percpu_template(void) { return __smpnet_percpu_start; }
+
+/* this process's copy mapped over the template, and its CPU's area */
+static char *smpnet_percpu_mapped;
+
+/* Map this CPU's copy of the section (in the shared segment) over the
+ * template: mremap() of a shared mapping with an old size of 0 makes a
+ * second mapping of the same pages, here at the template's address. Once
+ * per process and copy, outside any timing. The template's own first
+ * contents were copied to every CPU's copy before the inits ran. */
+static inline void smpnet_percpu_map(const struct smpnet_env *e)
+{
+	size_t size = smpnet_percpu_area_size();
+	char *area;
+	unsigned long gs = 0;
+
+	if (!size || !e->pcpu_area)
+		return;
+	area = e->pcpu_area + (size_t)e->cpu * e->pcpu_area_stride;
+	if (area == smpnet_percpu_mapped)
+		return;
+#if defined(__x86_64__)
+	if (!smpnet_percpu_mapped) {	/* %gs's base: 0, as glibc leaves it; made sure of */
+		if (syscall(SYS_arch_prctl, 0x1004 /* ARCH_GET_GS */, &gs) != 0 || gs != 0)
+			syscall(SYS_arch_prctl, 0x1001 /* ARCH_SET_GS */, 0UL);
+	}
+#endif
+	if ((void *)syscall(SYS_mremap, area, 0UL, size, 1UL | 2UL /* MAYMOVE | FIXED */,
+			    __smpnet_percpu_start) != (void *)__smpnet_percpu_start)
+		abort();	/* a worker without its per-CPU data: ends the run, naming its CPU */
+	smpnet_percpu_mapped = area;
+}
+
 static inline void smpnet_enter(struct smpnet_env *e)
 {
 	smpnet_env = e;
 	smpnet_cpu = e->c;
+	smpnet_percpu_map(e);
 }
 
 /* cpu_relax() in the file's own code: the pause, and at the run's stop an
@@ -317,7 +370,6 @@ static inline void smpnet_warn(const char *where)
 	({ int __ret = !!(cond); if (unlikely(__ret)) smpnet_warn(SMPNET_HERE("WARN(" #cond ")")); __ret; })
 #define WARN_ONCE(cond, ...)	WARN(cond, __VA_ARGS__)
 
-#define per_cpu(cpu)	smpnet_per_cpu(smpnet_env, (cpu))
 #define nr_cpus		(smpnet_env->nr_cpus)
 #define smp_processor_id()	(smpnet_cpu->cpu)
 #define raw_smp_processor_id()	smp_processor_id()
@@ -329,7 +381,7 @@ static inline void smpnet_warn(const char *where)
  * N the emulated nodes', a block of CPUs each (docs/experiments/ab.md). */
 static __always_inline const struct cpu_state *smpnet_cpu_state(struct smp_header *hdr, int cpu)
 {
-	return (const struct cpu_state *)per_cpu_ptr(hdr, REGION_CPU, cpu);
+	return (const struct cpu_state *)smpnet_model_per_cpu_ptr(hdr, REGION_CPU, cpu);
 }
 #define nr_node_ids		((int)smpnet_cpu->hdr->nr_node_ids)
 #define num_online_nodes()	nr_node_ids
@@ -489,6 +541,7 @@ static __always_inline const struct cpu_state *smpnet_cpu_state(struct smp_heade
 	{										\
 		smpnet_enter(e);							\
 		smpnet_err = 0;								\
+		smpnet_percpu_reserved = 0;	/* alloc_percpu()'s, on this copy */	\
 		if (!setjmp(smpnet_unwind))						\
 			smpnet_init_body_##name(e, e->c, (smpnet_shared_t *)e->shared);	\
 		return smpnet_err;							\
@@ -520,6 +573,7 @@ static __always_inline const struct cpu_state *smpnet_cpu_state(struct smp_heade
 
 
 #undef cpu_ctx
+#undef per_cpu_ptr
 #undef cpu_state
 #undef irq_cpustat
 #undef lock_info
@@ -534,4 +588,73 @@ static __always_inline const struct cpu_state *smpnet_cpu_state(struct smp_heade
 #undef smp_header
 #undef smp_region
 #undef softnet_data
+
+/* ---------------------------------------------------------------- per-CPU data: the API */
+
+#define DEFINE_PER_CPU(type, name)		SMPNET_PERCPU_SECTION __typeof__(type) name
+#define DECLARE_PER_CPU(type, name)		extern __typeof__(type) name
+#define DEFINE_PER_CPU_ALIGNED(type, name)	DEFINE_PER_CPU(type, name) ____cacheline_aligned
+#define DEFINE_PER_CPU_SHARED_ALIGNED(type, name) DEFINE_PER_CPU_ALIGNED(type, name)
+#define DEFINE_PER_CPU_READ_MOSTLY(type, name)	DEFINE_PER_CPU(type, name)
+#define DECLARE_PER_CPU_ALIGNED(type, name)	DECLARE_PER_CPU(type, name)
+#define DECLARE_PER_CPU_SHARED_ALIGNED(type, name) DECLARE_PER_CPU(type, name)
+
+/* per_cpu_offset(cpu): from the template to CPU cpu's copy in the segment
+ * (the kernel's __per_cpu_offset[]; this CPU's own copy is also at the
+ * template, where this_cpu_*() reach it) */
+static __always_inline unsigned long smpnet_per_cpu_offset(const struct smpnet_env *e, int cpu)
+{
+	return (unsigned long)(e->pcpu_area + (size_t)cpu * e->pcpu_area_stride) -
+	       (unsigned long)__smpnet_percpu_start;
+}
+#define per_cpu_offset(cpu)	smpnet_per_cpu_offset(smpnet_env, (cpu))
+#define per_cpu_ptr(ptr, cpu)	((__typeof__(ptr))((unsigned long)(ptr) + per_cpu_offset(cpu)))
+/* per_cpu(var, cpu): the kernel's; per_cpu(cpu): CPU cpu's SMPNET_STATE copy */
+#define SMPNET_PICK_2(_1, _2, name, ...)	name
+#define per_cpu(...)	SMPNET_PICK_2(__VA_ARGS__, SMPNET_PER_CPU_VAR, SMPNET_PER_CPU_STATE, )(__VA_ARGS__)
+#define SMPNET_PER_CPU_VAR(var, cpu)	(*per_cpu_ptr(&(var), (cpu)))
+#define SMPNET_PER_CPU_STATE(cpu)	smpnet_per_cpu(smpnet_env, (cpu))
+
+/* this_cpu_ptr(): the kernel's x86 arch_raw_cpu_ptr(), the pointer plus this
+ * CPU's this_cpu_off read %gs-relative (0 here: the copy is at the template) */
+static DEFINE_PER_CPU(unsigned long, this_cpu_off) __attribute__((unused));
+#define this_cpu_ptr(ptr)	((__typeof__(ptr))((unsigned long)(ptr) + this_cpu_read(this_cpu_off)))
+#define raw_cpu_ptr(ptr)	this_cpu_ptr(ptr)
+#define get_cpu_ptr(ptr)	({ preempt_disable(); this_cpu_ptr(ptr); })
+#define put_cpu_ptr(ptr)	do { (void)(ptr); preempt_enable(); } while (0)
+
+/* alloc_percpu() (mm/percpu.c): room for `size` bytes in every CPU's copy,
+ * zeroed, from the section's reserve (SMPNET_PERCPU_RESERVE bytes a CPU);
+ * NULL once it is spent. In an SMPNET_INIT: each variant's init starts the
+ * reserve afresh on its own copies. free_percpu() gives nothing back. */
+#ifndef SMPNET_PERCPU_RESERVE
+#define SMPNET_PERCPU_RESERVE	(8 << 10)
+#endif
+static char smpnet_percpu_reserve[SMPNET_PERCPU_RESERVE] SMPNET_PERCPU_SECTION
+	__attribute__((aligned(SMP_CACHE_BYTES), unused));
+static size_t smpnet_percpu_reserved __attribute__((unused));
+static inline void *__alloc_percpu(size_t size, size_t align)
+{
+	size_t at = (smpnet_percpu_reserved + align - 1) & ~(align - 1);
+
+	if (!size || at + size > sizeof(smpnet_percpu_reserve))
+		return NULL;
+	smpnet_percpu_reserved = at + size;
+	return smpnet_percpu_reserve + at;
+}
+#define __alloc_percpu_gfp(size, align, gfp)	__alloc_percpu(size, align)
+#define alloc_percpu(type)	((__typeof__(type) *)__alloc_percpu(sizeof(type), __alignof__(type)))
+#define alloc_percpu_gfp(type, gfp)	alloc_percpu(type)
+#define free_percpu(ptr)	((void)(ptr))
+#define GFP_KERNEL		0
+#define GFP_ATOMIC		0
+
+#define nr_cpu_ids		nr_cpus
+#define num_possible_cpus()	nr_cpus
+#define num_online_cpus()	nr_cpus
+#define num_present_cpus()	nr_cpus
+#define for_each_possible_cpu(cpu)	for ((cpu) = 0; (cpu) < nr_cpus; (cpu)++)
+#define for_each_online_cpu(cpu)	for_each_possible_cpu(cpu)
+#define for_each_present_cpu(cpu)	for_each_possible_cpu(cpu)
+
 #endif

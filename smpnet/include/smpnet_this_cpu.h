@@ -1,31 +1,47 @@
 /* smpnet_this_cpu.h - the kernel's this_cpu_*() ops on this CPU's copy of a
  * per-CPU variable, for a user's `ab` file (smpnet.h includes it), each the
- * one unlocked instruction arch/x86/include/asm/percpu.h makes it, on a
- * variable of 1, 2, 4 or 8 bytes (16 for the cmpxchg128). Docs:
+ * one unlocked, %gs-relative instruction arch/x86/include/asm/percpu.h makes
+ * it, on a variable of 1, 2, 4 or 8 bytes (16 for the cmpxchg128). Docs:
  * docs/experiments/ab.md.
  *
- * The kernel's ops are %gs-relative; these reach this CPU's copy through the
- * pointer the body has (`this_cpu->x`), with the same instruction and no
- * lock prefix: safe against this CPU's own interrupts, not against another
- * CPU. Each is asm, so the compiler neither merges nor hoists it.
+ * %gs's base is 0 in a worker, and this CPU's copy of the file's per-CPU
+ * section is mapped at the section's own address (smpnet.h): so a
+ * DEFINE_PER_CPU variable, an alloc_percpu() pointer and the `this_cpu->x`
+ * form all reach this CPU's copy through the same %gs-prefixed instruction,
+ * safe against this CPU's own interrupts, not against another CPU. Each is
+ * asm, so the compiler neither merges nor hoists it.
  */
 #ifndef SMPNET_THIS_CPU_H
 #define SMPNET_THIS_CPU_H
 
 #if defined(__x86_64__) || defined(__i386__)
-/* percpu_to_op(): add, and, or of the operand's size */
+/* percpu_to_op(): add, and, or of the operand's size (%z: its suffix), of a
+ * register or an immediate; percpu_add_op(): inc and dec for a constant 1
+ * and -1, as the kernel's */
 #define smpnet_pcpu_op(insn, var, val)							\
-	__asm__ __volatile__(insn " %1, %0" : "+m"(var) : "q"((__typeof__(var))(val)) : "cc")
+	__asm__ __volatile__(insn "%z0 %1, %%gs:%0" : "+m"(var) : "qe"((__typeof__(var))(val)) \
+			     : "cc")
+#define smpnet_pcpu_unary(insn, var)							\
+	__asm__ __volatile__(insn "%z0 %%gs:%0" : "+m"(var) : : "cc")
+#define smpnet_pcpu_add(var, val)							\
+	do {										\
+		if (__builtin_constant_p(val) && (val) == 1)				\
+			smpnet_pcpu_unary("inc", var);					\
+		else if (__builtin_constant_p(val) && (val) == -1)			\
+			smpnet_pcpu_unary("dec", var);					\
+		else									\
+			smpnet_pcpu_op("add", var, val);				\
+	} while (0)
 /* percpu_add_return_op(): xadd, and the sum */
 #define this_cpu_add_return(var, val)							\
 	({ __typeof__(var) __add = (val), __old = __add;				\
-	   __asm__ __volatile__("xadd %0, %1" : "+q"(__old), "+m"(var) : : "cc");	\
+	   __asm__ __volatile__("xadd %0, %%gs:%1" : "+q"(__old), "+m"(var) : : "cc");	\
 	   (__typeof__(var))(__old + __add); })
 /* percpu_try_cmpxchg_op(): cmpxchg, ZF the answer; *oval updated on a miss */
 #define this_cpu_try_cmpxchg(var, ovalp, nval)						\
 	({ __typeof__(var) *__po = (ovalp), __old = *__po, __new = (nval);		\
 	   bool __ok;									\
-	   __asm__ __volatile__("cmpxchg %3, %1"					\
+	   __asm__ __volatile__("cmpxchg %3, %%gs:%1"					\
 				: "=@ccz"(__ok), "+m"(var), "+a"(__old)			\
 				: "q"(__new) : "memory");				\
 	   if (!__ok)									\
@@ -35,6 +51,7 @@
 #define smpnet_pcpu_op(insn, var, val)							\
 	do { __typeof__(var) __v = (val);						\
 	     WRITE_ONCE(var, smpnet_pcpu_apply_##insn(READ_ONCE(var), __v)); barrier(); } while (0)
+#define smpnet_pcpu_add(var, val)	smpnet_pcpu_op(add, var, val)
 #define smpnet_pcpu_apply_add(a, b)	((a) + (b))
 #define smpnet_pcpu_apply_and(a, b)	((a) & (b))
 #define smpnet_pcpu_apply_or(a, b)	((a) | (b))
@@ -47,14 +64,24 @@
 	   barrier(); __ok; })
 #endif
 
-#define this_cpu_add(var, val)		smpnet_pcpu_op("add", var, val)
+#define this_cpu_add(var, val)		smpnet_pcpu_add(var, val)
 #define this_cpu_sub(var, val)		this_cpu_add(var, -(__typeof__(var))(val))
 #define this_cpu_inc(var)		this_cpu_add(var, 1)
 #define this_cpu_dec(var)		this_cpu_add(var, -1)
 #define this_cpu_and(var, val)		smpnet_pcpu_op("and", var, val)
 #define this_cpu_or(var, val)		smpnet_pcpu_op("or", var, val)
+#if defined(__x86_64__) || defined(__i386__)
+/* percpu_from_op()/percpu_to_op()'s mov */
+#define this_cpu_read(var)								\
+	({ __typeof__(var) __r;								\
+	   __asm__ __volatile__("mov %%gs:%1, %0" : "=q"(__r) : "m"(var));		\
+	   __r; })
+#define this_cpu_write(var, val)							\
+	__asm__ __volatile__("mov %1, %%gs:%0" : "=m"(var) : "qe"((__typeof__(var))(val)))
+#else
 #define this_cpu_read(var)		READ_ONCE(var)
 #define this_cpu_write(var, val)	WRITE_ONCE(var, val)
+#endif
 #define this_cpu_sub_return(var, val)	this_cpu_add_return(var, -(__typeof__(var))(val))
 #define this_cpu_inc_return(var)	this_cpu_add_return(var, 1)
 #define this_cpu_dec_return(var)	this_cpu_add_return(var, -1)
@@ -77,7 +104,7 @@ typedef unsigned __int128 u128;
 	   u64 __lo = (u64)*__po, __hi = (u64)(*__po >> 64);				\
 	   bool __ok;									\
 	   _Static_assert(sizeof(var) == 16, "this_cpu_cmpxchg128 takes a u128");	\
-	   __asm__ __volatile__("cmpxchg16b %1"						\
+	   __asm__ __volatile__("cmpxchg16b %%gs:%1"						\
 				: "=@ccz"(__ok), "+m"(var), "+a"(__lo), "+d"(__hi)	\
 				: "b"((u64)__n), "c"((u64)(__n >> 64)) : "memory");	\
 	   if (!__ok)									\

@@ -21,6 +21,9 @@ struct smpnet_env {
 	void *shared;			/* the file's shared state: one copy, every CPU sees it */
 	char *percpu;			/* CPU 0's copy of its per-CPU state */
 	uint64_t percpu_stride;		/* bytes from one CPU's copy to the next (64-byte multiple) */
+	char *pcpu_area;		/* CPU 0's copy of the object's per-CPU section
+					 * (DEFINE_PER_CPU, alloc_percpu), on whole pages; NULL: none */
+	uint64_t pcpu_area_stride;	/* bytes from one CPU's copy to the next (whole pages) */
 	int cpu;			/* this emulated CPU */
 	int nr_cpus;			/* emulated CPUs running the variant */
 	uint64_t hold_cycles;		/* contended: what hold() spins, in TSC cycles */

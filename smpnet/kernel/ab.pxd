@@ -7,6 +7,8 @@ cdef extern from "ab.h" nogil:
         void *shared
         char *percpu
         uint64_t percpu_stride
+        char *pcpu_area
+        uint64_t pcpu_area_stride
         int cpu
         int nr_cpus
         uint64_t hold_cycles

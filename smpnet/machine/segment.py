@@ -116,6 +116,8 @@ class Segment:
             if count <= 0:
                 raise SegmentError(f"region {name!r} needs a positive count, got {count}")
             st = layout.stride(dtype, layout_name)
+            if st % mmap.PAGESIZE == 0:     # records of whole pages start on one (ab's mremap)
+                offset = _align(offset, mmap.PAGESIZE)
             placed.append((name, dtype, count, offset, st))
             offset = _align(offset + count * st)
         size = offset

@@ -38,6 +38,8 @@ MAX_STATE_BYTES = 16 << 20        # every copy of the state, shared and per-CPU,
 
 PKG = pathlib.Path(__file__).resolve().parent.parent.parent
 INCLUDE_DIRS = [str(PKG / "include"), str(PKG / "kernel")]
+# the per-CPU section on pages of its own (smpnet.h's per-CPU data)
+PERCPU_SCRIPT = PKG / "include" / "smpnet_percpu.ld"
 
 # What Python reads of the object (smpnet.h defines it; ab.h's structures)
 CDEF = """
@@ -61,6 +63,8 @@ const char *smpnet_bug_report(void);
 const char *smpnet_warn_take(unsigned long *count);
 size_t smpnet_shared_size(void);
 size_t smpnet_percpu_size(void);
+size_t smpnet_percpu_area_size(void);
+const void *smpnet_percpu_template(void);
 """
 
 VARIANT_RE = re.compile(r"^[ \t]*SMPNET_VARIANT[ \t]*\([ \t]*(\w+)[ \t]*\)", re.M)
@@ -94,6 +98,7 @@ class UserObject:
     module: object = None   # keeps the object loaded
     build_info: int = 0     # the address of its smpnet_build_info, which the core reads
     options: dict = field(default_factory=dict)   # that: algo, check, popf, kbuild
+    pcpu_template: bytes = b""  # its per-CPU section as built (DEFINE_PER_CPU), whole pages
 
 
 def cache_dir():
@@ -209,8 +214,10 @@ def options_macros(algo, check, popf, kbuild=0):
 
 
 def _headers():
-    """Every header a file can include, in include-path order."""
-    return [p for d in INCLUDE_DIRS for p in sorted(pathlib.Path(d).glob("*.h"))]
+    """Every header a file can include, in include-path order, and the
+    linker script every object is linked with."""
+    return [p for d in INCLUDE_DIRS for p in sorted(pathlib.Path(d).glob("*.h"))] + \
+        [PERCPU_SCRIPT]
 
 
 def build_key(source, macros, debug):
@@ -295,7 +302,7 @@ def _compile(source, name, modname, macros, debug, cache, path, timeout, stderr)
         job = {"modname": modname, "source": text, "include_dirs": INCLUDE_DIRS,
                "define_macros": build_flags.define_macros(debug) + macros,
                "extra_compile_args": build_flags.compile_args(debug), "cdef": CDEF,
-               "tmpdir": tmp}
+               "extra_link_args": [f"-Wl,-T,{PERCPU_SCRIPT}"], "tmpdir": tmp}
         try:
             # by its path: `-m` would import smpnet.experiments, every experiment
             r = subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("compile.py"))],
@@ -358,7 +365,9 @@ def _describe(module, name, key, path, compiled, build_s):
     obj = UserObject(name, key, path, compiled, build_s, int(lib.smpnet_shared_size()),
                      int(lib.smpnet_percpu_size()), variants, module,
                      int(ffi.cast("uintptr_t", info)),
-                     {k: int(getattr(info, k)) for k in ("algo", "check", "popf", "kbuild")})
+                     {k: int(getattr(info, k)) for k in ("algo", "check", "popf", "kbuild")},
+                     bytes(ffi.buffer(lib.smpnet_percpu_template(),
+                                      lib.smpnet_percpu_area_size())))
     if len(variants) < 2:
         raise BadInput(f"{name}: defines {len(variants)} variant(s) once built: ab compares "
                        "two or more, the first against the others")

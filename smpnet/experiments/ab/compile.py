@@ -29,7 +29,8 @@ def main():
     ffi.cdef(job["cdef"])
     ffi.set_source(job["modname"], job["source"], include_dirs=job["include_dirs"],
                    define_macros=[tuple(m) for m in job["define_macros"]],
-                   extra_compile_args=job["extra_compile_args"])
+                   extra_compile_args=job["extra_compile_args"],
+                   extra_link_args=job.get("extra_link_args", []))
     try:
         out = {"path": ffi.compile(tmpdir=job["tmpdir"], verbose=False)}
     except Exception as e:   # the compiler said why, on stderr

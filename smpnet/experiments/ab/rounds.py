@@ -24,16 +24,22 @@ def _record(size):
 def regions(obj, copies, nr_cpus):
     """The state's regions: one shared record per copy, nr_cpus per-CPU
     records per copy (each record rounded up to whole cache lines by the
-    machine, layout.stride), and where each CPU is."""
-    return [("ab_shared", _record(obj.shared_size), copies),
-            ("ab_percpu", _record(obj.percpu_size), copies * nr_cpus),
-            ("ab_now", NOW, nr_cpus)]
+    machine, layout.stride), where each CPU is, and where the object has
+    per-CPU data (DEFINE_PER_CPU, alloc_percpu), nr_cpus copies of its
+    section per copy, on whole pages (the segment starts them on a page)."""
+    out = [("ab_shared", _record(obj.shared_size), copies),
+           ("ab_percpu", _record(obj.percpu_size), copies * nr_cpus),
+           ("ab_now", NOW, nr_cpus)]
+    if obj.pcpu_template:
+        out.append(("ab_pcpu_area", _record(len(obj.pcpu_template)), copies * nr_cpus))
+    return out
 
 
 def state_bytes(obj, copies, nr_cpus):
     """What the state's regions take in the segment."""
     return copies * (layout.stride(_record(obj.shared_size))
-                     + nr_cpus * layout.stride(_record(obj.percpu_size)))
+                     + nr_cpus * (layout.stride(_record(obj.percpu_size))
+                                  + len(obj.pcpu_template)))
 
 
 class Where:
@@ -42,6 +48,8 @@ class Where:
     def __init__(self, machine, obj):
         names = machine.segment.region_names
         self.shared, self.percpu = names.index("ab_shared"), names.index("ab_percpu")
+        self.pcpu_area = names.index("ab_pcpu_area") if "ab_pcpu_area" in names else -1
+        self.pcpu_template = np.frombuffer(obj.pcpu_template, np.uint8)
         # the object's build options: the core reads its own copy of them
         # from the object (build_info); the built-in tests run as it was built
         self.build_info, self.options = obj.build_info, obj.options
@@ -64,7 +72,14 @@ class Where:
 
     def state(self, copy):
         return dict(copy=copy, shared_region=self.shared, percpu_region=self.percpu,
-                    build_info=self.build_info)
+                    build_info=self.build_info, pcpu_area_region=self.pcpu_area)
+
+    def copy_template(self, machine):
+        """Every CPU's copy of the per-CPU section, of every copy of the
+        state, from the object's own (what DEFINE_PER_CPU initialised it
+        to), as the kernel's setup_per_cpu_areas() copies .data..percpu."""
+        if self.pcpu_area >= 0:
+            machine.region("ab_pcpu_area")["bytes"][:] = self.pcpu_template
 
 
 def _mark(ctx, entry):
@@ -82,6 +97,7 @@ def init_all(ctx, entries, where):
     contain()
     if ctx.cpu != 0:
         return None
+    where.copy_template(ctx.machine)
     for i, v in enumerate(entries):
         if v.init:
             _mark(ctx, i)
