@@ -685,3 +685,22 @@ def test_per_cpu_ops_are_gs_relative_as_the_kernels():
     plain = build.build(BH, "bh.c", smpnet._core.LOCK_ALGOS["qspinlock"])
     assert plain.pcpu_template == b""
 
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_the_dev_tstats_example_adds_up_and_reads_its_cpu_by_gs(allowed):
+    """examples/dev_tstats.c, the kernel's dev_sw_netstats_rx_add() as it
+    is, on two CPUs (emulated on one where there is one): its checks held
+    (a run whose check failed raises), and the function's this_cpu_ptr()
+    reads this_cpu_off %gs-relative, as the kernel's."""
+    cpus = "0,1" if len(allowed) > 1 else str(allowed[0])
+    extra = {} if len(allowed) > 1 else {"ncpus": 2, "oversubscribe": True}
+    out = smpnet.ab(EXAMPLES / "dev_tstats.c", cpus=cpus, loops=2000, rounds=12, repeat=2,
+                    duration=0.01, **extra)
+    assert [r["variant"] for r in out.rows if r["role"] == "variant"][:2] == ["locked", "tstats"]
+    obj = build.build((EXAMPLES / "dev_tstats.c").read_text(), "dev_tstats.c",
+                      smpnet._core.LOCK_ALGOS["qspinlock"])
+    fns = object_functions(obj.path)
+    tstats = fns[next(f for f in fns if f.startswith("smpnet_timed_tstats"))]
+    assert re.search(r"%gs:0x[0-9a-f]+\(%rip\),%r\w+ +# [0-9a-f]+ <this_cpu_off>", tstats)
+    assert not re.search(r"\block\b", tstats)
