@@ -499,7 +499,8 @@ def test_the_percpu_counter_example_contended_and_checked(allowed):
     extra = {} if len(cpus) >= 2 else {"ncpus": 2, "oversubscribe": True}
     out = smpnet.ab(EXAMPLES / "percpu_counter.c", cpus=cpus, loops=2000, rounds=12,
                     duration=0.005, repeat=12, **extra)
-    _check_outcome(out, ["shared_atomic", "percpu"], ["uncontended", "contended"])
+    _check_outcome(out, ["shared_atomic", "percpu", "percpu_counter"],
+                   ["uncontended", "contended"])
     con = [r for r in out.rows if r["mode"] == "contended"]
     assert all(len(r["ops_per_s_per_cpu"]) == 2 and 0 < r["fairness"] <= 1 for r in con)
     assert all(r["timing_valid"] == (len(cpus) >= 2) for r in con)

@@ -704,3 +704,49 @@ def test_the_dev_tstats_example_adds_up_and_reads_its_cpu_by_gs(allowed):
     tstats = fns[next(f for f in fns if f.startswith("smpnet_timed_tstats"))]
     assert re.search(r"%gs:0x[0-9a-f]+\(%rip\),%r\w+ +# [0-9a-f]+ <this_cpu_off>", tstats)
     assert not re.search(r"\block\b", tstats)
+
+
+PERCPU_COUNTER = """#include <smpnet.h>
+struct shared { struct percpu_counter c; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_INIT(counted)
+{
+	struct percpu_counter *c = &shared->c;
+
+	expect(percpu_counter_init(c, 5, GFP_KERNEL) == 0, "init");
+	percpu_counter_add(c, 3);			/* under the batch: this CPU's part */
+	BUG_ON(percpu_counter_read(c) != 5 || percpu_counter_sum(c) != 8);
+	percpu_counter_add_batch(c, 40, 32);		/* at the batch: folded under the lock */
+	BUG_ON(percpu_counter_read(c) != 48 || *this_cpu_ptr(c->counters) != 0);
+	percpu_counter_sub(c, 60);
+	BUG_ON(percpu_counter_sum(c) != -12 || percpu_counter_sum_positive(c) != 0);
+	BUG_ON(percpu_counter_read_positive(c) != 0 || percpu_counter_read(c) != -12);
+	percpu_counter_add(c, 12);
+	BUG_ON(percpu_counter_sum(c) != 0);
+}
+SMPNET_VARIANT(counted) { percpu_counter_inc(&shared->c); }
+SMPNET_CHECK(counted)
+{
+	s64 sum = percpu_counter_sum(&shared->c), read = percpu_counter_read(&shared->c);
+
+	expect(sum == (s64)nr_ops, "percpu_counter_sum() is not the ops");
+	expect(read <= sum && sum - read < (s64)nr_cpus * percpu_counter_batch,
+	       "percpu_counter_read() more than a batch a CPU off");
+}
+SMPNET_VARIANT(none) { }
+"""
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_percpu_counter_folds_at_the_batch_and_sums_exactly_on_every_cpu(tmp_path, allowed):
+    """lib/percpu_counter.c's add: under the batch an unlocked %gs-relative
+    cmpxchg of this CPU's part, at it a fold into the count under the lock;
+    read() is the count, sum() the count and every part: on two CPUs at once
+    the sum is the ops exactly and read() within a batch a CPU of it."""
+    assert main(["ab", write(tmp_path, PERCPU_COUNTER, "pcc.c"), *FAST, *two_cpus(allowed),
+                 "--repeat", "2", "--duration", "0.01"]) == 0
+    fns = object_functions(build.build(PERCPU_COUNTER, "pcc.c",
+                                       smpnet._core.LOCK_ALGOS["qspinlock"]).path)
+    loop = fns[next(f for f in fns if f.startswith("smpnet_timed_counted"))]
+    assert re.search(r"\tcmpxchg +%\w+,%gs:\(%r\w+\)", loop), loop
+    assert not re.search(r"\block cmpxchg +%\w+,%gs:", loop)

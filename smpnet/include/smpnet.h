@@ -657,4 +657,7 @@ static inline void *__alloc_percpu(size_t size, size_t align)
 #define for_each_online_cpu(cpu)	for_each_possible_cpu(cpu)
 #define for_each_present_cpu(cpu)	for_each_possible_cpu(cpu)
 
+/* percpu_counter, on the above */
+#include "smpnet_percpu_counter.h"
+
 #endif
