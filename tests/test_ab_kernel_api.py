@@ -750,3 +750,15 @@ def test_percpu_counter_folds_at_the_batch_and_sums_exactly_on_every_cpu(tmp_pat
     loop = fns[next(f for f in fns if f.startswith("smpnet_timed_counted"))]
     assert re.search(r"\tcmpxchg +%\w+,%gs:\(%r\w+\)", loop), loop
     assert not re.search(r"\block cmpxchg +%\w+,%gs:", loop)
+
+
+def test_the_netdev_refcnt_example_balances_on_every_cpu(allowed):
+    """examples/netdev_refcnt.c: __dev_hold()/__dev_put() of both builds,
+    every CPU at once; each check reads the count back at its init's one
+    reference (a run whose check failed raises)."""
+    cpus = "0,1" if len(allowed) > 1 else str(allowed[0])
+    extra = {} if len(allowed) > 1 else {"ncpus": 2, "oversubscribe": True}
+    out = smpnet.ab(EXAMPLES / "netdev_refcnt.c", cpus=cpus, loops=2000, rounds=12, repeat=2,
+                    duration=0.01, **extra)
+    rows = [(r["mode"], r["variant"]) for r in out.rows if r["role"] == "variant"]
+    assert rows == [(m, v) for m in ("uncontended", "contended") for v in ("refcount", "pcpu")]
