@@ -250,7 +250,7 @@ def test_the_core_runs_a_variant_as_its_object_was_built(allowed):
         assert obj.options == {"algo": qspinlock, "check": int(check), "popf": 0,
                                "kbuild": 0}
         with Machine(cpus=allowed[:1], regions=rounds.regions(obj, 1, 1)) as m:
-            where = rounds.Where(m, obj)
+            where = rounds.Where(m, [obj])
             smpnet._core.ab_round(obj.variants[0].loop, 10, m.segment.buf, 0, **where.state(0))
             bugs = dict(zip(layout.LOCKDEP_BUGS, m.region("irq")["bugs"].sum(axis=0).tolist()))
         assert (bugs["unbalanced_irq_restore"] > 0) == check, check

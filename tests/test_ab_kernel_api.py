@@ -71,7 +71,7 @@ def test_hold_cycles_change_only_the_variants_that_hold(allowed):
     obj = build.build(HOLDS, "holds.c", smpnet._core.LOCK_ALGOS["qspinlock"])
     plain, holds = obj.variants
     with Machine(cpus=allowed[:1], regions=rounds.regions(obj, 2, 1)) as m:
-        where = rounds.Where(m, obj)
+        where = rounds.Where(m, [obj, obj])
         for hold in (0, 1000):
             ops, _, _, stopped = smpnet._core.ab_contended(
                 plain.contended, 0.01, m.segment.buf, 0, hold_cycles=hold, **where.state(0))
@@ -470,6 +470,16 @@ SMPNET_INIT(ops) {
 	BUG_ON(p->q != 0x20 || this_cpu_dec_return(p->q) != 0x1f);
 	BUG_ON(this_cpu_cmpxchg128(p->pair, 0, ((u128)1 << 64) | 2) != 0);
 	BUG_ON(p->pair != (((u128)1 << 64) | 2));
+	p->h = 9;
+	this_cpu_write(p->b, 0);		/* a byte's write writes a byte */
+	BUG_ON(p->b != 0 || p->h != 9 || this_cpu_read(p->h) != 9);
+	p->q = ~0ULL;
+	this_cpu_write(p->q, 0);		/* and a u64's all of it */
+	BUG_ON(p->q != 0);
+	this_cpu_add(p->q, 0xFFFFFFFFu);	/* not a dec: -1 of a u64 is another value */
+	BUG_ON(p->q != 0xFFFFFFFFull);
+	this_cpu_add(p->w, 0xFFFFFFFFu);	/* a dec, of a u32 */
+	BUG_ON(p->w != 0);
 }
 SMPNET_VARIANT(ops) {
 	this_cpu_add_return(this_cpu->b, 1);
@@ -625,7 +635,9 @@ SMPNET_INIT(allocated)
 {
 	shared->tstats = alloc_percpu(struct pcpu_sw_netstats);
 	expect(shared->tstats != NULL, "alloc_percpu");
-	expect(__alloc_percpu(SMPNET_PERCPU_RESERVE, 64) == NULL, "past the reserve");
+	BUG_ON(__alloc_percpu(SMPNET_PERCPU_RESERVE, 64) != NULL);	/* past the reserve */
+	BUG_ON(__alloc_percpu(8, 8192) != NULL);	/* an alignment over a page */
+	BUG_ON(__alloc_percpu(8, 0) == __alloc_percpu(8, 0));	/* two, apart */
 }
 SMPNET_VARIANT(allocated)
 {
@@ -762,3 +774,70 @@ def test_the_netdev_refcnt_example_balances_on_every_cpu(allowed):
                     duration=0.01, **extra)
     rows = [(r["mode"], r["variant"]) for r in out.rows if r["role"] == "variant"]
     assert rows == [(m, v) for m in ("uncontended", "contended") for v in ("refcount", "pcpu")]
+
+
+LOCK_CHANGE = """#include <smpnet.h>
+struct shared { spinlock_t lock; unsigned long n; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+
+static void take(struct shared *s)	/* a helper: its lock is its build's */
+{
+	spin_lock(&s->lock);
+	s->n++;
+	spin_unlock(&s->lock);
+}
+SMPNET_INIT(before) { spin_lock_init(&shared->lock); }
+SMPNET_VARIANT_ALGO(before, ticket) { take(shared); }
+SMPNET_CHECK(before) { expect(shared->n == nr_ops, "the ticket lock let two in"); }
+SMPNET_INIT(after) { spin_lock_init(&shared->lock); }
+SMPNET_VARIANT(after) { spin_lock(&shared->lock); shared->n++; spin_unlock(&shared->lock); }
+SMPNET_CHECK(after) { expect(shared->n == nr_ops, "the qspinlock let two in"); }
+"""
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_a_variant_on_a_lock_of_its_own_runs_from_that_locks_build(tmp_path, capsys, allowed,
+                                                                   monkeypatch):
+    """SMPNET_VARIANT_ALGO(before, ticket) against the run's qspinlock: the
+    file is built twice, each a kernel of one lock; `before` (its helper,
+    init and check too) runs from the ticket build, `after` from the
+    qspinlock one, every CPU at once, each check holding exclusion; the
+    JSON and the text name the variant's own algorithm."""
+    calls = []
+    real = build.build
+    monkeypatch.setattr(build, "build", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    f = write(tmp_path, LOCK_CHANGE, "lock_change.c")
+    assert main(["ab", f, *FAST, *two_cpus(allowed), "--repeat", "2", "--duration", "0.01",
+                 "--algo", "qspinlock", "--kernel-build", "x86-preempt", "--json"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    algos = smpnet._core.LOCK_ALGOS
+    assert sorted(calls) == sorted([algos["qspinlock"], algos["ticket"]])
+    assert env["params"]["variant_algos"] == {"before": "ticket"}
+    for algo, name, other in (("ticket", "before", "QSPINLOCK"),
+                              ("qspinlock", "after", "TICKET")):
+        obj = real(LOCK_CHANGE, "lock_change.c", algos[algo],
+                   kbuild=smpnet._core.KERNEL_BUILDS["x86-preempt"])
+        assert [v.algo for v in obj.variants] == [algos["ticket"], -1]
+        fns = object_functions(obj.path)
+        body = fns[next(f for f in fns if f.startswith(f"smpnet_timed_{name}"))]
+        helper = "".join(fns[f] for f in fns if f.startswith("take"))
+        called = re.findall(r"\bcall +[0-9a-f]+ <(_raw_spin_lock\w*)>", body + helper)
+        assert called and all(f"SPIN_{algo.upper()}" in c and other not in c for c in called)
+    assert main(["ab", f, "--cpus", "0", *FAST, "--algo", "qspinlock"]) == 0
+    assert ", qspinlock, before on ticket, " in capsys.readouterr().out.splitlines()[0]
+
+
+def test_a_lock_algorithm_smpnet_lacks_is_the_compilers_line(tmp_path, capsys):
+    f = write(tmp_path, LOCK_CHANGE.replace("(before, ticket)", "(before, hle)"), "bad.c")
+    assert main(["ab", f, "--cpus", "0"]) == 2
+    assert "smpnet_algo_hle" in capsys.readouterr().err
+
+
+def test_an_expect_that_fails_in_an_init_ends_the_run_with_its_message(tmp_path, capsys):
+    src = ("#include <smpnet.h>\nSMPNET_STATE(struct smpnet_none, struct smpnet_none);\n"
+           "SMPNET_INIT(a) { expect(nr_cpus > 1000, \"too few CPUs\"); }\n"
+           "SMPNET_VARIANT(a) { }\nSMPNET_VARIANT(b) { }\n")
+    assert main(["ab", write(tmp_path, src, "init.c"), "--cpus", "0", *FAST]) == 1
+    assert one_error_line(capsys)[-1] == ("smpnet-bench: variant 'a': its SMPNET_INIT failed: "
+                                          "too few CPUs; run stopped")
+    assert open_segments() == set()

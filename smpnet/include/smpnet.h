@@ -23,10 +23,11 @@
  * this_cpu_ptr(), per_cpu()) works too, this_cpu_*() %gs-relative. The body
  * is inlined into the timed loop: no call sits in the timing.
  *
- * SMPNET_INIT(name) runs before a variant's rounds, SMPNET_CHECK(name) after
- * them (expect(cond, "message") fails it, and the run), both outside the
- * timing, on their variant's own copy of the state. docs/experiments/ab.md
- * has the whole API.
+ * SMPNET_VARIANT_ALGO(name, ticket) runs a variant on a lock of its own (a
+ * build of the file for that lock). SMPNET_INIT(name) runs before a
+ * variant's rounds, SMPNET_CHECK(name) after them (expect(cond, "message")
+ * fails it, and the run), both outside the timing, on their variant's own
+ * copy of the state. docs/experiments/ab.md has the whole API.
  */
 #ifndef SMPNET_H
 #define SMPNET_H
@@ -123,7 +124,8 @@ static struct { const char *name; int line; int kind; uintptr_t fn; }
 	smpnet_hooks_[2 * SMPNET_AB_MAX_VARIANTS];
 static int smpnet_nr_hooks_;
 
-static __attribute__((unused)) void smpnet_register(const char *name, int line, uintptr_t loop, uintptr_t contended)
+static __attribute__((unused)) void smpnet_register(const char *name, int line, uintptr_t loop,
+						    uintptr_t contended, int algo)
 {
 	struct smpnet_variant_info *v;
 
@@ -136,6 +138,7 @@ static __attribute__((unused)) void smpnet_register(const char *name, int line, 
 	v->line = line;
 	v->loop = loop;
 	v->contended = contended;
+	v->algo = algo;
 }
 
 static __attribute__((unused)) void smpnet_register_hook(const char *name, int line, int kind, uintptr_t fn)
@@ -222,6 +225,9 @@ extern char __smpnet_percpu_start[] __attribute__((visibility("hidden")));
 extern char __smpnet_percpu_end[] __attribute__((visibility("hidden")));
 #define SMPNET_PERCPU_SECTION	__attribute__((section("smpnet_percpu")))
 
+/* the message of the expect() that failed this process's last init */
+const char *smpnet_init_failure(void) { return smpnet_fail; }
+
 size_t smpnet_percpu_area_size(void) { return __smpnet_percpu_end - __smpnet_percpu_start; }
 const void *smpnet_percpu_template(void) { return __smpnet_percpu_start; }
 
@@ -253,6 +259,11 @@ static inline void smpnet_percpu_map(const struct smpnet_env *e)
 	if ((void *)syscall(SYS_mremap, area, 0UL, size, 1UL | 2UL /* MAYMOVE | FIXED */,
 			    __smpnet_percpu_start) != (void *)__smpnet_percpu_start)
 		abort();	/* a worker without its per-CPU data: ends the run, naming its CPU */
+	/* the new mapping's page tables, filled now: not a fault in the timed loop
+	 * (MADV_POPULATE_WRITE, Linux 5.14 on; before it, a read of each page) */
+	if (syscall(SYS_madvise, __smpnet_percpu_start, size, 23 /* MADV_POPULATE_WRITE */) != 0)
+		for (size_t at = 0; at < size; at += 4096)
+			(void)READ_ONCE(__smpnet_percpu_start[at]);
 	smpnet_percpu_mapped = area;
 }
 
@@ -462,7 +473,20 @@ static __always_inline const struct cpu_state *smpnet_cpu_state(struct smp_heade
  * read every time; a hold() stops at the deadline itself, so a variant
  * that holds needs no closer reading, and one that does not is not
  * changed by --hold-cycles), both in the user's object, then the op's body. */
-#define SMPNET_VARIANT(name)								\
+/* A variant on a lock algorithm of its own, by --algo's names: `ab` builds the
+ * file once more for each such algorithm, as a kernel of that lock, and runs
+ * the variant from that build (its init, check and helpers with it). */
+enum {
+	smpnet_algo_tas = SPIN_TAS, smpnet_algo_ttas = SPIN_TTAS, smpnet_algo_ticket = SPIN_TICKET,
+	smpnet_algo_qspinlock = SPIN_QSPINLOCK, smpnet_algo_pvqspinlock = SPIN_PVQSPINLOCK,
+	smpnet_algo_virt_tas = SPIN_VIRT_TAS, smpnet_algo_mcs = SPIN_MCS, smpnet_algo_clh = SPIN_CLH,
+	smpnet_algo_pthread = SPIN_PTHREAD,
+};
+_Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPNET_VARIANT_ALGO");
+#define SMPNET_VARIANT_ALGO(name, algo)	SMPNET_VARIANT_ON(name, smpnet_algo_##algo)
+#define SMPNET_VARIANT(name)		SMPNET_VARIANT_ON(name, -1)
+
+#define SMPNET_VARIANT_ON(name, algo)							\
 	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
 		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,	\
 		smpnet_percpu_t *this_cpu);						\
@@ -528,7 +552,7 @@ static __always_inline const struct cpu_state *smpnet_cpu_state(struct smp_heade
 	static void __attribute__((constructor)) smpnet_register_##name(void)		\
 	{										\
 		smpnet_register(#name, __LINE__, (uintptr_t)smpnet_loop_##name,		\
-				(uintptr_t)smpnet_contended_##name);			\
+				(uintptr_t)smpnet_contended_##name, (algo));		\
 	}										\
 	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
 		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,	\
@@ -541,10 +565,11 @@ static __always_inline const struct cpu_state *smpnet_cpu_state(struct smp_heade
 	{										\
 		smpnet_enter(e);							\
 		smpnet_err = 0;								\
+		smpnet_fail = NULL;							\
 		smpnet_percpu_reserved = 0;	/* alloc_percpu()'s, on this copy */	\
 		if (!setjmp(smpnet_unwind))						\
 			smpnet_init_body_##name(e, e->c, (smpnet_shared_t *)e->shared);	\
-		return smpnet_err;							\
+		return smpnet_fail ? -1 : smpnet_err;	/* -1: an expect() failed */	\
 	}										\
 	static void __attribute__((constructor)) smpnet_register_init_##name(void)	\
 	{										\
@@ -626,18 +651,24 @@ static DEFINE_PER_CPU(unsigned long, this_cpu_off) __attribute__((unused));
 /* alloc_percpu() (mm/percpu.c): room for `size` bytes in every CPU's copy,
  * zeroed, from the section's reserve (SMPNET_PERCPU_RESERVE bytes a CPU);
  * NULL once it is spent. In an SMPNET_INIT: each variant's init starts the
- * reserve afresh on its own copies. free_percpu() gives nothing back. */
+ * reserve afresh on its own copies; an alignment of a power of 2 up to a
+ * page. free_percpu() gives nothing back. */
 #ifndef SMPNET_PERCPU_RESERVE
 #define SMPNET_PERCPU_RESERVE	(8 << 10)
 #endif
 static char smpnet_percpu_reserve[SMPNET_PERCPU_RESERVE] SMPNET_PERCPU_SECTION
-	__attribute__((aligned(SMP_CACHE_BYTES), unused));
+	__attribute__((aligned(4096), unused));
 static size_t smpnet_percpu_reserved __attribute__((unused));
 static inline void *__alloc_percpu(size_t size, size_t align)
 {
-	size_t at = (smpnet_percpu_reserved + align - 1) & ~(align - 1);
+	size_t at;
 
-	if (!size || at + size > sizeof(smpnet_percpu_reserve))
+	if (align < 4)		/* mm/percpu.c's PCPU_MIN_ALLOC_SIZE */
+		align = 4;
+	if (!size || align > 4096 || (align & (align - 1)))	/* its refusals */
+		return NULL;
+	at = (smpnet_percpu_reserved + align - 1) & ~(align - 1);
+	if (at + size > sizeof(smpnet_percpu_reserve))
 		return NULL;
 	smpnet_percpu_reserved = at + size;
 	return smpnet_percpu_reserve + at;

@@ -17,7 +17,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 /* percpu_to_op(): add, and, or of the operand's size (%z: its suffix), of a
  * register or an immediate; percpu_add_op(): inc and dec for a constant 1
- * and -1, as the kernel's */
+ * and -1 of the variable's type, as the kernel's */
 #define smpnet_pcpu_op(insn, var, val)							\
 	__asm__ __volatile__(insn "%z0 %1, %%gs:%0" : "+m"(var) : "qe"((__typeof__(var))(val)) \
 			     : "cc")
@@ -25,9 +25,10 @@
 	__asm__ __volatile__(insn "%z0 %%gs:%0" : "+m"(var) : : "cc")
 #define smpnet_pcpu_add(var, val)							\
 	do {										\
-		if (__builtin_constant_p(val) && (val) == 1)				\
+		if (__builtin_constant_p(val) && (__typeof__(var))(val) == 1)		\
 			smpnet_pcpu_unary("inc", var);					\
-		else if (__builtin_constant_p(val) && (val) == -1)			\
+		else if (__builtin_constant_p(val) &&					\
+			 (__typeof__(var))(val) == (__typeof__(var))-1)			\
 			smpnet_pcpu_unary("dec", var);					\
 		else									\
 			smpnet_pcpu_op("add", var, val);				\
@@ -77,7 +78,7 @@
 	   __asm__ __volatile__("mov %%gs:%1, %0" : "=q"(__r) : "m"(var));		\
 	   __r; })
 #define this_cpu_write(var, val)							\
-	__asm__ __volatile__("mov %1, %%gs:%0" : "=m"(var) : "qe"((__typeof__(var))(val)))
+	__asm__ __volatile__("mov%z0 %1, %%gs:%0" : "=m"(var) : "qe"((__typeof__(var))(val)))
 #else
 #define this_cpu_read(var)		READ_ONCE(var)
 #define this_cpu_write(var, val)	WRITE_ONCE(var, val)

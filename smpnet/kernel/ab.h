@@ -60,6 +60,7 @@ typedef const char *(*smpnet_check_fn)(struct smpnet_env *e);
 struct smpnet_variant_info {
 	char name[SMPNET_AB_NAME];
 	int line;			/* where SMPNET_VARIANT() names it */
+	int algo;			/* SMPNET_VARIANT_ALGO()'s lock algorithm; -1: the build's */
 	uintptr_t loop;			/* smpnet_loop_fn */
 	uintptr_t contended;		/* smpnet_contended_fn */
 	uintptr_t init;			/* smpnet_init_fn, 0: none */
@@ -73,12 +74,13 @@ struct smpnet_variant_info {
 #define SMPNET_ABI_HASH									\
 	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(	\
 	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(	\
-	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(0xcbf29ce484222325ull,				\
+	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(0xcbf29ce484222325ull,	\
 	SMPNET_LAYOUT_VERSION), sizeof(struct cpu_ctx)),				\
 	offsetof(struct cpu_ctx, lock_algo)), sizeof(struct smp_header)),		\
 	offsetof(struct smp_header, regions)), sizeof(struct irq_cpustat)),		\
 	sizeof(spinlock_t)), sizeof(struct lock_info)), sizeof(struct qnodes)),		\
 	sizeof(struct smpnet_env)), offsetof(struct smpnet_env, lock_ids)),		\
-	sizeof(struct smpnet_variant_info)), sizeof(struct smpnet_build_info))
+	sizeof(struct smpnet_variant_info)), sizeof(struct smpnet_build_info)),		\
+	offsetof(struct smpnet_variant_info, algo))
 
 #endif

@@ -108,9 +108,14 @@ class AbParams(Params):
     repeat: Optional[int] = None
     hold_cycles: Optional[int] = None
     think_cycles: Optional[int] = None
-    # the object params() built and loaded, which the run takes: one build a run
+    # variants on a lock algorithm of their own (SMPNET_VARIANT_ALGO): name -> algorithm
+    variant_algos: dict = dataclasses.field(default_factory=dict)
+    # the object params() built and loaded, which the run takes: one build a run,
+    # and one more per algorithm a variant has of its own (by algorithm's number)
     loaded: object = dataclasses.field(default=None, repr=False, compare=False,
                                        metadata={"record": False})
+    loaded_by_algo: dict = dataclasses.field(default_factory=dict, repr=False, compare=False,
+                                             metadata={"record": False})
     OPTIONAL = ("duration_s", "repeat", "hold_cycles", "think_cycles")
 
 
@@ -144,6 +149,23 @@ def params(args, cpus):
     chosen = names if args.variants is None else parse_list(args.variants, names, "variant")
     if len(chosen) < 2:
         raise BadInput(f"--variants {args.variants}: ab compares two or more")
+    # a variant on an algorithm of its own runs from a build of the file for that
+    # algorithm, as a kernel of that lock: the build's every lock is it
+    by_algo = {_core.LOCK_ALGOS[args.algo]: obj}
+    own = {v.name: v.algo for v in obj.variants if v.name in chosen and v.algo >= 0}
+    for algo in sorted(set(own.values()) - set(by_algo)):
+        more = build.build(source, args.file, algo, args.check, args.restore == "popf",
+                           kbuild=_core.KERNEL_BUILDS[builds[0]])
+        if (more.shared_size, more.percpu_size, len(more.pcpu_template)) != \
+                (obj.shared_size, obj.percpu_size, len(obj.pcpu_template)):
+            raise BadInput(f"{args.file}: its state is of another size when built for "
+                           f"{next(n for n, a in _core.LOCK_ALGOS.items() if a == algo)}: "
+                           "variants on their own algorithms share one state layout")
+        by_algo[algo] = more
+        obj = dataclasses.replace(obj, build_s=obj.build_s + more.build_s,
+                                  compiled=obj.compiled or more.compiled)
+    algo_names = {a: n for n, a in _core.LOCK_ALGOS.items()}
+    variant_algos = {name: algo_names[a] for name, a in own.items()}
     builtins = [] if args.builtin is None else parse_list(args.builtin, _core.TIME_BENCH_NAMES,
                                                             "time_bench test")
     contended_only = {}
@@ -164,7 +186,8 @@ def params(args, cpus):
                  ncpus=ncpus, oversubscribe=oversubscribe, numa_nodes=numa_nodes,
                  topology=topology, object=obj.path, build_key=obj.key, compiled=obj.compiled,
                  build_s=obj.build_s, shared_bytes=obj.shared_size,
-                 percpu_bytes=obj.percpu_size, loaded=obj, **contended_only)
+                 percpu_bytes=obj.percpu_size, variant_algos=variant_algos, loaded=obj,
+                 loaded_by_algo=by_algo, **contended_only)
     need = rounds.state_bytes(obj, len(chosen) + 1, max(1, ncpus if contended else 1))
     if need > build.MAX_STATE_BYTES:
         raise BadInput(f"{args.file}: its state takes {need} bytes for {len(chosen) + 1} copies "
@@ -183,11 +206,13 @@ def _topology(cpus, ncpus, oversubscribe, numa_nodes):
 
 def _entries(obj, p):
     """The variants run, the baseline's second copy (the A/A control) last,
-    their labels and their roles."""
-    by_name = {v.name: v for v in obj.variants}
-    chosen = [by_name[n] for n in p.variants]
+    each from its object (a variant on an algorithm of its own, from that
+    algorithm's build), their labels and their roles; and the objects."""
+    objects = [p.loaded_by_algo.get(_core.LOCK_ALGOS.get(p.variant_algos.get(n)), obj)
+               for n in p.variants]
+    chosen = [next(v for v in o.variants if v.name == n) for n, o in zip(p.variants, objects)]
     return (chosen + [chosen[0]], p.variants + [p.variants[0] + AA],
-            [figures.VARIANT] * len(chosen) + [figures.CONTROL])
+            [figures.VARIANT] * len(chosen) + [figures.CONTROL], objects + [objects[0]])
 
 
 def _uncontended_s(p):
@@ -234,6 +259,9 @@ def _bad_magic(m, cpu):
 
 def _init(m, entries, labels, where):
     bad = _run(m, labels, rounds.init_all, entries, where, expected=1.0)[0]
+    if bad and isinstance(bad[1], str):
+        raise RunFailed(f"variant {labels[bad[0]]!r}: its SMPNET_INIT failed: {bad[1]}; "
+                        "run stopped")
     if bad:
         raise RunFailed(f"variant {labels[bad[0]]!r}: its SMPNET_INIT failed (error {bad[1]}: "
                         f"{os.strerror(bad[1])}); run stopped")
@@ -248,7 +276,7 @@ def _check(m, entries, labels, where, ops, mode):
 
 def run(cpus, p, progress=None):
     obj = p.loaded
-    entries, labels, roles = _entries(obj, p)
+    entries, labels, roles, objects = _entries(obj, p)
     tsc_hz = tsc.tsc_hz()
     steps = 1 + (len(entries) * p.repeat if p.contended else 0)
     if progress:
@@ -256,7 +284,7 @@ def run(cpus, p, progress=None):
     regions = rounds.regions(obj, len(entries), 1) + lockbench.locks_region(1)
     with Machine(cpus=[p.cpu], regions=regions, numa_nodes=p.numa_nodes) as m:
         lockbench.init_locks(m, [p.algo])   # the built-in tests' lock
-        where = rounds.Where(m, obj)
+        where = rounds.Where(m, objects)
         _init(m, entries, labels, where)
         counts, samples, ops, empty, dropped, warned = _run(
             m, labels, rounds.uncontended, entries, where, p.loops, p.rounds,
@@ -269,7 +297,8 @@ def run(cpus, p, progress=None):
     verdicts = figures.verdicts(rows, tsc_hz)
     warnings = _warned(labels, warned, "uncontended")
     if p.contended:
-        con, warned = _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz)
+        con, warned = _contended(cpus, p, entries, labels, roles, objects, progress, steps,
+                                 tsc_hz)
         rows += con
         verdicts += figures.verdicts(con, tsc_hz)
         warnings += _warned(labels, warned, "contended")
@@ -296,13 +325,13 @@ def _warned(labels, warned, mode):
             for lab, w in zip(labels, warned) if w]
 
 
-def _contended(cpus, p, entries, labels, roles, obj, progress, steps, tsc_hz):
+def _contended(cpus, p, entries, labels, roles, objects, progress, steps, tsc_hz):
     runs = [[] for _ in entries]
     n = 1
     with Machine(cpus=cpus, ncpus=p.ncpus, oversubscribe=p.oversubscribe,
-                 regions=rounds.regions(obj, len(entries), p.ncpus),
+                 regions=rounds.regions(objects[0], len(entries), p.ncpus),
                  numa_nodes=p.numa_nodes) as m:
-        where = rounds.Where(m, obj)
+        where = rounds.Where(m, objects)
         _init(m, entries, labels, where)
         for r in range(p.repeat):
             for i in pass_order(len(entries), r):

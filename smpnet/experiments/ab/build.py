@@ -46,6 +46,7 @@ CDEF = """
 struct smpnet_variant_info {
     char name[32];
     int line;
+    int algo;
     uintptr_t loop;
     uintptr_t contended;
     uintptr_t init;
@@ -64,10 +65,11 @@ const char *smpnet_warn_take(unsigned long *count);
 size_t smpnet_shared_size(void);
 size_t smpnet_percpu_size(void);
 size_t smpnet_percpu_area_size(void);
+const char *smpnet_init_failure(void);
 const void *smpnet_percpu_template(void);
 """
 
-VARIANT_RE = re.compile(r"^[ \t]*SMPNET_VARIANT[ \t]*\([ \t]*(\w+)[ \t]*\)", re.M)
+VARIANT_RE = re.compile(r"^[ \t]*SMPNET_VARIANT(?:_ALGO)?[ \t]*\([ \t]*(\w+)[ \t]*[,)]", re.M)
 # RCU's writer side: grace periods are not modelled (smpnet_rcu.h), so a
 # file that waits for one or defers a free to one is refused before it builds
 RCU_WRITER_RE = re.compile(r"\b(synchronize_rcu(?:_expedited)?|synchronize_net|call_rcu"
@@ -83,6 +85,7 @@ class Variant:
     contended: int
     init: int
     check: int
+    algo: int = -1      # SMPNET_VARIANT_ALGO's lock algorithm; -1: the build's
 
 
 @dataclass
@@ -359,7 +362,7 @@ def _describe(module, name, key, path, compiled, build_s):
     for i in range(lib.smpnet_nr_variants()):
         v = lib.smpnet_variant(i)
         variants.append(Variant(ffi.string(v.name).decode(), v.line, int(v.loop),
-                                int(v.contended), int(v.init), int(v.check)))
+                                int(v.contended), int(v.init), int(v.check), int(v.algo)))
     variants.sort(key=lambda v: v.line)   # the file's order: the first is the baseline
     info = lib.smpnet_build()
     obj = UserObject(name, key, path, compiled, build_s, int(lib.smpnet_shared_size()),

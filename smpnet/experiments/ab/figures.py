@@ -150,8 +150,10 @@ def text(env, extra):
     vs = env["verdicts"]
     built = (f"built in {p['build_s']:.2f} s" if p["compiled"]
              else f"found in the cache in {p['build_s']:.3f} s (not compiled)")
+    own = p.get("variant_algos") or {}
+    algo = p["algo"] + "".join(f", {n} on {a}" for n, a in own.items())
     out = [f"# ab: {p['file']}, variants {', '.join(p['variants'])} (the first is the "
-           f"baseline), {p['algo']}, {built}",
+           f"baseline), {algo}, {built}",
            "# kernel build: " + kernel_build.describe_model(p.get("kernel_build", "inline"),
                                                             p.get("kernel_build_record"))]
     unc = [r for r in rows if r["mode"] == "uncontended"]

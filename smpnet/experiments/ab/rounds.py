@@ -43,43 +43,57 @@ def state_bytes(obj, copies, nr_cpus):
 
 
 class Where:
-    """A copy of the state on one machine: the arguments of every core call."""
+    """A copy of the state on one machine: the arguments of every core call.
+    `objects`: each entry's object (a variant on a lock algorithm of its
+    own runs from its algorithm's build), the first the run's own."""
 
-    def __init__(self, machine, obj):
+    def __init__(self, machine, objects):
         names = machine.segment.region_names
         self.shared, self.percpu = names.index("ab_shared"), names.index("ab_percpu")
         self.pcpu_area = names.index("ab_pcpu_area") if "ab_pcpu_area" in names else -1
-        self.pcpu_template = np.frombuffer(obj.pcpu_template, np.uint8)
-        # the object's build options: the core reads its own copy of them
-        # from the object (build_info); the built-in tests run as it was built
-        self.build_info, self.options = obj.build_info, obj.options
-        self.ffi, self.lib = obj.module.ffi, obj.module.lib
-        self._count = self.ffi.new("unsigned long *")     # take_warnings()' answer
+        self.objects = list(objects)
+        # the run's build options: the built-in tests run as it was built (each
+        # entry's core call reads its own object's, build_info)
+        self.options = self.objects[0].options
+        # take_warnings()' answer, one per object (each its own ffi)
+        self._count = {id(o): o.module.ffi.new("unsigned long *") for o in self.objects}
 
     def check_bug(self):
         """RunFailed naming the BUG_ON() (file:line) that ended an op of
-        the object in this process, if one did."""
-        bug = self.lib.smpnet_bug_report()
-        if bug != self.ffi.NULL:
-            raise RunFailed(self.ffi.string(bug).decode(errors="replace"))
+        an object in this process, if one did."""
+        for obj in {id(o): o for o in self.objects}.values():
+            ffi, lib = obj.module.ffi, obj.module.lib
+            bug = lib.smpnet_bug_report()
+            if bug != ffi.NULL:
+                raise RunFailed(ffi.string(bug).decode(errors="replace"))
 
-    def take_warnings(self):
-        """(the first WARN_ON()'s place, how many fired) since the last
-        take in this process, or None."""
-        first = self.lib.smpnet_warn_take(self._count)
-        return (self.ffi.string(first).decode(errors="replace"), int(self._count[0])) \
-            if self._count[0] else None
+    def take_warnings(self, copy):
+        """(the first WARN_ON()'s place, how many fired) in entry `copy`'s
+        object since the last take in this process, or None."""
+        obj = self.objects[copy]
+        ffi, lib, count = obj.module.ffi, obj.module.lib, self._count[id(obj)]
+        first = lib.smpnet_warn_take(count)
+        return (ffi.string(first).decode(errors="replace"), int(count[0])) if count[0] else None
+
+    def init_failure(self, copy):
+        """The message of the expect() that failed entry `copy`'s init here."""
+        ffi, lib = self.objects[copy].module.ffi, self.objects[copy].module.lib
+        return ffi.string(lib.smpnet_init_failure()).decode(errors="replace")
 
     def state(self, copy):
         return dict(copy=copy, shared_region=self.shared, percpu_region=self.percpu,
-                    build_info=self.build_info, pcpu_area_region=self.pcpu_area)
+                    build_info=self.objects[copy].build_info, pcpu_area_region=self.pcpu_area)
 
     def copy_template(self, machine):
         """Every CPU's copy of the per-CPU section, of every copy of the
-        state, from the object's own (what DEFINE_PER_CPU initialised it
+        state, from its object's own (what DEFINE_PER_CPU initialised it
         to), as the kernel's setup_per_cpu_areas() copies .data..percpu."""
-        if self.pcpu_area >= 0:
-            machine.region("ab_pcpu_area")["bytes"][:] = self.pcpu_template
+        if self.pcpu_area < 0:
+            return
+        area = machine.region("ab_pcpu_area")["bytes"]
+        per = len(area) // len(self.objects)
+        for copy, obj in enumerate(self.objects):
+            area[copy * per:(copy + 1) * per] = np.frombuffer(obj.pcpu_template, np.uint8)
 
 
 def _mark(ctx, entry):
@@ -103,6 +117,8 @@ def init_all(ctx, entries, where):
             _mark(ctx, i)
             rc = _core.ab_init(v.init, ctx.seg, **where.state(i))
             where.check_bug()
+            if rc == -1:    # an expect() failed: its message
+                return (i, where.init_failure(i))
             if rc:
                 return (i, rc)
     _mark(ctx, -1)
@@ -152,7 +168,7 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
         _mark(ctx, i)
         cycles, wall_ns = _core.ab_round(entries[i].loop, n, ctx.seg, 0, **where.state(i))
         where.check_bug()
-        warned[i] = merge_warnings(warned[i], where.take_warnings())
+        warned[i] = merge_warnings(warned[i], where.take_warnings(i))
         ops[i] += n
         return cycles, wall_ns
 
@@ -189,4 +205,4 @@ def contended(ctx, entry, index, where, duration, hold, think):
     if stopped:
         raise RunFailed("stopped")
     _mark(ctx, -1)
-    return ops, cycles, spins, where.take_warnings()
+    return ops, cycles, spins, where.take_warnings(index)
