@@ -666,7 +666,8 @@ def test_per_cpu_data_as_the_kernel_declares_it_adds_up_on_every_cpu(tmp_path, a
     the ops the copy ran, so no two CPUs shared a copy and none was lost;
     the reserve refuses past its end."""
     assert main(["ab", write(tmp_path, PER_CPU_DATA, "percpu_data.c"), *FAST,
-                 *two_cpus(allowed), "--repeat", "2", "--duration", "0.01"]) == 0
+                 *two_cpus(allowed), "--repeat", "2", "--duration", "0.01",
+                 "--algo", "qspinlock", "--kernel-build", "inline"]) == 0
     assert open_segments() == set()
 
 
@@ -708,7 +709,7 @@ def test_the_dev_tstats_example_adds_up_and_reads_its_cpu_by_gs(allowed):
     cpus = "0,1" if len(allowed) > 1 else str(allowed[0])
     extra = {} if len(allowed) > 1 else {"ncpus": 2, "oversubscribe": True}
     out = smpnet.ab(EXAMPLES / "dev_tstats.c", cpus=cpus, loops=2000, rounds=12, repeat=2,
-                    duration=0.01, **extra)
+                    duration=0.01, algo="qspinlock", kernel_build="inline", **extra)
     assert [r["variant"] for r in out.rows if r["role"] == "variant"][:2] == ["locked", "tstats"]
     obj = build.build((EXAMPLES / "dev_tstats.c").read_text(), "dev_tstats.c",
                       smpnet._core.LOCK_ALGOS["qspinlock"])
@@ -756,7 +757,8 @@ def test_percpu_counter_folds_at_the_batch_and_sums_exactly_on_every_cpu(tmp_pat
     read() is the count, sum() the count and every part: on two CPUs at once
     the sum is the ops exactly and read() within a batch a CPU of it."""
     assert main(["ab", write(tmp_path, PERCPU_COUNTER, "pcc.c"), *FAST, *two_cpus(allowed),
-                 "--repeat", "2", "--duration", "0.01"]) == 0
+                 "--repeat", "2", "--duration", "0.01", "--algo", "qspinlock",
+                 "--kernel-build", "inline"]) == 0
     fns = object_functions(build.build(PERCPU_COUNTER, "pcc.c",
                                        smpnet._core.LOCK_ALGOS["qspinlock"]).path)
     loop = fns[next(f for f in fns if f.startswith("smpnet_timed_counted"))]
