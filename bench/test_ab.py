@@ -36,7 +36,7 @@ def user_machine():
     regions = rounds.regions(obj, 1, 1) + lockbench.locks_region(1)
     with Machine(cpus=[BENCH_CPU], regions=regions) as m:
         lockbench.init_locks(m, [ALGO])
-        where = rounds.Where(m, obj)
+        where = rounds.Where(m, [obj])
         if variant.init:
             assert _core.ab_init(variant.init, m.segment.buf, **where.state(0)) == 0
         yield m, variant, where
