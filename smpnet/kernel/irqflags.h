@@ -348,10 +348,7 @@ DEFINE_LOCAL_BH_ENABLE_IP(1, 1)
 DEFINE_LOCAL_BH_ENABLE_IP(1, 2)
 
 /* the copy of `check` (a literal) and return `ret` */
-#define LOCAL_BH_ENABLE_IP_COPY(check, ret)						\
-	((ret) == KRET_SAFE_RET ? __local_bh_enable_ip_##check##_1 :			\
-	 (ret) == KRET_RET_THUNK ? __local_bh_enable_ip_##check##_2 :			\
-	 __local_bh_enable_ip_##check##_0)
+#define LOCAL_BH_ENABLE_IP_COPY(check, ret)	RETURN_COPY(__local_bh_enable_ip_##check, ret)
 
 /* local_bh_enable() as kernel build `build` has it: the body inline, or a
  * direct call of the copy (with constant arguments, the timed loops and a

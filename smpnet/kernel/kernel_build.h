@@ -121,4 +121,9 @@ __asm__(".pushsection .text.__x86.return_thunk,\"ax\",@progbits\n"
 _Static_assert(KRET_SAFE_RET == 1 && KRET_RET_THUNK == 2 && KRET_NR == 3,
 	       "RETURN_VIA_t and RETURN_ENTER_t follow KERNEL_RETURN_TABLE");
 
+/* Of copies fn##_0, fn##_1, fn##_2, the one that returns as `ret` (a
+ * constant: a direct call of it) does. */
+#define RETURN_COPY(fn, ret)								\
+	((ret) == KRET_SAFE_RET ? fn##_1 : (ret) == KRET_RET_THUNK ? fn##_2 : fn##_0)
+
 #endif

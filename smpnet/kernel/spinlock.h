@@ -497,15 +497,6 @@ DEFINE_PV_QUEUED_SPIN_UNLOCK(0)
 DEFINE_PV_QUEUED_SPIN_UNLOCK(1)
 DEFINE_PV_QUEUED_SPIN_UNLOCK(2)
 
-static __always_inline void pv_queued_spin_unlock(spinlock_t *l, const int ret)
-{
-	if (ret == KRET_SAFE_RET)
-		pv_queued_spin_unlock_1(l);
-	else if (ret == KRET_RET_THUNK)
-		pv_queued_spin_unlock_2(l);
-	else
-		pv_queued_spin_unlock_0(l);
-}
 
 /* ---------------------------------------------------------------- pthread */
 
@@ -605,7 +596,7 @@ static __always_inline void __arch_spin_unlock(struct cpu_ctx *c, spinlock_t *l,
 		queued_spin_unlock(l);
 		break;
 	case SPIN_PVQSPINLOCK:
-		pv_queued_spin_unlock(l, ret);
+		RETURN_COPY(pv_queued_spin_unlock, ret)(l);
 		break;
 	case SPIN_TICKET:
 		ticket_unlock(l);

@@ -55,10 +55,6 @@ DEFINE_TB_CALLS(0)
 DEFINE_TB_CALLS(1)
 DEFINE_TB_CALLS(2)
 
-/* the copy of `fn` that returns as `ret` (a constant) does */
-#define TB_CALL_COPY(fn, ret)								\
-	((ret) == KRET_SAFE_RET ? fn##_1 : (ret) == KRET_RET_THUNK ? fn##_2 : fn##_0)
-
 /* The referee's calls back to back, as its BPF programs make them, 128 in
  * a row: TB_UNROLL in a loop iteration, of the empty function
  * (helper_call) or of the IRQ save and restore (irq_save_restore), the
@@ -78,10 +74,10 @@ static __always_inline uint64_t tb_calls_back_to_back(struct cpu_ctx *c, uint64_
 		_Pragma("GCC unroll 16")
 		for (int j = 0; j < TB_UNROLL; j++) {
 			if (!irq) {
-				TB_CALL_COPY(tb_helper, kbuild_return(build))();
+				RETURN_COPY(tb_helper, kbuild_return(build))();
 			} else {
-				TB_CALL_COPY(tb_irq_save_call, kbuild_return(build))(c, &flags);
-				TB_CALL_COPY(tb_irq_restore_call, kbuild_return(build))(c, &flags);
+				RETURN_COPY(tb_irq_save_call, kbuild_return(build))(c, &flags);
+				RETURN_COPY(tb_irq_restore_call, kbuild_return(build))(c, &flags);
 			}
 		}
 	}
