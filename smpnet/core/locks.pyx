@@ -117,8 +117,9 @@ def lock_hammer(unsigned char[::1] seg, int cpu, int region, int index, int vari
     and with a hold or a think time, or on an oversubscribed machine (where one acquisition
     can wait for a whole round of the scheduler), it is checked after every
     acquisition; otherwise every 16th (128th with `bpf_spin_lock`, as
-    the referee's programs), to keep the TSC read out of the measured loop. A waiter never gives up at the deadline (a ticket or an
-    MCS node cannot be given back): the lock is left free.
+    the referee's programs), to keep the TSC read out of the measured
+    loop. A waiter never gives up at the deadline (a ticket or an MCS node
+    cannot be given back): the lock is left free.
 
     Returns (acquisitions, tsc_cycles, spins, aborted by a stop).
     """

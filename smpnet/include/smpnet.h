@@ -234,6 +234,12 @@ const void *smpnet_percpu_template(void) { return __smpnet_percpu_start; }
 /* this process's copy mapped over the template, and its CPU's area */
 static char *smpnet_percpu_mapped;
 
+/* CPU `cpu`'s copy of the section, of the state copy `e` runs on */
+static __always_inline char *smpnet_percpu_area(const struct smpnet_env *e, int cpu)
+{
+	return e->pcpu_area + (size_t)cpu * e->pcpu_area_stride;
+}
+
 /* Map this CPU's copy of the section (in the shared segment) over the
  * template: mremap() of a shared mapping with an old size of 0 makes a
  * second mapping of the same pages, here at the template's address. Once
@@ -247,7 +253,7 @@ static inline void smpnet_percpu_map(const struct smpnet_env *e)
 
 	if (!size || !e->pcpu_area)
 		return;
-	area = e->pcpu_area + (size_t)e->cpu * e->pcpu_area_stride;
+	area = smpnet_percpu_area(e, e->cpu);
 	if (area == smpnet_percpu_mapped)
 		return;
 #if defined(__x86_64__)
@@ -629,8 +635,7 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
  * template, where this_cpu_*() reach it) */
 static __always_inline unsigned long smpnet_per_cpu_offset(const struct smpnet_env *e, int cpu)
 {
-	return (unsigned long)(e->pcpu_area + (size_t)cpu * e->pcpu_area_stride) -
-	       (unsigned long)__smpnet_percpu_start;
+	return (unsigned long)smpnet_percpu_area(e, cpu) - (unsigned long)__smpnet_percpu_start;
 }
 #define per_cpu_offset(cpu)	smpnet_per_cpu_offset(smpnet_env, (cpu))
 #define per_cpu_ptr(ptr, cpu)	((__typeof__(ptr))((unsigned long)(ptr) + per_cpu_offset(cpu)))

@@ -111,7 +111,7 @@ class AbParams(Params):
     # variants on a lock algorithm of their own (SMPNET_VARIANT_ALGO): name -> algorithm
     variant_algos: dict = dataclasses.field(default_factory=dict)
     # the object params() built and loaded, which the run takes: one build a run,
-    # and one more per algorithm a variant has of its own (by algorithm's number)
+    # and one more per algorithm a variant has of its own (by the algorithm's name)
     loaded: object = dataclasses.field(default=None, repr=False, compare=False,
                                        metadata={"record": False})
     loaded_by_algo: dict = dataclasses.field(default_factory=dict, repr=False, compare=False,
@@ -151,21 +151,20 @@ def params(args, cpus):
         raise BadInput(f"--variants {args.variants}: ab compares two or more")
     # a variant on an algorithm of its own runs from a build of the file for that
     # algorithm, as a kernel of that lock: the build's every lock is it
-    by_algo = {_core.LOCK_ALGOS[args.algo]: obj}
-    own = {v.name: v.algo for v in obj.variants if v.name in chosen and v.algo >= 0}
-    for algo in sorted(set(own.values()) - set(by_algo)):
-        more = build.build(source, args.file, algo, args.check, args.restore == "popf",
-                           kbuild=_core.KERNEL_BUILDS[builds[0]])
+    algo_names = {a: n for n, a in _core.LOCK_ALGOS.items()}
+    variant_algos = {v.name: algo_names[v.algo] for v in obj.variants
+                     if v.name in chosen and v.algo >= 0}
+    by_algo = {args.algo: obj}
+    for algo in sorted(set(variant_algos.values()) - set(by_algo)):
+        more = build.build(source, args.file, _core.LOCK_ALGOS[algo], args.check,
+                           args.restore == "popf", kbuild=_core.KERNEL_BUILDS[builds[0]])
         if (more.shared_size, more.percpu_size, len(more.pcpu_template)) != \
                 (obj.shared_size, obj.percpu_size, len(obj.pcpu_template)):
-            raise BadInput(f"{args.file}: its state is of another size when built for "
-                           f"{next(n for n, a in _core.LOCK_ALGOS.items() if a == algo)}: "
+            raise BadInput(f"{args.file}: its state is of another size when built for {algo}: "
                            "variants on their own algorithms share one state layout")
         by_algo[algo] = more
         obj = dataclasses.replace(obj, build_s=obj.build_s + more.build_s,
                                   compiled=obj.compiled or more.compiled)
-    algo_names = {a: n for n, a in _core.LOCK_ALGOS.items()}
-    variant_algos = {name: algo_names[a] for name, a in own.items()}
     builtins = [] if args.builtin is None else parse_list(args.builtin, _core.TIME_BENCH_NAMES,
                                                             "time_bench test")
     contended_only = {}
@@ -208,8 +207,7 @@ def _entries(obj, p):
     """The variants run, the baseline's second copy (the A/A control) last,
     each from its object (a variant on an algorithm of its own, from that
     algorithm's build), their labels and their roles; and the objects."""
-    objects = [p.loaded_by_algo.get(_core.LOCK_ALGOS.get(p.variant_algos.get(n)), obj)
-               for n in p.variants]
+    objects = [p.loaded_by_algo.get(p.variant_algos.get(n), obj) for n in p.variants]
     chosen = [next(v for v in o.variants if v.name == n) for n, o in zip(p.variants, objects)]
     return (chosen + [chosen[0]], p.variants + [p.variants[0] + AA],
             [figures.VARIANT] * len(chosen) + [figures.CONTROL], objects + [objects[0]])
