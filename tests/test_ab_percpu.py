@@ -1,0 +1,247 @@
+"""ab: per-CPU data in a user's file as the kernel declares and reaches it:
+this_cpu_*() of every width, DEFINE_PER_CPU and alloc_percpu(), percpu_counter
+and the examples built on them; each op's x86 instruction read from the
+built object (%gs-relative, unlocked) and its sums checked on every CPU at
+once. No test asserts a timing. The rest of the kernel API:
+test_ab_kernel_api.py."""
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import smpnet
+from ab_helpers import EXAMPLES, FAST, cache, two_cpus, write  # noqa: F401
+from conftest import X86, object_functions, open_segments
+from smpnet.cli import main
+from smpnet.experiments.ab import build
+
+PLAIN = """#include <smpnet.h>
+SMPNET_STATE(struct smpnet_none, struct smpnet_none);
+SMPNET_VARIANT(a) { }
+SMPNET_VARIANT(b) { }
+"""
+
+
+PERCPU = """#include <smpnet.h>
+struct pcpu { u8 b; u16 h; u32 w; u64 q; u128 pair; };
+SMPNET_STATE(struct smpnet_none, struct pcpu);
+SMPNET_INIT(ops) {
+	struct pcpu *p = per_cpu(0);
+	u8 b = 7;
+
+	BUG_ON(this_cpu_add_return(p->b, 250) != 250 || this_cpu_inc_return(p->b) != 251);
+	this_cpu_add(p->b, 10);			/* wraps at 2^8, as the kernel's u8 */
+	BUG_ON(p->b != 5);
+	BUG_ON(this_cpu_cmpxchg(p->h, 0, 9) != 0 || p->h != 9);
+	BUG_ON(this_cpu_cmpxchg(p->h, 1, 2) != 9 || p->h != 9);	/* a miss: the old value */
+	BUG_ON(this_cpu_try_cmpxchg(p->b, &b, 1) || b != 5);	/* a miss updates the guess */
+	BUG_ON(!this_cpu_try_cmpxchg(p->b, &b, 1) || p->b != 1);
+	BUG_ON(this_cpu_xchg(p->w, 42) != 0 || this_cpu_xchg(p->w, 1) != 42);
+	this_cpu_or(p->q, 0xf0); this_cpu_and(p->q, 0x30); this_cpu_sub(p->q, 0x10);
+	BUG_ON(p->q != 0x20 || this_cpu_dec_return(p->q) != 0x1f);
+	BUG_ON(this_cpu_cmpxchg128(p->pair, 0, ((u128)1 << 64) | 2) != 0);
+	BUG_ON(p->pair != (((u128)1 << 64) | 2));
+	p->h = 9;
+	this_cpu_write(p->b, 0);		/* a byte's write writes a byte */
+	BUG_ON(p->b != 0 || p->h != 9 || this_cpu_read(p->h) != 9);
+	p->q = ~0ULL;
+	this_cpu_write(p->q, 0);		/* and a u64's all of it */
+	BUG_ON(p->q != 0);
+	this_cpu_add(p->q, 0xFFFFFFFFu);	/* not a dec: -1 of a u64 is another value */
+	BUG_ON(p->q != 0xFFFFFFFFull);
+	this_cpu_add(p->w, 0xFFFFFFFFu);	/* a dec, of a u32 */
+	BUG_ON(p->w != 0);
+}
+SMPNET_VARIANT(ops) {
+	this_cpu_add_return(this_cpu->b, 1);
+	this_cpu_cmpxchg(this_cpu->h, 1, 2);
+	this_cpu_xchg(this_cpu->w, 3);
+	this_cpu_cmpxchg128(this_cpu->pair, 0, 1);
+}
+SMPNET_VARIANT(none) { }
+"""
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_this_cpu_ops_are_x86s_unlocked_instructions_of_every_width(tmp_path, allowed):
+    """this_cpu_add_return() on a u8 is an unlocked, %gs-relative `xadd %?l`,
+    this_cpu_cmpxchg() on a u16 an unlocked `cmpxchg %?x`, this_cpu_xchg()
+    a loop of unlocked cmpxchg (xchg with memory would lock), the cmpxchg128
+    an unlocked cmpxchg16b (arch/x86/include/asm/percpu.h); and each answers
+    as the kernel's: a u8 wraps, a missed cmpxchg gives the old value, a
+    missed try_cmpxchg updates its guess."""
+    fns = object_functions(build.build(PERCPU, "percpu.c",
+                                        smpnet._core.LOCK_ALGOS["qspinlock"]).path)
+    loop = fns[next(f for f in fns if f.startswith("smpnet_timed_ops"))]
+    assert re.search(r"\txadd +%[a-d]l,%gs:", loop)
+    assert re.search(r"\tcmpxchg +%(?:[a-ds][xi]|r\d+w),%gs:", loop)
+    assert re.search(r"\tcmpxchg +%e\w+,%gs:", loop) and re.search(r"\tcmpxchg16b +%gs:", loop)
+    assert not re.search(r"\block\b", loop)
+    assert main(["ab", write(tmp_path, PERCPU, "percpu.c"), "--cpus", str(allowed[0])]
+                + FAST) == 0
+
+
+# the kernel's names smpnet.h gives a file on purpose (the API), and its own
+PER_CPU_DATA = """#include <smpnet.h>
+/* as include/linux/netdevice.h's, and a DEFINE_PER_CPU with a first value */
+struct pcpu_sw_netstats { u64_stats_t packets; struct u64_stats_sync syncp; };
+struct shared { struct pcpu_sw_netstats __percpu *tstats; };
+static DEFINE_PER_CPU(unsigned long, hits) = 7;
+SMPNET_STATE(struct shared, struct smpnet_none);
+
+SMPNET_VARIANT(defined) { this_cpu_inc(hits); }
+SMPNET_CHECK(defined)
+{
+	unsigned long sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu(hits, cpu) - 7;
+	expect(sum == nr_ops, "per_cpu(hits) does not add up to the ops");
+}
+SMPNET_INIT(allocated)
+{
+	shared->tstats = alloc_percpu(struct pcpu_sw_netstats);
+	expect(shared->tstats != NULL, "alloc_percpu");
+	BUG_ON(__alloc_percpu(SMPNET_PERCPU_RESERVE, 64) != NULL);	/* past the reserve */
+	BUG_ON(__alloc_percpu(8, 8192) != NULL);	/* an alignment over a page */
+	BUG_ON(__alloc_percpu(8, 0) == __alloc_percpu(8, 0));	/* two, apart */
+}
+SMPNET_VARIANT(allocated)
+{
+	struct pcpu_sw_netstats *s = this_cpu_ptr(shared->tstats);
+
+	u64_stats_update_begin(&s->syncp);
+	u64_stats_inc(&s->packets);
+	u64_stats_update_end(&s->syncp);
+}
+SMPNET_CHECK(allocated)
+{
+	unsigned long sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += u64_stats_read(&per_cpu_ptr(shared->tstats, cpu)->packets);
+	expect(sum == nr_ops, "the per-CPU stats do not add up to the ops");
+}
+"""
+
+
+def test_per_cpu_data_as_the_kernel_declares_it_adds_up_on_every_cpu(tmp_path, allowed):
+    """DEFINE_PER_CPU (its first value in every CPU's copy) and
+    alloc_percpu() reached by this_cpu_inc(), this_cpu_ptr(), per_cpu()
+    and per_cpu_ptr(), every CPU at once: each check's sum over the CPUs is
+    the ops the copy ran, so no two CPUs shared a copy and none was lost;
+    the reserve refuses past its end."""
+    assert main(["ab", write(tmp_path, PER_CPU_DATA, "percpu_data.c"), *FAST,
+                 *two_cpus(allowed), "--repeat", "2", "--duration", "0.01",
+                 "--algo", "qspinlock", "--kernel-build", "inline"]) == 0
+    assert open_segments() == set()
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_per_cpu_ops_are_gs_relative_as_the_kernels():
+    """this_cpu_inc() of a DEFINE_PER_CPU variable is one `incq %gs:var(%rip)`,
+    as the kernel's percpu_add_op(); this_cpu_ptr() adds this_cpu_off read
+    %gs-relative (arch_raw_cpu_ptr()); the per-CPU section is whole pages of
+    its own; a file with no per-CPU data has none."""
+    obj = build.build(PER_CPU_DATA, "percpu_data.c", smpnet._core.LOCK_ALGOS["qspinlock"])
+    fns = object_functions(obj.path)
+    defined = fns[next(f for f in fns if f.startswith("smpnet_timed_defined"))]
+    assert re.search(r"\tincq +%gs:0x[0-9a-f]+\(%rip\) +# [0-9a-f]+ <hits>", defined), defined
+    allocated = fns[next(f for f in fns if f.startswith("smpnet_timed_allocated"))]
+    assert re.search(r"\tmov +%gs:0x[0-9a-f]+\(%rip\),%r\w+ +# [0-9a-f]+ <this_cpu_off>",
+                     allocated), allocated
+    assert not re.search(r"\block\b", defined + allocated)
+    heads = subprocess.run(["objdump", "-h", obj.path], capture_output=True, text=True,
+                           check=True).stdout
+    size, vma = re.search(r"\bsmpnet_percpu +([0-9a-f]+) +([0-9a-f]+)", heads).groups()
+    assert int(size, 16) == len(obj.pcpu_template) and int(size, 16) % 4096 == 0
+    assert int(vma, 16) % 4096 == 0
+    syms = subprocess.run(["objdump", "-t", obj.path], capture_output=True, text=True,
+                          check=True).stdout
+    hits = int(re.search(r"^([0-9a-f]+) .* smpnet_percpu\s+[0-9a-f]+\s+hits$", syms, re.M)[1], 16)
+    at = hits - int(vma, 16)
+    assert int.from_bytes(obj.pcpu_template[at:at + 8], "little") == 7   # its first value
+    plain = build.build(PLAIN, "plain.c", smpnet._core.LOCK_ALGOS["qspinlock"])
+    assert plain.pcpu_template == b""
+
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_the_dev_tstats_example_adds_up_and_reads_its_cpu_by_gs(allowed):
+    """examples/dev_tstats.c, the kernel's dev_sw_netstats_rx_add() as it
+    is, on two CPUs (emulated on one where there is one): its checks held
+    (a run whose check failed raises), and the function's this_cpu_ptr()
+    reads this_cpu_off %gs-relative, as the kernel's."""
+    cpus = "0,1" if len(allowed) > 1 else str(allowed[0])
+    extra = {} if len(allowed) > 1 else {"ncpus": 2, "oversubscribe": True}
+    out = smpnet.ab(EXAMPLES / "dev_tstats.c", cpus=cpus, loops=2000, rounds=12, repeat=2,
+                    duration=0.01, algo="qspinlock", kernel_build="inline", **extra)
+    assert [r["variant"] for r in out.rows if r["role"] == "variant"][:2] == ["locked", "tstats"]
+    obj = build.build((EXAMPLES / "dev_tstats.c").read_text(), "dev_tstats.c",
+                      smpnet._core.LOCK_ALGOS["qspinlock"])
+    fns = object_functions(obj.path)
+    tstats = fns[next(f for f in fns if f.startswith("smpnet_timed_tstats"))]
+    assert re.search(r"%gs:0x[0-9a-f]+\(%rip\),%r\w+ +# [0-9a-f]+ <this_cpu_off>", tstats)
+    assert not re.search(r"\block\b", tstats)
+
+
+PERCPU_COUNTER = """#include <smpnet.h>
+struct shared { struct percpu_counter c; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_INIT(counted)
+{
+	struct percpu_counter *c = &shared->c;
+
+	expect(percpu_counter_init(c, 5, GFP_KERNEL) == 0, "init");
+	percpu_counter_add(c, 3);			/* under the batch: this CPU's part */
+	BUG_ON(percpu_counter_read(c) != 5 || percpu_counter_sum(c) != 8);
+	percpu_counter_add_batch(c, 40, 32);		/* at the batch: folded under the lock */
+	BUG_ON(percpu_counter_read(c) != 48 || *this_cpu_ptr(c->counters) != 0);
+	percpu_counter_sub(c, 60);
+	BUG_ON(percpu_counter_sum(c) != -12 || percpu_counter_sum_positive(c) != 0);
+	BUG_ON(percpu_counter_read_positive(c) != 0 || percpu_counter_read(c) != -12);
+	percpu_counter_add(c, 12);
+	BUG_ON(percpu_counter_sum(c) != 0);
+}
+SMPNET_VARIANT(counted) { percpu_counter_inc(&shared->c); }
+SMPNET_CHECK(counted)
+{
+	s64 sum = percpu_counter_sum(&shared->c), read = percpu_counter_read(&shared->c);
+
+	expect(sum == (s64)nr_ops, "percpu_counter_sum() is not the ops");
+	expect(read <= sum && sum - read < (s64)nr_cpus * percpu_counter_batch,
+	       "percpu_counter_read() more than a batch a CPU off");
+}
+SMPNET_VARIANT(none) { }
+"""
+
+
+@pytest.mark.skipif(not X86 or not shutil.which("objdump"), reason="reads x86 code")
+def test_percpu_counter_folds_at_the_batch_and_sums_exactly_on_every_cpu(tmp_path, allowed):
+    """lib/percpu_counter.c's add: under the batch an unlocked %gs-relative
+    cmpxchg of this CPU's part, at it a fold into the count under the lock;
+    read() is the count, sum() the count and every part: on two CPUs at once
+    the sum is the ops exactly and read() within a batch a CPU of it."""
+    assert main(["ab", write(tmp_path, PERCPU_COUNTER, "pcc.c"), *FAST, *two_cpus(allowed),
+                 "--repeat", "2", "--duration", "0.01", "--algo", "qspinlock",
+                 "--kernel-build", "inline"]) == 0
+    fns = object_functions(build.build(PERCPU_COUNTER, "pcc.c",
+                                       smpnet._core.LOCK_ALGOS["qspinlock"]).path)
+    loop = fns[next(f for f in fns if f.startswith("smpnet_timed_counted"))]
+    assert re.search(r"\tcmpxchg +%\w+,%gs:\(%r\w+\)", loop), loop
+    assert not re.search(r"\block cmpxchg +%\w+,%gs:", loop)
+
+
+def test_the_netdev_refcnt_example_balances_on_every_cpu(allowed):
+    """examples/netdev_refcnt.c: __dev_hold()/__dev_put() of both builds,
+    every CPU at once; each check reads the count back at its init's one
+    reference (a run whose check failed raises)."""
+    cpus = "0,1" if len(allowed) > 1 else str(allowed[0])
+    extra = {} if len(allowed) > 1 else {"ncpus": 2, "oversubscribe": True}
+    out = smpnet.ab(EXAMPLES / "netdev_refcnt.c", cpus=cpus, loops=2000, rounds=12, repeat=2,
+                    duration=0.01, **extra)
+    rows = [(r["mode"], r["variant"]) for r in out.rows if r["role"] == "variant"]
+    assert rows == [(m, v) for m in ("uncontended", "contended") for v in ("refcount", "pcpu")]
