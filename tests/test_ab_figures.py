@@ -102,7 +102,7 @@ def test_the_uncontended_rounds_run_in_abba_order(monkeypatch):
 
     def ab_round(loop, n, seg, cpu, copy, **where):
         ran.append(copy)
-        return 10.0 * n * (copy + 1), 1000
+        return 10.0 * n * (copy + 1), 1000, 0
 
     monkeypatch.setattr(rounds, "contain", lambda: None)   # not in pytest's own process
     monkeypatch.setattr(rounds._core, "ab_round", ab_round)
@@ -113,7 +113,8 @@ def test_the_uncontended_rounds_run_in_abba_order(monkeypatch):
     machine = types.SimpleNamespace(header={"stop": 0}, region=lambda name: now)
     ctx = types.SimpleNamespace(machine=machine, cpu=0, seg=None)
     where = types.SimpleNamespace(state=lambda i: {"copy": i}, check_bug=lambda: None,
-                                  take_warnings=lambda i: None)
+                                  take_warnings=lambda i: None,
+                                  objects=[types.SimpleNamespace(unit="")] * 3)
     entries = [types.SimpleNamespace(loop=i + 1) for i in range(3)]
     counts, samples, ops, empty, _, warned = rounds.uncontended(ctx, entries, where, 100, 4)
     assert ran == [0, 1, 2] + [0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0]

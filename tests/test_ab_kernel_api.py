@@ -74,12 +74,12 @@ def test_hold_cycles_change_only_the_variants_that_hold(allowed):
     with Machine(cpus=allowed[:1], regions=rounds.regions(obj, 2, 1)) as m:
         where = rounds.Where(m, [obj, obj])
         for hold in (0, 1000):
-            ops, _, _, stopped = smpnet._core.ab_contended(
+            ops, _, _, stopped, _ = smpnet._core.ab_contended(
                 plain.contended, 0.01, m.segment.buf, 0, hold_cycles=hold, **where.state(0))
             assert not stopped and ops > 0 and ops % 16 == 0, hold
         # a hold five times the run: cut at the run's end, not held whole 16 times
         hold = int(0.05 * float(m.header["tsc_hz"]))
-        ops, cycles, _, stopped = smpnet._core.ab_contended(
+        ops, cycles, _, stopped, _ = smpnet._core.ab_contended(
             holds.contended, 0.01, m.segment.buf, 0, hold_cycles=hold, **where.state(1))
         assert not stopped and ops == 16
         held = int.from_bytes(m.region("ab_shared")[1]["bytes"][8:16].tobytes(), "little")

@@ -11,6 +11,7 @@
 AB_ABI_HASH = ab.SMPNET_ABI_HASH
 AB_MAX_VARIANTS = ab.SMPNET_AB_MAX_VARIANTS
 AB_NAME = ab.SMPNET_AB_NAME
+AB_MAX_ROLES = ab.SMPNET_AB_MAX_ROLES
 
 
 cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int cpu,
@@ -61,7 +62,8 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
 def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, int copy,
              int shared_region, int percpu_region, uintptr_t build_info,
              int pcpu_area_region=-1):
-    """One round of a user variant's loop: (cycles, wall_ns) for `loops` ops."""
+    """One round of a user variant's loop: (cycles, wall_ns, units of work
+    counted by SMPNET_WORK) for `loops` ops (each op every role in turn)."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
     if loop == 0:
@@ -75,14 +77,16 @@ def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, in
         cycles = fn(&e, loops)
         w1 = mono_ns()
         lockdep_end(&c)
-    return cycles, w1 - w0
+    return cycles, w1 - w0, e.work
 
 
 def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg, int cpu,
                  int copy, int shared_region, int percpu_region, uintptr_t build_info,
-                 uint64_t hold_cycles=0, uint64_t think_cycles=0, int pcpu_area_region=-1):
+                 uint64_t hold_cycles=0, uint64_t think_cycles=0, int pcpu_area_region=-1,
+                 int role=0):
     """A user variant on this CPU for duration_s, as every CPU of the run
-    does at once: (ops, tsc_cycles, spins, aborted by a stop)."""
+    does at once, in CPU role `role` (SMPNET_ROLES; 0 without): (ops,
+    tsc_cycles, spins, aborted by a stop, units of work counted)."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
     cdef uint64_t n = 0, t0, t1, spins0
@@ -91,10 +95,13 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
         raise ValueError("no loop")
     if not 0 < duration_s <= 1e6:
         raise ValueError(f"duration_s must be in (0, 1e6], got {duration_s}")
+    if not 0 <= role < AB_MAX_ROLES:
+        raise ValueError(f"no CPU role {role}")
     ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, build_info,
                 pcpu_area_region)
     e.hold_cycles = hold_cycles
     e.think_cycles = think_cycles
+    e.role = role
     cdef ab.smpnet_contended_fn fn = <ab.smpnet_contended_fn>contended
     cdef double hz = c.hdr.tsc_hz
     with nogil:
@@ -104,7 +111,7 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
         stopped = fn(&e, e.deadline, &n)
         t1 = tsc_stop()
         lockdep_end(&c)
-    return n, t1 - t0, c.irq.spins - spins0, bool(stopped)
+    return n, t1 - t0, c.irq.spins - spins0, bool(stopped), e.work
 
 
 def ab_init(uintptr_t init, unsigned char[::1] seg, int copy, int shared_region,

@@ -23,6 +23,8 @@
  * this_cpu_ptr(), per_cpu()) works too, this_cpu_*() %gs-relative. The body
  * is inlined into the timed loop: no call sits in the timing.
  *
+ * SMPNET_ROLES(consumer, producer) gives CPUs roles (`role` in a body),
+ * SMPNET_UNIT(skb) and SMPNET_WORK(n) the unit of work the figures count.
  * SMPNET_VARIANT_ALGO(name, ticket) runs a variant on a lock of its own (a
  * build of the file for that lock). SMPNET_INIT(name) runs before a
  * variant's rounds, SMPNET_CHECK(name) after them (expect(cond, "message")
@@ -114,6 +116,32 @@ struct smpnet_none { char unused; };
 	{										\
 		return (smpnet_percpu_t *)(e->percpu + (size_t)cpu * e->percpu_stride);	\
 	}
+
+/* ---------------------------------------------------------------- CPU roles, the unit of work */
+
+/* A producer/consumer change gives each CPU a role: SMPNET_ROLES(consumer,
+ * producer) names them (an enum: `role == consumer` in a body), the file's
+ * first role on CPU 0, the next on CPU 1, ..., the last on every CPU left
+ * (ab's --roles says otherwise); uncontended, the one CPU runs every role
+ * in turn each op. SMPNET_UNIT(skb) names the unit of work, which a body
+ * counts where it is done, SMPNET_WORK(n): the figures are then per unit
+ * (cycles per skb freed, skbs/s), not per loop turn. Without them, one
+ * role and the op as the unit. The definitions below are tentative (C's
+ * file-scope `static int x;`): the file's, if any, complete them, and the
+ * compiler sees constants. */
+static int smpnet_nr_roles_;
+static const char *smpnet_role_names_;
+static const char *smpnet_unit_;
+int smpnet_nr_roles(void) { return smpnet_nr_roles_; }
+const char *smpnet_role_names(void) { return smpnet_role_names_; }
+const char *smpnet_unit(void) { return smpnet_unit_; }
+#define SMPNET_ROLES(...)								\
+	enum { __VA_ARGS__, smpnet_roles_end_ };					\
+	_Static_assert(smpnet_roles_end_ <= SMPNET_AB_MAX_ROLES, "SMPNET_ROLES: 8 roles at most"); \
+	static int smpnet_nr_roles_ = smpnet_roles_end_;				\
+	static const char *smpnet_role_names_ = #__VA_ARGS__
+#define SMPNET_UNIT(name)	static const char *smpnet_unit_ = #name
+#define SMPNET_WORK(n)		((void)(smpnet_env->work += (n)))
 
 /* ---------------------------------------------------------------- the registry */
 
@@ -440,7 +468,7 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 #define SMPNET_VARIANT_ON(name, algo)							\
 	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
 		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,	\
-		smpnet_percpu_t *this_cpu);						\
+		smpnet_percpu_t *this_cpu, const int role);				\
 	static __attribute__((noinline)) uint64_t smpnet_timed_##name(			\
 		struct smpnet_env *e, uint64_t loops)					\
 	{										\
@@ -450,7 +478,12 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 		smpnet_percpu_t *mine = smpnet_per_cpu(e, e->cpu);			\
 		uint64_t i, t0 = tsc_start();						\
 		for (i = 0; i < loops; i++) {						\
-			smpnet_op_##name(e, cpu, sh, mine);				\
+			/* one CPU: every role in turn (one call site, for the	\
+			 * inliner; without roles, once: the count is a constant) */ \
+			int r_ = 0;							\
+			do									\
+				smpnet_op_##name(e, cpu, sh, mine, r_);			\
+			while (++r_ < smpnet_nr_roles_);				\
 			barrier();							\
 		}									\
 		return tsc_stop() - t0;							\
@@ -472,9 +505,10 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 		smpnet_percpu_t *mine = smpnet_per_cpu(e, e->cpu);			\
 		uint64_t n = 0, every = e->think_cycles					\
 			|| (cpu->hdr->flags & SMP_F_OVERSUBSCRIBED) ? 0 : 15;		\
+		const int role = e->role;						\
 		int stopped = 0;							\
 		for (;;) {								\
-			smpnet_op_##name(e, cpu, sh, mine);				\
+			smpnet_op_##name(e, cpu, sh, mine, role);			\
 			n++;								\
 			if (e->think_cycles)						\
 				tsc_spend(e->think_cycles);				\
@@ -507,7 +541,7 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 	}										\
 	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
 		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,	\
-		smpnet_percpu_t *this_cpu)
+		smpnet_percpu_t *this_cpu, const int role __attribute__((unused)))
 
 #define SMPNET_INIT(name)								\
 	static void smpnet_init_body_##name(struct smpnet_env *smpnet_env,		\

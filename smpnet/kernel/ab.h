@@ -31,7 +31,8 @@ struct smpnet_env {
 	uint64_t deadline;		/* contended: the run's end, where a hold() stops short */
 	uint64_t ops;			/* a check's: ops this copy ran, on every CPU */
 	uint32_t lock_ids;		/* spin_lock_init()'s next lock id */
-	uint32_t _pad;
+	int32_t role;			/* contended: this CPU's role (SMPNET_ROLES), 0 without */
+	uint64_t work;			/* units of work this CPU's loop did (SMPNET_WORK) */
 };
 
 /* The options the object was built for (SMPNET_BUILD_*: the lock
@@ -54,6 +55,7 @@ typedef const char *(*smpnet_check_fn)(struct smpnet_env *e);
 
 #define SMPNET_AB_MAX_VARIANTS	16
 #define SMPNET_AB_NAME		32
+#define SMPNET_AB_MAX_ROLES	8	/* SMPNET_ROLES' names */
 
 /* One variant as the object registers it (its pointers as integers, which
  * is how cffi hands them to Python and Python to the core). */

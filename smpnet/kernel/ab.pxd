@@ -1,4 +1,4 @@
-from libc.stdint cimport uint32_t, uint64_t, uintptr_t
+from libc.stdint cimport int32_t, uint32_t, uint64_t, uintptr_t
 from smpnet.kernel.smp cimport cpu_ctx
 
 cdef extern from "ab.h" nogil:
@@ -16,6 +16,8 @@ cdef extern from "ab.h" nogil:
         uint64_t deadline
         uint64_t ops
         uint32_t lock_ids
+        int32_t role
+        uint64_t work
 
     struct smpnet_build_info:
         int algo
@@ -31,3 +33,4 @@ cdef extern from "ab.h" nogil:
     const uint64_t SMPNET_ABI_HASH
     enum: SMPNET_AB_MAX_VARIANTS
     enum: SMPNET_AB_NAME
+    enum: SMPNET_AB_MAX_ROLES

@@ -56,6 +56,9 @@ OPTIONS = (
                            "cpu_to_node() and numa_node_id() (default: each CPU's real node; "
                            "the cache traffic stays this machine's)",
            bounded_value("--numa-nodes"), metavar="N"),
+    Option("--roles", "contended: each emulated CPU's role, in CPU order, of the file's "
+                      "SMPNET_ROLES (default: its first role on CPU 0, the next on CPU 1, ..., "
+                      "the last on every CPU left)", metavar="LIST"),
     *lockopts.contended_options("contended: ", DURATION, REPEAT, sweeps=False, side="variant"),
 )
 
@@ -110,13 +113,19 @@ class AbParams(Params):
     think_cycles: Optional[int] = None
     # variants on a lock algorithm of their own (SMPNET_VARIANT_ALGO): name -> algorithm
     variant_algos: dict = dataclasses.field(default_factory=dict)
+    # SMPNET_UNIT's unit of work (the figures are per unit), and SMPNET_ROLES'
+    # names with each contended CPU's role (None: the op is the unit, one role)
+    unit: Optional[str] = None
+    roles: Optional[list] = None
+    cpu_roles: Optional[list] = None
     # the object params() built and loaded, which the run takes: one build a run,
     # and one more per algorithm a variant has of its own (by the algorithm's name)
     loaded: object = dataclasses.field(default=None, repr=False, compare=False,
                                        metadata={"record": False})
     loaded_by_algo: dict = dataclasses.field(default_factory=dict, repr=False, compare=False,
                                              metadata={"record": False})
-    OPTIONAL = ("duration_s", "repeat", "hold_cycles", "think_cycles")
+    OPTIONAL = ("duration_s", "repeat", "hold_cycles", "think_cycles", "unit", "roles",
+                "cpu_roles")
 
 
 def params(args, cpus):
@@ -177,6 +186,7 @@ def params(args, cpus):
             if contended_only[option] > contended_only["duration_s"] * tsc.tsc_hz() / 10:
                 raise BadInput(f"--{option.replace('_', '-')} {contended_only[option]}: over a "
                                f"tenth of --duration {contended_only['duration_s']:g} s")
+    roles = _cpu_roles(obj, getattr(args, "roles", None), ncpus, contended)
     p = AbParams(file=args.file, source_sha256=hashlib.sha256(source.encode()).hexdigest(),
                  source=source, variants=chosen, cpus=format_cpus(cpus), cpu=cpus[0],
                  algo=args.algo, algo_host=algo_host, restore=args.restore, check=args.check,
@@ -186,13 +196,48 @@ def params(args, cpus):
                  topology=topology, object=obj.path, build_key=obj.key, compiled=obj.compiled,
                  build_s=obj.build_s, shared_bytes=obj.shared_size,
                  percpu_bytes=obj.percpu_size, variant_algos=variant_algos, loaded=obj,
-                 loaded_by_algo=by_algo, **contended_only)
+                 loaded_by_algo=by_algo, unit=obj.unit or None,
+                 roles=list(obj.cpu_roles) or None, cpu_roles=roles, **contended_only)
     need = rounds.state_bytes(obj, len(chosen) + 1, max(1, ncpus if contended else 1))
     if need > build.MAX_STATE_BYTES:
         raise BadInput(f"{args.file}: its state takes {need} bytes for {len(chosen) + 1} copies "
                        f"(shared {obj.shared_size}, per CPU {obj.percpu_size}), over the "
                        f"{build.MAX_STATE_BYTES}-byte bound on the segment's state")
     return p
+
+
+def _cpu_roles(obj, given, ncpus, contended):
+    """Each contended CPU's role name (the file's SMPNET_ROLES), or None for
+    a file without roles: --roles, one name per CPU in CPU order, or the
+    file's order (CPU i the i-th role, the last role on every CPU left).
+    BadInput where a role would have no CPU."""
+    names = obj.cpu_roles
+    if not names:
+        if given is not None:
+            raise BadInput(f"--roles: {obj.name} declares no SMPNET_ROLES")
+        return None
+    if not contended:
+        if given is not None:
+            raise BadInput("--roles: for a contended run only (uncontended, one CPU runs every "
+                           "role in turn)")
+        return None
+    if given is None:
+        roles = [names[min(i, len(names) - 1)] for i in range(ncpus)]
+    else:
+        roles = [r.strip() for r in given.split(",")]
+        bad = [r for r in roles if r not in names]
+        if bad:
+            raise BadInput(f"--roles: no role {bad[0]!r} in {obj.name} (its roles: "
+                           f"{', '.join(names)})")
+        if len(roles) != ncpus:
+            raise BadInput(f"--roles {given}: {len(roles)} role(s) for {ncpus} CPUs (one a CPU, "
+                           "in CPU order)")
+    idle = [n for n in names if n not in roles]
+    if idle:
+        raise BadInput(f"{obj.name}: role {idle[0]!r} has no CPU of the {ncpus} ("
+                       f"{len(names)} roles need {len(names)} CPUs or more; --roles gives "
+                       "each CPU its role)")
+    return roles
 
 
 def _topology(cpus, ncpus, oversubscribe, numa_nodes):
@@ -338,6 +383,7 @@ def _contended(cpus, p, entries, labels, roles, objects, progress, steps, tsc_hz
                 n += 1
                 runs[i].append(_run(m, labels, rounds.contended, entries[i], i, where,
                                     p.duration_s, p.hold_cycles, p.think_cycles,
+                                    [p.roles.index(r) for r in p.cpu_roles or ()],
                                     expected=p.duration_s, entry=i))
         ops = [sum(c[0] for per in rs for c in per) for rs in runs]
         _check(m, entries, labels, where, ops, "contended")

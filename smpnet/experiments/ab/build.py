@@ -67,6 +67,9 @@ size_t smpnet_percpu_size(void);
 size_t smpnet_percpu_area_size(void);
 const char *smpnet_init_failure(void);
 const void *smpnet_percpu_template(void);
+int smpnet_nr_roles(void);
+const char *smpnet_role_names(void);
+const char *smpnet_unit(void);
 """
 
 VARIANT_RE = re.compile(r"^[ \t]*SMPNET_VARIANT(?:_ALGO)?[ \t]*\([ \t]*(\w+)[ \t]*[,)]", re.M)
@@ -102,6 +105,8 @@ class UserObject:
     build_info: int = 0     # the address of its smpnet_build_info, which the core reads
     options: dict = field(default_factory=dict)   # that: algo, check, popf, kbuild
     pcpu_template: bytes = b""  # its per-CPU section as built (DEFINE_PER_CPU), whole pages
+    cpu_roles: tuple = ()   # SMPNET_ROLES' names, in order; (): none, one role
+    unit: str = ""          # SMPNET_UNIT's name of the unit of work; "": the op
 
 
 def cache_dir():
@@ -370,8 +375,19 @@ def _describe(module, name, key, path, compiled, build_s):
                      int(ffi.cast("uintptr_t", info)),
                      {k: int(getattr(info, k)) for k in ("algo", "check", "popf", "kbuild")},
                      bytes(ffi.buffer(lib.smpnet_percpu_template(),
-                                      lib.smpnet_percpu_area_size())))
+                                      lib.smpnet_percpu_area_size())),
+                     _names(ffi, lib.smpnet_role_names()), _text(ffi, lib.smpnet_unit()))
     if len(variants) < 2:
         raise BadInput(f"{name}: defines {len(variants)} variant(s) once built: ab compares "
                        "two or more, the first against the others")
     return obj
+
+
+def _text(ffi, p):
+    """A C string of the object's, or "" for NULL."""
+    return "" if p == ffi.NULL else ffi.string(p).decode(errors="replace")
+
+
+def _names(ffi, p):
+    """SMPNET_ROLES' names from their stringified list ("consumer, producer")."""
+    return tuple(n.strip() for n in _text(ffi, p).split(",") if n.strip())

@@ -55,32 +55,75 @@ def uncontended_rows(labels, roles, builtins, cpu, counts, samples, empty, tsc_h
 
 
 def contended_rows(labels, roles, cpus, runs, tsc_hz, p, timing_valid):
-    """runs[entry]: a list of rounds, each the per-CPU (ops, cycles, spins).
-    A round's cost per op is the CPUs' cycles over their ops together (what
-    one op costs a CPU while every CPU runs it); its throughput, all ops
-    over the longest CPU's time."""
+    """runs[entry]: a list of rounds, each the per-CPU (ops, cycles, spins,
+    warnings, units of work). A round's cost per op is the CPUs' cycles over
+    their ops together (what one op costs a CPU while every CPU runs it);
+    its throughput, all ops over the longest CPU's time. Where the file
+    names a unit of work (p["unit"]), units take the ops' place: the cycles
+    of every CPU, whatever its role, per unit done, units per second. Where
+    it gives CPUs roles (p["cpu_roles"]), fairness is within a role (the
+    lowest role's Jain index of its CPUs' ops: a consumer and a producer do
+    not do the same thing), and each role has its figures (per_role)."""
+    unit, cpu_roles = p.get("unit"), p.get("cpu_roles")
+    done_of = (lambda r: r[4]) if unit else (lambda r: r[0])
     rows = []
     for lab, role, rounds in zip(labels, roles, runs):
         cost, total, fair, per_cpu = [], [], [], [[] for _ in cpus]
         for per in rounds:
-            ops = [r[0] for r in per]
-            cost.append(sum(r[1] for r in per) / max(1, sum(ops)))
-            total.append(sum(ops) / (max(r[1] for r in per) / tsc_hz))
-            fair.append(stats.jain_fairness(ops))
+            done = [done_of(r) for r in per]
+            cost.append(sum(r[1] for r in per) / max(1, sum(done)))
+            total.append(sum(done) / (max(r[1] for r in per) / tsc_hz))
+            fair.append(_fairness([r[0] for r in per], cpu_roles))
             for i, r in enumerate(per):
-                per_cpu[i].append(r[0] / (r[1] / tsc_hz) if r[1] else 0.0)
+                per_cpu[i].append(done_of(r) / (r[1] / tsc_hz) if r[1] else 0.0)
         row = dict(mode="contended", variant=lab, role=role, cpus=list(cpus),
                    duration_s=p["duration_s"], hold_cycles=p["hold_cycles"],
                    think_cycles=p["think_cycles"], timing_valid=timing_valid,
                    ops=sum(r[0] for per in rounds for r in per), **_summary(cost, tsc_hz))
+        if unit:
+            row["unit"], row["units"] = unit, sum(r[4] for per in rounds for r in per)
         for name, values in (("ops_per_s", total), ("fairness", fair)):
             row[name], row[f"{name}_interval"] = stats.median_ci(values)
         row["ops_per_s_samples"] = total
         each = [stats.median_ci(x) for x in per_cpu]
         row["ops_per_s_per_cpu"] = [med for med, _ in each]
         row["ops_per_s_per_cpu_interval"] = [list(ci) for _, ci in each]
+        if cpu_roles:
+            row["per_role"] = _per_role(rounds, cpu_roles, tsc_hz)
         rows.append(row)
     return rows
+
+
+def _fairness(ops, cpu_roles):
+    """Jain's index of the CPUs' ops, or with roles the lowest of each
+    role's over its own CPUs."""
+    if not cpu_roles:
+        return stats.jain_fairness(ops)
+    return min(stats.jain_fairness([o for o, r in zip(ops, cpu_roles) if r == name])
+               for name in dict.fromkeys(cpu_roles))
+
+
+def _per_role(rounds, cpu_roles, tsc_hz):
+    """{role: its CPUs, its ops and units of work per second (its CPUs
+    together, over the longest one's time: the median of the rounds with
+    its interval), and the cycles one of its ops costs its CPU}."""
+    out = {}
+    for name in dict.fromkeys(cpu_roles):
+        mine = [i for i, r in enumerate(cpu_roles) if r == name]
+        ops_s, units_s, cost = [], [], []
+        for per in rounds:
+            rs = [per[i] for i in mine]
+            longest = max(r[1] for r in rs) / tsc_hz
+            ops_s.append(sum(r[0] for r in rs) / longest if longest else 0.0)
+            units_s.append(sum(r[4] for r in rs) / longest if longest else 0.0)
+            cost.append(sum(r[1] for r in rs) / max(1, sum(r[0] for r in rs)))
+        fig = {"cpus": mine}
+        for key, values in (("ops_per_s", ops_s), ("units_per_s", units_s),
+                            ("cycles_per_op", cost)):
+            fig[key], ci = stats.median_ci(values)
+            fig[f"{key}_interval"] = list(ci)
+        out[name] = fig
+    return out
 
 
 def _paired(a, b):
@@ -121,17 +164,17 @@ def _f(x, digits=2):
     return f"{x:+.{digits}f}"
 
 
-def effect_lines(vs):
+def effect_lines(vs, per="op"):
     lines = []
     for v in vs:
         lo, hi = v["interval"]
         nlo, nhi = v["ns_interval"]
         line = (f"  {v['variant']} - {v['baseline']}: {_f(v['measured'])} cycles "
-                f"[{_f(lo)} .. {_f(hi)}], {_f(v['ns'])} ns [{_f(nlo)} .. {_f(nhi)}] per op, "
+                f"[{_f(lo)} .. {_f(hi)}], {_f(v['ns'])} ns [{_f(nlo)} .. {_f(nhi)}] per {per}, "
                 f"{v['pairs']} pairs -> {v['verdict']}")
         if "ops_per_s_gain_pct" in v:
             glo, ghi = v["ops_per_s_gain_interval"]
-            line += (f"; ops/s {_f(v['ops_per_s_gain_pct'], 1)} % "
+            line += (f"; {per}s/s {_f(v['ops_per_s_gain_pct'], 1)} % "
                      f"[{_f(glo, 1)} .. {_f(ghi, 1)}]")
         lines.append(line)
     if vs:
@@ -148,6 +191,7 @@ def effect_lines(vs):
 def text(env, extra):
     p, rows = env["params"], env["results"]
     vs = env["verdicts"]
+    per = p.get("unit") or "op"     # what the figures are per: SMPNET_UNIT's, or the op
     built = (f"built in {p['build_s']:.2f} s" if p["compiled"]
              else f"found in the cache in {p['build_s']:.3f} s (not compiled)")
     own = p.get("variant_algos") or {}
@@ -161,9 +205,11 @@ def text(env, extra):
         out.append(f"\nuncontended, CPU {unc[0]['cpus'][0]}: {p['rounds']} rounds per variant "
                    f"in ABBA order; the harness's empty loop: {unc[0]['overhead_cycles']:.2f} "
                    "cycles per op (in every figure below)")
+        if p.get("roles"):
+            out.append(f"each op: every role in turn on this CPU ({', '.join(p['roles'])})")
         out.append(table([(locktext.row_name(r, r["variant"]), r["loops"], r["cycles"],
                            r["cycles_min"], r["cycles_max"], r["ns"]) for r in unc],
-                         ["variant", "ops/round", "cycles/op", "min", "max", "ns/op"]))
+                         ["variant", "ops/round", f"cycles/{per}", "min", "max", f"ns/{per}"]))
         dropped = locktext.dropped_line(unc)
         if dropped:
             out.append(dropped)
@@ -184,16 +230,38 @@ def text(env, extra):
                            f"{r['fairness']:.3f} [{r['fairness_interval'][0]:.3f} .. "
                            f"{r['fairness_interval'][1]:.3f}]", r["cycles"], r["ns"])
                           for r in con],
-                         ["variant", "Mops/s total [95 %]", "Mops/s per CPU",
-                          "fairness (Jain) [95 %]", "cycles/op per CPU", "ns/op"]))
+                         ["variant", f"M{per}s/s total [95 %]", f"M{per}s/s per CPU",
+                          "fairness (Jain) [95 %]", f"cycles/{per} per CPU", f"ns/{per}"]))
+        if p.get("cpu_roles"):
+            out.append(_roles_text(p, con))
     for mode in ("uncontended", "contended"):
         mine = [v for v in vs if v["mode"] == mode]
         if mine:
             out.append(f"\n{mode}: each variant against {mine[0]['baseline']} (median paired "
                        "difference over ABBA blocks of two rounds, 95 % interval)")
-            out += effect_lines(mine)
+            out += effect_lines(mine, per)
     if rows and not vs:
         out.append("\nno verdict (see the warnings)")
+    return "\n".join(out)
+
+
+def _roles_text(p, con):
+    """Each role's CPUs and figures, per variant (the rows' per_role)."""
+    roles = p["cpu_roles"]
+    cpus = ", ".join(f"{n}: CPU(s) {','.join(str(i) for i, r in enumerate(roles) if r == n)}"
+                     for n in dict.fromkeys(roles))
+    out = [f"roles: {cpus}; fairness is within a role (the lowest role's Jain index); a "
+           "role's figures are its CPUs' together"]
+    lines = []
+    for r in con:
+        for name, f in r["per_role"].items():
+            lines.append((r["variant"], name, f"{f['ops_per_s'] / 1e6:.2f} "
+                          f"[{f['ops_per_s_interval'][0] / 1e6:.2f} .. "
+                          f"{f['ops_per_s_interval'][1] / 1e6:.2f}]",
+                          f"{f['units_per_s'] / 1e6:.2f}" if p.get("unit") else "-",
+                          f"{f['cycles_per_op']:.1f}"))
+    out.append(table(lines, ["variant", "role", "Mops/s [95 %]",
+                             f"M{p.get('unit') or 'unit'}s/s", "cycles/op of its CPU"]))
     return "\n".join(out)
 
 

@@ -166,11 +166,12 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
                                           check=bool(o["check"]), popf=bool(o["popf"]),
                                           kbuild=o["kbuild"], **lock)
         _mark(ctx, i)
-        cycles, wall_ns = _core.ab_round(entries[i].loop, n, ctx.seg, 0, **where.state(i))
+        cycles, wall_ns, work = _core.ab_round(entries[i].loop, n, ctx.seg, 0,
+                                               **where.state(i))
         where.check_bug()
         warned[i] = merge_warnings(warned[i], where.take_warnings(i))
         ops[i] += n
-        return cycles, wall_ns
+        return per_unit(cycles, n, work, where.objects[i].unit), wall_ns
 
     every = len(entries) + len(builtins)
     counts = [loops or calibrate(lambda n, i=i: one(i, n), MIN_ROUND_S) for i in range(every)]
@@ -186,6 +187,18 @@ def uncontended(ctx, entries, where, loops, rounds, builtins=(), warmup=1):
             [round_counts(ks) for ks in kept], warned)
 
 
+def per_unit(cycles, ops, work, unit):
+    """A round's cycles scaled so that over its ops they are per unit of
+    work (SMPNET_UNIT), or as they are where the op is the unit; RunFailed
+    for a round that counted none."""
+    if not unit:
+        return cycles
+    if not work:
+        raise RunFailed(f"a round of {ops} ops counted no {unit}: SMPNET_WORK() was never "
+                        "reached (the unit of work is counted where it is done)")
+    return cycles * ops / work
+
+
 def merge_warnings(a, b):
     """Two (first WARN's place, count), either None: the first place, the sum."""
     if a is None or b is None:
@@ -193,16 +206,17 @@ def merge_warnings(a, b):
     return a[0], a[1] + b[1]
 
 
-def contended(ctx, entry, index, where, duration, hold, think):
-    """One entry on every CPU at once for `duration`: (ops, cycles, spins,
-    its WARNs: merge_warnings())."""
+def contended(ctx, entry, index, where, duration, hold, think, cpu_roles=()):
+    """One entry on every CPU at once for `duration`, each CPU in its role
+    (cpu_roles[cpu], an index into SMPNET_ROLES; () without): (ops, cycles,
+    spins, its WARNs: merge_warnings(), units of work)."""
     contain()
     _mark(ctx, index)
-    ops, cycles, spins, stopped = _core.ab_contended(
+    ops, cycles, spins, stopped, work = _core.ab_contended(
         entry.contended, duration, ctx.seg, ctx.cpu, hold_cycles=hold, think_cycles=think,
-        **where.state(index))
+        role=cpu_roles[ctx.cpu] if cpu_roles else 0, **where.state(index))
     where.check_bug()
     if stopped:
         raise RunFailed("stopped")
     _mark(ctx, -1)
-    return ops, cycles, spins, where.take_warnings(index)
+    return ops, cycles, spins, where.take_warnings(index), work
