@@ -28,7 +28,7 @@ from ...machine.machine import Machine, run_seconds
 from ...measure import stats
 from ...measure.time_bench import MIN_ROUND_S, pass_order
 from ..common import lockbench, lockopts
-from . import build, contain, figures, rounds
+from . import build, contain, cpu_roles, figures, rounds
 
 ROUNDS, DURATION, REPEAT = 20, 0.05, 20
 AA = " (A/A)"   # the control's label: the baseline's name and this
@@ -186,7 +186,7 @@ def params(args, cpus):
             if contended_only[option] > contended_only["duration_s"] * tsc.tsc_hz() / 10:
                 raise BadInput(f"--{option.replace('_', '-')} {contended_only[option]}: over a "
                                f"tenth of --duration {contended_only['duration_s']:g} s")
-    roles = _cpu_roles(obj, getattr(args, "roles", None), ncpus, contended)
+    roles = cpu_roles.assign(obj, getattr(args, "roles", None), ncpus, contended)
     p = AbParams(file=args.file, source_sha256=hashlib.sha256(source.encode()).hexdigest(),
                  source=source, variants=chosen, cpus=format_cpus(cpus), cpu=cpus[0],
                  algo=args.algo, algo_host=algo_host, restore=args.restore, check=args.check,
@@ -204,40 +204,6 @@ def params(args, cpus):
                        f"(shared {obj.shared_size}, per CPU {obj.percpu_size}), over the "
                        f"{build.MAX_STATE_BYTES}-byte bound on the segment's state")
     return p
-
-
-def _cpu_roles(obj, given, ncpus, contended):
-    """Each contended CPU's role name (the file's SMPNET_ROLES), or None for
-    a file without roles: --roles, one name per CPU in CPU order, or the
-    file's order (CPU i the i-th role, the last role on every CPU left).
-    BadInput where a role would have no CPU."""
-    names = obj.cpu_roles
-    if not names:
-        if given is not None:
-            raise BadInput(f"--roles: {obj.name} declares no SMPNET_ROLES")
-        return None
-    if not contended:
-        if given is not None:
-            raise BadInput("--roles: for a contended run only (uncontended, one CPU runs every "
-                           "role in turn)")
-        return None
-    if given is None:
-        roles = [names[min(i, len(names) - 1)] for i in range(ncpus)]
-    else:
-        roles = [r.strip() for r in given.split(",")]
-        bad = [r for r in roles if r not in names]
-        if bad:
-            raise BadInput(f"--roles: no role {bad[0]!r} in {obj.name} (its roles: "
-                           f"{', '.join(names)})")
-        if len(roles) != ncpus:
-            raise BadInput(f"--roles {given}: {len(roles)} role(s) for {ncpus} CPUs (one a CPU, "
-                           "in CPU order)")
-    idle = [n for n in names if n not in roles]
-    if idle:
-        raise BadInput(f"{obj.name}: role {idle[0]!r} has no CPU of the {ncpus} ("
-                       f"{len(names)} roles need {len(names)} CPUs or more; --roles gives "
-                       "each CPU its role)")
-    return roles
 
 
 def _topology(cpus, ncpus, oversubscribe, numa_nodes):
