@@ -1,68 +1,109 @@
 /* defer_free_roles.c - a producer/consumer change, with CPU roles: an skb
  * freed on a CPU other than the one that allocated it is deferred to that
- * CPU's list and freed there when it flushes (net/core/skbuff.c,
+ * CPU's softnet_data and freed there when it flushes (net/core/skbuff.c,
  * skb_attempt_defer_free(); net/core/dev.c, skb_defer_free_flush()).
  *
- *   locked: the list under sd->defer_lock, as 931e93bdf8ca (Linux 6.4) left
- *           it: the producer's spin_lock_bh(), the consumer's spin_lock()
- *           (BHs are already off in net_rx_action()).
+ *   locked: the list under sd->defer_lock as seed 003 left it (Linux 6.2,
+ *           3176eb82681e): the producer's spin_lock_irqsave(), and the
+ *           consumer's skb_defer_free_flush() pasted from the seed's patch
+ *           (../shared/seeds/003), its spin_lock_irq() and all.
  *   llist:  an atomic count and llist_add() for the producer, one
  *           llist_del_all() for the consumer, as 844c9db7f7f5 ("net: use
- *           llist for sd->defer_list", Linux 6.18).
+ *           llist for sd->defer_list", Linux 6.18) made them.
  *
- * CPU 0 is the consumer (the CPU that allocated the skbs and flushes its
- * list), every other CPU a producer (a socket's CPU, freeing what it was
- * given). The unit of work is an skb freed, counted where it is freed:
- * cycles per skb of every CPU together, end to end. A freed skb goes back to
- * the producer it came from (its pool: an llist only it takes from), the
- * same way in both variants, so that the change is the defer list alone.
- * No IPI is sent: the consumer flushes whenever it runs (ab raises no IRQs).
+ * CPU 0 is the consumer (the CPU that allocated the skbs: skb->alloc_cpu,
+ * and flushes its list), every other CPU a producer (a socket's CPU,
+ * freeing what it was given). softnet_data is per-CPU as the kernel
+ * declares it (DEFINE_PER_CPU_ALIGNED, per_cpu(), this_cpu_ptr()). The unit
+ * of work is an skb freed, counted where it is freed: cycles per skb of
+ * every CPU together, end to end. A freed skb goes back to the producer it
+ * came from (its pool: an llist only it takes from), the same way in both
+ * variants, so that the change is the defer list alone. No IPI is sent: the
+ * consumer flushes whenever it runs (ab raises no IRQs).
  *
  *   smpnet-bench ab examples/defer_free_roles.c
  */
 #include <smpnet.h>
 
 #define NR_SKBS		256	/* skbs in each producer's pool */
-#define DEFER_MAX	64	/* net.core.skb_defer_max */
 
 SMPNET_ROLES(consumer, producer);
 SMPNET_UNIT(skb);
 
 struct sk_buff {
-	struct sk_buff *next;		/* the locked list's link */
-	struct llist_node ll_node;	/* the llist's */
-	struct llist_node pool;		/* its producer's pool */
-	int cpu;			/* that producer */
-	int on_list;			/* the check's: where it was found */
+	struct sk_buff		*next;		/* the locked list's link */
+	struct llist_node	ll_node;	/* the llist's */
+	int			alloc_cpu;
+	/* smpnet's: the producer's pool it returns to, and the check's mark */
+	struct llist_node	pool;
+	int			producer;
+	int			on_list;
 };
 
-struct shared {
-	/* the consumer's softnet_data: the locked list's fields, then the llist's */
-	spinlock_t defer_lock ____cacheline_aligned_in_smp;
-	int defer_count;
-	struct sk_buff *defer_list;
-	atomic_t defer_llcount ____cacheline_aligned_in_smp;
-	struct llist_head defer_llist;
+/* the fields of include/linux/netdevice.h's the two use */
+struct softnet_data {
+	/* Linux 6.2: the locked list */
+	spinlock_t		defer_lock ____cacheline_aligned_in_smp;
+	int			defer_count;
+	struct sk_buff		*defer_list;
+	/* Linux 6.18: the llist */
+	atomic_t		defer_llcount ____cacheline_aligned_in_smp;
+	struct llist_head	defer_llist;
 };
+
+static DEFINE_PER_CPU_ALIGNED(struct softnet_data, softnet_data);
+static unsigned int sysctl_skb_defer_max = 64;
 
 struct pcpu {
 	struct llist_head pool;
 	struct sk_buff skbs[NR_SKBS];
 };
 
-SMPNET_STATE(struct shared, struct pcpu);
+SMPNET_STATE(struct smpnet_none, struct pcpu);
 
-/* Every CPU's pool full, the consumer's list empty. */
-static void pools_init(struct shared *sd)
+/* __kfree_skb() and napi_consume_skb() here: back to its producer's pool,
+ * an skb freed. */
+static void __kfree_skb(struct sk_buff *skb)
 {
-	spin_lock_init(&sd->defer_lock);
-	init_llist_head(&sd->defer_llist);
+	llist_add(&skb->pool, &per_cpu(skb->producer)->pool);
+	SMPNET_WORK(1);
+}
+#define napi_consume_skb(skb, budget)	__kfree_skb(skb)
+
+/* net/core/dev.c, Linux 6.2: seed 003's patch, its after side, as it is */
+static void skb_defer_free_flush(struct softnet_data *sd)
+{
+	struct sk_buff *skb, *next;
+
+	/* Paired with WRITE_ONCE() in skb_attempt_defer_free() */
+	if (!READ_ONCE(sd->defer_list))
+		return;
+
+	spin_lock_irq(&sd->defer_lock);
+	skb = sd->defer_list;
+	sd->defer_list = NULL;
+	sd->defer_count = 0;
+	spin_unlock_irq(&sd->defer_lock);
+
+	while (skb != NULL) {
+		next = skb->next;
+		napi_consume_skb(skb, 1);
+		skb = next;
+	}
+}
+
+/* Every CPU's pool full, its skbs allocated on CPU 0; every list empty. */
+static void pools_init(void)
+{
 	for (int cpu = 0; cpu < nr_cpus; cpu++) {
 		struct pcpu *p = per_cpu(cpu);
 
+		spin_lock_init(&per_cpu(softnet_data, cpu).defer_lock);
+		init_llist_head(&per_cpu(softnet_data, cpu).defer_llist);
 		init_llist_head(&p->pool);
 		for (int i = 0; i < NR_SKBS; i++) {
-			p->skbs[i].cpu = cpu;
+			p->skbs[i].alloc_cpu = 0;
+			p->skbs[i].producer = cpu;
 			llist_add(&p->skbs[i].pool, &p->pool);
 		}
 	}
@@ -76,83 +117,71 @@ static struct sk_buff *skb_get(struct pcpu *mine)
 	return n ? llist_entry(n, struct sk_buff, pool) : NULL;
 }
 
-/* __kfree_skb() here: back to its producer's pool, an skb freed. */
-static void skb_free(struct sk_buff *skb)
-{
-	llist_add(&skb->pool, &per_cpu(skb->cpu)->pool);
-	SMPNET_WORK(1);
-}
-
-SMPNET_INIT(locked) { pools_init(shared); }
+SMPNET_INIT(locked) { pools_init(); }
 
 SMPNET_VARIANT(locked)
 {
 	struct sk_buff *skb;
+	struct softnet_data *sd;
+	unsigned long flags;
 
-	if (role == consumer) {			/* skb_defer_free_flush() */
-		if (!READ_ONCE(shared->defer_list))
-			return;
+	if (role == consumer) {			/* net_rx_action(): BHs off */
 		local_bh_disable();
-		spin_lock(&shared->defer_lock);
-		skb = shared->defer_list;
-		shared->defer_list = NULL;
-		shared->defer_count = 0;
-		spin_unlock(&shared->defer_lock);
+		skb_defer_free_flush(this_cpu_ptr(&softnet_data));
 		local_bh_enable();
-		while (skb) {
-			struct sk_buff *next = skb->next;
-
-			skb_free(skb);
-			skb = next;
-		}
 		return;
 	}
-	skb = skb_get(this_cpu);		/* skb_attempt_defer_free() */
+	skb = skb_get(this_cpu);		/* skb_attempt_defer_free(), 6.2 */
 	if (!skb)
 		return;
-	if (READ_ONCE(shared->defer_count) >= DEFER_MAX) {
-		skb_free(skb);			/* nodefer: freed here */
+	sd = &per_cpu(softnet_data, skb->alloc_cpu);
+	if ((unsigned int)READ_ONCE(sd->defer_count) >= READ_ONCE(sysctl_skb_defer_max)) {
+		__kfree_skb(skb);		/* nodefer: freed here */
 		return;
 	}
-	spin_lock_bh(&shared->defer_lock);
-	WRITE_ONCE(shared->defer_count, shared->defer_count + 1);
-	skb->next = shared->defer_list;
-	WRITE_ONCE(shared->defer_list, skb);
-	spin_unlock_bh(&shared->defer_lock);
+	spin_lock_irqsave(&sd->defer_lock, flags);
+	WRITE_ONCE(sd->defer_count, sd->defer_count + 1);
+	skb->next = sd->defer_list;
+	WRITE_ONCE(sd->defer_list, skb);
+	spin_unlock_irqrestore(&sd->defer_lock, flags);
 }
 
-SMPNET_INIT(llist) { pools_init(shared); }
+SMPNET_INIT(llist) { pools_init(); }
 
 SMPNET_VARIANT(llist)
 {
 	struct sk_buff *skb, *next;
+	struct softnet_data *sd;
 
-	if (role == consumer) {			/* skb_defer_free_flush() */
+	if (role == consumer) {			/* skb_defer_free_flush(), 6.18 */
 		struct llist_node *list;
 
-		if (llist_empty(&shared->defer_llist))
+		sd = this_cpu_ptr(&softnet_data);
+		if (llist_empty(&sd->defer_llist))
 			return;
 		local_bh_disable();
-		atomic_set(&shared->defer_llcount, 0);
-		list = llist_del_all(&shared->defer_llist);
+		atomic_set(&sd->defer_llcount, 0);
+		list = llist_del_all(&sd->defer_llist);
 		local_bh_enable();
 		llist_for_each_entry_safe(skb, next, list, ll_node)
-			skb_free(skb);
+			napi_consume_skb(skb, 1);
 		return;
 	}
-	skb = skb_get(this_cpu);		/* skb_attempt_defer_free() */
+	skb = skb_get(this_cpu);		/* skb_attempt_defer_free(), 6.18 */
 	if (!skb)
 		return;
-	if (atomic_inc_return(&shared->defer_llcount) >= DEFER_MAX) {
-		skb_free(skb);			/* nodefer: freed here */
+	sd = &per_cpu(softnet_data, skb->alloc_cpu);
+	if (atomic_inc_return(&sd->defer_llcount) >= (int)READ_ONCE(sysctl_skb_defer_max)) {
+		__kfree_skb(skb);		/* nodefer: freed here */
 		return;
 	}
-	llist_add(&skb->ll_node, &shared->defer_llist);
+	llist_add(&skb->ll_node, &sd->defer_llist);
 }
 
 /* Conservation: every skb once, in its pool or on the consumer's list. */
-static void every_skb_once(struct shared *sd, int locked)
+static void every_skb_once(int locked)
 {
+	struct softnet_data *sd = &per_cpu(softnet_data, 0);
 	struct sk_buff *skb;
 	struct llist_node *n;
 	long seen = 0;
@@ -160,7 +189,7 @@ static void every_skb_once(struct shared *sd, int locked)
 	for (int cpu = 0; cpu < nr_cpus; cpu++)
 		for (n = per_cpu(cpu)->pool.first; n; n = n->next, seen++) {
 			skb = llist_entry(n, struct sk_buff, pool);
-			expect(skb->cpu == cpu, "an skb in another producer's pool");
+			expect(skb->producer == cpu, "an skb in another producer's pool");
 			expect(!skb->on_list++, "an skb in two places");
 		}
 	if (locked) {
@@ -177,5 +206,5 @@ static void every_skb_once(struct shared *sd, int locked)
 			per_cpu(cpu)->skbs[i].on_list = 0;
 }
 
-SMPNET_CHECK(locked) { every_skb_once(shared, 1); }
-SMPNET_CHECK(llist) { every_skb_once(shared, 0); }
+SMPNET_CHECK(locked) { every_skb_once(1); }
+SMPNET_CHECK(llist) { every_skb_once(0); }
