@@ -9,10 +9,13 @@
  * puts one in the object's per-CPU section (smpnet_percpu.ld: whole pages of
  * its own), the template, as the kernel's .data..percpu is; alloc_percpu()
  * takes room in the section's reserve. Every CPU of every variant's state
- * has a copy of the section in the segment, and the process running a CPU
- * maps that CPU's copy over the template (below): a per-CPU variable's
- * address is this CPU's copy, %gs's base is 0, and this_cpu_*() are the
- * kernel's %gs-relative instructions. docs/experiments/ab.md. */
+ * has a copy of the section in the segment (at one address in every
+ * worker), and the process running a CPU maps that CPU's copy over the
+ * template too (below): %gs's base is 0, so this_cpu_*() are the kernel's
+ * %gs-relative instructions on this CPU's copy; this_cpu_off is, as the
+ * kernel's, the offset from the template to the copy in the segment, so a
+ * this_cpu_ptr() handed to another CPU reaches this CPU's copy there too
+ * (an MCS node queued behind another's). docs/experiments/ab.md. */
 extern char __smpnet_percpu_start[] __attribute__((visibility("hidden")));
 extern char __smpnet_percpu_end[] __attribute__((visibility("hidden")));
 #define SMPNET_PERCPU_SECTION	__attribute__((section("smpnet_percpu")))
@@ -34,19 +37,30 @@ static __always_inline char *smpnet_percpu_area(const struct smpnet_env *e, int 
  * second mapping of the same pages, here at the template's address. Once
  * per process and copy, outside any timing. The template's own first
  * contents were copied to every CPU's copy before the inits ran. */
+/* DEFINE_PER_CPU(unsigned long, this_cpu_off), as arch/x86 has it */
+static unsigned long this_cpu_off SMPNET_PERCPU_SECTION __attribute__((unused));
+
 static inline void smpnet_percpu_map(const struct smpnet_env *e)
 {
 	size_t size = smpnet_percpu_area_size();
+	unsigned long off;
 	char *area;
-	unsigned long gs = 0;
 
 	if (!size || !e->pcpu_area)
 		return;
 	area = smpnet_percpu_area(e, e->cpu);
 	if (area == smpnet_percpu_mapped)
 		return;
+	/* this CPU's offset to its copy, in its this_cpu_off, as the kernel's
+	 * (arch/x86/kernel/setup_percpu.c, setup_per_cpu_areas()); %gs's base
+	 * stays 0, as glibc leaves it (made sure of): a user address may not
+	 * lie below the template, and the kernel refuses a base past user space */
+	off = (unsigned long)area - (unsigned long)__smpnet_percpu_start;
+	*(unsigned long *)(area + ((char *)&this_cpu_off - __smpnet_percpu_start)) = off;
 #if defined(__x86_64__)
-	if (!smpnet_percpu_mapped) {	/* %gs's base: 0, as glibc leaves it; made sure of */
+	if (!smpnet_percpu_mapped) {
+		unsigned long gs = 0;
+
 		if (syscall(SYS_arch_prctl, 0x1004 /* ARCH_GET_GS */, &gs) != 0 || gs != 0)
 			syscall(SYS_arch_prctl, 0x1001 /* ARCH_SET_GS */, 0UL);
 	}
@@ -73,8 +87,7 @@ static inline void smpnet_percpu_map(const struct smpnet_env *e)
 #define DECLARE_PER_CPU_SHARED_ALIGNED(type, name) DECLARE_PER_CPU(type, name)
 
 /* per_cpu_offset(cpu): from the template to CPU cpu's copy in the segment
- * (the kernel's __per_cpu_offset[]; this CPU's own copy is also at the
- * template, where this_cpu_*() reach it) */
+ * (the kernel's __per_cpu_offset[]) */
 static __always_inline unsigned long smpnet_per_cpu_offset(const struct smpnet_env *e, int cpu)
 {
 	return (unsigned long)smpnet_percpu_area(e, cpu) - (unsigned long)__smpnet_percpu_start;
@@ -88,8 +101,7 @@ static __always_inline unsigned long smpnet_per_cpu_offset(const struct smpnet_e
 #define SMPNET_PER_CPU_STATE(cpu)	smpnet_per_cpu(smpnet_env, (cpu))
 
 /* this_cpu_ptr(): the kernel's x86 arch_raw_cpu_ptr(), the pointer plus this
- * CPU's this_cpu_off read %gs-relative (0 here: the copy is at the template) */
-static DEFINE_PER_CPU(unsigned long, this_cpu_off) __attribute__((unused));
+ * CPU's this_cpu_off read %gs-relative */
 #define this_cpu_ptr(ptr)	((__typeof__(ptr))((unsigned long)(ptr) + this_cpu_read(this_cpu_off)))
 #define raw_cpu_ptr(ptr)	this_cpu_ptr(ptr)
 #define get_cpu_ptr(ptr)	({ preempt_disable(); this_cpu_ptr(ptr); })
