@@ -145,6 +145,41 @@ SMPNET_ATOMIC_OPS(atomic_long, atomic_long_t, long)
 	__atomic_compare_exchange_n((ptr), (pold), (new_), 0, __ATOMIC_SEQ_CST,		\
 				    __ATOMIC_SEQ_CST)
 
+/* The ordering variants (_acquire, _release, _relaxed) of the ops kernel
+ * locking code uses: on x86 each is the full op, the same locked
+ * instruction (include/linux/atomic/atomic-arch-fallback.h maps them to
+ * it where the arch defines only that). */
+#define xchg_relaxed		xchg
+#define xchg_acquire		xchg
+#define xchg_release		xchg
+#define cmpxchg_relaxed		cmpxchg
+#define cmpxchg_acquire		cmpxchg
+#define cmpxchg_release		cmpxchg
+#define try_cmpxchg_relaxed	try_cmpxchg
+#define try_cmpxchg_acquire	try_cmpxchg
+#define try_cmpxchg_release	try_cmpxchg
+#define atomic_xchg_relaxed	atomic_xchg
+#define atomic_xchg_acquire	atomic_xchg
+#define atomic_xchg_release	atomic_xchg
+#define atomic_cmpxchg_relaxed	atomic_cmpxchg
+#define atomic_cmpxchg_acquire	atomic_cmpxchg
+#define atomic_cmpxchg_release	atomic_cmpxchg
+#define atomic_try_cmpxchg_relaxed	atomic_try_cmpxchg
+#define atomic_try_cmpxchg_acquire	atomic_try_cmpxchg
+#define atomic_try_cmpxchg_release	atomic_try_cmpxchg
+#define atomic_fetch_add_relaxed	atomic_fetch_add
+#define atomic_fetch_add_acquire	atomic_fetch_add
+#define atomic_fetch_add_release	atomic_fetch_add
+#define atomic_fetch_or_relaxed		atomic_fetch_or
+#define atomic_fetch_or_acquire		atomic_fetch_or
+#define atomic_fetch_or_release		atomic_fetch_or
+#define atomic_add_return_relaxed	atomic_add_return
+#define atomic_add_return_acquire	atomic_add_return
+#define atomic_add_return_release	atomic_add_return
+/* wait until `c` holds of VAL, the atomic's value (include/linux/atomic.h) */
+#define atomic_cond_read_relaxed(v, c)	smp_cond_load_relaxed(&(v)->counter, (c))
+#define atomic_cond_read_acquire(v, c)	smp_cond_load_acquire(&(v)->counter, (c))
+
 /* ---------------------------------------------------------------- local_t, seqcount, u64_stats */
 
 /* local_t (arch/x86/include/asm/local.h): a long only its CPU writes,
