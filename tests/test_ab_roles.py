@@ -4,13 +4,14 @@ per unit of work where the file names one, and the producer/consumer
 example conserves its skbs. No test asserts a timing."""
 import json
 import shutil
+import types
 
 import pytest
 
 import smpnet
 from smpnet.cli import main
 from smpnet.errors import RunFailed
-from smpnet.experiments.ab import build, figures, rounds
+from smpnet.experiments.ab import build, cpu_roles, figures, rounds
 
 from ab_helpers import EXAMPLES, cache, one_error_line, two_cpus, write  # noqa: F401
 from conftest import X86, object_functions
@@ -72,27 +73,32 @@ def test_the_object_tells_its_roles_and_unit(tmp_path):
         assert loops and not any("smpnet_nr_roles_" in text for text in loops)
 
 
-@pytest.mark.parametrize("given, consumer, producer", [
-    (None, 0b01, 0b10),                     # the file's order: CPU 0 the first role
-    ("producer,consumer", 0b10, 0b01)])     # --roles, in CPU order
-def test_each_cpu_runs_its_roles_code(capsys, tmp_path, allowed, given, consumer, producer):
+def test_each_cpu_runs_its_roles_code(capsys, tmp_path, allowed):
     """Contended, each CPU runs its role's code and no other (the checks
-    read which CPUs ran each); uncontended, the one CPU runs every role once
-    an op. The figures are per unit of work: the consumer's two a turn."""
-    f = _roles_file(tmp_path, consumer, producer, f"roles_{consumer}.c")
-    argv = ["ab", f, *two_cpus(allowed), "--loops", "2000", "--rounds", "2", "--duration",
-            "0.005", "--repeat", "2", "--json"] + (["--roles", given] if given else [])
-    assert main(argv) == 0
+    read which CPUs ran each), here as --roles gives them, against the
+    file's order; uncontended, the one CPU runs every role once an op. The
+    figures are per unit of work: the consumer's two a turn."""
+    f = _roles_file(tmp_path, 0b10, 0b01, "roles.c")
+    assert main(["ab", f, *two_cpus(allowed), "--loops", "2000", "--rounds", "2", "--duration",
+                 "0.005", "--repeat", "2", "--json", "--roles", "producer,consumer"]) == 0
     env = json.loads(capsys.readouterr().out)
     p = env["params"]
     assert p["unit"] == "item" and p["roles"] == ["consumer", "producer"]
-    assert p["cpu_roles"] == (given.split(",") if given else ["consumer", "producer"])
+    assert p["cpu_roles"] == ["producer", "consumer"]
     con = [r for r in env["results"] if r["mode"] == "contended"]
     assert con and all(set(r["per_role"]) == {"consumer", "producer"} for r in con)
     for r in con:
-        assert r["per_role"]["consumer"]["cpus"] == [p["cpu_roles"].index("consumer")]
+        assert r["per_role"]["consumer"]["emulated_cpus"] == [1]
         assert r["units"] > 0 and r["per_role"]["producer"]["units_per_s"] == 0
         assert r["per_role"]["consumer"]["units_per_s"] > 0
+
+
+def test_the_files_order_gives_each_role_a_cpu_the_last_the_rest():
+    obj = types.SimpleNamespace(name="f.c", cpu_roles=("consumer", "producer", "reader"))
+    assert cpu_roles.assign(obj, None, 4, True) == ["consumer", "producer", "reader", "reader"]
+    assert cpu_roles.assign(obj, "reader,producer,consumer", 3, True) == [
+        "reader", "producer", "consumer"]
+    assert cpu_roles.assign(obj, None, 4, False) is None    # uncontended: one CPU, every role
 
 
 def test_the_producer_consumer_example_conserves_its_skbs(allowed):
@@ -114,6 +120,8 @@ def test_the_producer_consumer_example_conserves_its_skbs(allowed):
     (ROLES, ["--roles", "producer,consumr"], "--roles: no role 'consumr' in"),
     (ROLES, ["--roles", "producer"], "--roles producer: 1 role(s) for 2 CPUs"),
     (ROLES, ["--roles", "producer,producer"], "role 'consumer' has no CPU of the 2"),
+    (ROLES.replace("SMPNET_ROLES(consumer, producer)", "SMPNET_ROLES(consumer = 1, producer)"),
+     [], "SMPNET_ROLES(consumer = 1): roles are names, numbered in their order"),
     ((EXAMPLES / "aa.c").read_text(), ["--roles", "a,b"], "declares no SMPNET_ROLES")])
 def test_roles_no_cpu_can_run_are_refused_in_one_line(capsys, tmp_path, allowed, text, argv,
                                                       says):
@@ -124,11 +132,16 @@ def test_roles_no_cpu_can_run_are_refused_in_one_line(capsys, tmp_path, allowed,
     assert says in one_error_line(capsys)[-1]
 
 
-def test_a_unit_never_counted_ends_the_run(capsys, tmp_path):
-    f = write(tmp_path, ROLES.replace("SMPNET_WORK(2)", "(void)0").replace(
-        "ROLE0_CPUS", "1").replace("ROLE1_CPUS", "2"), "uncounted.c")
-    assert main(["ab", f, "--cpus", "0", "--loops", "2000", "--rounds", "2"]) == 1
-    assert "counted no item: SMPNET_WORK() was never reached" in one_error_line(capsys)[-1]
+@pytest.mark.parametrize("counted, mode", [("(void)0", "a round of 2000 ops"),
+                                           ("if (nr_cpus == 1) SMPNET_WORK(2)",
+                                            "a contended round")])
+def test_a_unit_never_counted_ends_the_run(capsys, tmp_path, allowed, counted, mode):
+    f = write(tmp_path, ROLES.replace("SMPNET_WORK(2)", counted).replace(
+        "ROLE0_CPUS", "1").replace("ROLE1_CPUS", "2"), f"uncounted{len(counted)}.c")
+    assert main(["ab", f, *two_cpus(allowed), "--loops", "2000", "--rounds", "2",
+                 "--duration", "0.005", "--repeat", "2", "--algo", "qspinlock"]) == 1
+    line = one_error_line(capsys)[-1]
+    assert mode in line and "counted no item: SMPNET_WORK() was never reached" in line
 
 
 def test_a_rounds_cycles_are_per_unit_where_a_unit_is_named():
@@ -152,7 +165,7 @@ def test_contended_figures_count_units_and_judge_fairness_within_a_role():
     assert row["ops_per_s"] == 50 / 2.0
     assert row["fairness"] == pytest.approx((10 + 30) ** 2 / (2 * (10 ** 2 + 30 ** 2)))
     prod = row["per_role"]["producer"]
-    assert prod["cpus"] == [1, 2] and prod["ops_per_s"] == 40 / 2.0
+    assert prod["emulated_cpus"] == [1, 2] and prod["ops_per_s"] == 40 / 2.0
     assert prod["cycles_per_op"] == 3000 / 40 and prod["units_per_s"] == 0
     assert row["per_role"]["consumer"]["units_per_s"] == 50 / 1.0
     # without a unit or roles: ops, and Jain's index over every CPU

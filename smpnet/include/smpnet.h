@@ -309,6 +309,7 @@ static inline void smpnet_cpu_relax(void)
 #define smp_mb__after_atomic()	barrier()
 #define smp_store_release(p, v)	do { barrier(); WRITE_ONCE(*(p), (v)); } while (0)
 #define smp_load_acquire(p)	({ __typeof__(*(p)) ___p1 = READ_ONCE(*(p)); barrier(); ___p1; })
+#define smp_acquire__after_ctrl_dep()	barrier()
 #else
 #define mb()		__atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define rmb()		__atomic_thread_fence(__ATOMIC_ACQUIRE)
@@ -320,6 +321,7 @@ static inline void smpnet_cpu_relax(void)
 #define smp_mb__after_atomic()	smp_mb()
 #define smp_store_release(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define smp_load_acquire(p)	__atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define smp_acquire__after_ctrl_dep()	__atomic_thread_fence(__ATOMIC_ACQUIRE)
 #endif
 #define smp_store_mb(var, value)	do { WRITE_ONCE(var, value); smp_mb(); } while (0)
 /* Wait until `cond_expr` (on VAL, the value just read) holds; the value. */
@@ -337,7 +339,7 @@ static inline void smpnet_cpu_relax(void)
 	})
 #define smp_cond_load_acquire(ptr, cond_expr)						\
 	({ __typeof__(READ_ONCE(*(ptr))) _val = smp_cond_load_relaxed(ptr, cond_expr);	\
-	   barrier(); _val; })
+	   smp_acquire__after_ctrl_dep(); _val; })
 
 /* The kernel's types, atomics, local_t, seqcount, u64_stats, refcount_t and
  * llist, by the kernel's names (after the barriers they wait with) */
@@ -505,13 +507,14 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 		smpnet_percpu_t *mine = smpnet_per_cpu(e, e->cpu);			\
 		uint64_t i, t0 = tsc_start();						\
 		for (i = 0; i < loops; i++) {						\
-			/* one CPU: every role in turn (one call site, for the	\
+			/* one CPU: every role in turn, the compiler not merging	\
+			 * one role's work with the next's (one call site, for the	\
 			 * inliner; without roles, once: the count is a constant) */ \
 			int r_ = 0;							\
-			do									\
+			do {									\
 				smpnet_op_##name(e, cpu, sh, mine, r_);			\
-			while (++r_ < smpnet_nr_roles_);				\
-			barrier();							\
+				barrier();						\
+			} while (++r_ < smpnet_nr_roles_);				\
 		}									\
 		return tsc_stop() - t0;							\
 	}										\

@@ -337,6 +337,7 @@ def _warned(labels, warned, mode):
 def _contended(cpus, p, entries, labels, roles, objects, progress, steps, tsc_hz):
     runs = [[] for _ in entries]
     n = 1
+    role_of = [p.roles.index(name) for name in p.cpu_roles or ()]   # each CPU's, by number
     with Machine(cpus=cpus, ncpus=p.ncpus, oversubscribe=p.oversubscribe,
                  regions=rounds.regions(objects[0], len(entries), p.ncpus),
                  numa_nodes=p.numa_nodes) as m:
@@ -348,9 +349,12 @@ def _contended(cpus, p, entries, labels, roles, objects, progress, steps, tsc_hz
                     progress(n, steps, f"contended round {r + 1} of {p.repeat}: {labels[i]}")
                 n += 1
                 runs[i].append(_run(m, labels, rounds.contended, entries[i], i, where,
-                                    p.duration_s, p.hold_cycles, p.think_cycles,
-                                    [p.roles.index(r) for r in p.cpu_roles or ()],
+                                    p.duration_s, p.hold_cycles, p.think_cycles, role_of,
                                     expected=p.duration_s, entry=i))
+                if p.unit and not sum(c[4] for c in runs[i][-1]):
+                    raise RunFailed(f"variant {labels[i]!r}: a contended round counted no "
+                                    f"{p.unit}: SMPNET_WORK() was never reached (the unit of "
+                                    "work is counted where it is done)")
         ops = [sum(c[0] for per in rs for c in per) for rs in runs]
         _check(m, entries, labels, where, ops, "contended")
         warned = [functools.reduce(rounds.merge_warnings, (c[3] for per in rs for c in per), None)

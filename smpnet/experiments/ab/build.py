@@ -389,5 +389,11 @@ def _text(ffi, p):
 
 
 def _names(ffi, p):
-    """SMPNET_ROLES' names from their stringified list ("consumer, producer")."""
-    return tuple(n.strip() for n in _text(ffi, p).split(",") if n.strip())
+    """SMPNET_ROLES' names from their stringified list ("consumer, producer");
+    BadInput for one that is not a plain name (an enum value given: its
+    place would not be its number)."""
+    names = tuple(n.strip() for n in _text(ffi, p).split(",") if n.strip())
+    bad = [n for n in names if not n.isidentifier()]
+    if bad:
+        raise BadInput(f"SMPNET_ROLES({bad[0]}): roles are names, numbered in their order")
+    return names

@@ -104,7 +104,7 @@ def _fairness(ops, cpu_roles):
 
 
 def _per_role(rounds, cpu_roles, tsc_hz):
-    """{role: its CPUs, its ops and units of work per second (its CPUs
+    """{role: its emulated CPUs, its ops and units of work per second (its CPUs
     together, over the longest one's time: the median of the rounds with
     its interval), and the cycles one of its ops costs its CPU}."""
     out = {}
@@ -117,7 +117,7 @@ def _per_role(rounds, cpu_roles, tsc_hz):
             ops_s.append(sum(r[0] for r in rs) / longest if longest else 0.0)
             units_s.append(sum(r[4] for r in rs) / longest if longest else 0.0)
             cost.append(sum(r[1] for r in rs) / max(1, sum(r[0] for r in rs)))
-        fig = {"cpus": mine}
+        fig = {"emulated_cpus": mine}
         for key, values in (("ops_per_s", ops_s), ("units_per_s", units_s),
                             ("cycles_per_op", cost)):
             fig[key], ci = stats.median_ci(values)
@@ -204,7 +204,8 @@ def text(env, extra):
     if unc:
         out.append(f"\nuncontended, CPU {unc[0]['cpus'][0]}: {p['rounds']} rounds per variant "
                    f"in ABBA order; the harness's empty loop: {unc[0]['overhead_cycles']:.2f} "
-                   "cycles per op (in every figure below)")
+                   + ("cycles per op (in every figure below)" if per == "op" else
+                      f"cycles per loop turn (in every figure below, which are per {per})"))
         if p.get("roles"):
             out.append(f"each op: every role in turn on this CPU ({', '.join(p['roles'])})")
         out.append(table([(locktext.row_name(r, r["variant"]), r["loops"], r["cycles"],
@@ -248,7 +249,8 @@ def text(env, extra):
 def _roles_text(p, con):
     """Each role's CPUs and figures, per variant (the rows' per_role)."""
     roles = p["cpu_roles"]
-    cpus = ", ".join(f"{n}: CPU(s) {','.join(str(i) for i, r in enumerate(roles) if r == n)}"
+    cpus = ", ".join(f"{n}: emulated CPU(s) "
+                     f"{','.join(str(i) for i, r in enumerate(roles) if r == n)}"
                      for n in dict.fromkeys(roles))
     out = [f"roles: {cpus}; fairness is within a role (the lowest role's Jain index); a "
            "role's figures are its CPUs' together"]
