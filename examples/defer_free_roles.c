@@ -8,12 +8,16 @@
  *           consumer's skb_defer_free_flush() pasted from the seed's patch
  *           (../shared/seeds/003), its spin_lock_irq() and all.
  *   llist:  an atomic count and llist_add() for the producer, one
- *           llist_del_all() for the consumer, as 844c9db7f7f5 ("net: use
- *           llist for sd->defer_list", Linux 6.18) made them.
+ *           llist_del_all() for the consumer, after 844c9db7f7f5 ("net: use
+ *           llist for sd->defer_list", Linux 6.18; written here from its
+ *           description, not pasted).
  *
  * CPU 0 is the consumer (the CPU that allocated the skbs: skb->alloc_cpu,
  * and flushes its list), every other CPU a producer (a socket's CPU,
- * freeing what it was given). softnet_data is per-CPU as the kernel
+ * freeing what it was given); --roles may place them otherwise (the
+ * consumer says where it runs). On one CPU, the kernel frees an skb of its
+ * own CPU at once (nodefer): uncontended, the variants differ in the flush's
+ * look at an empty list alone. softnet_data is per-CPU as the kernel
  * declares it (DEFINE_PER_CPU_ALIGNED, per_cpu(), this_cpu_ptr()). The unit
  * of work is an skb freed, counted where it is freed: cycles per skb of
  * every CPU together, end to end. A freed skb goes back to the producer it
@@ -59,7 +63,11 @@ struct pcpu {
 	struct sk_buff skbs[NR_SKBS];
 };
 
-SMPNET_STATE(struct smpnet_none, struct pcpu);
+struct shared {
+	int consumer;	/* the consumer's CPU + 1, once it has run: the skbs' alloc_cpu */
+};
+
+SMPNET_STATE(struct shared, struct pcpu);
 
 /* __kfree_skb() and napi_consume_skb() here: back to its producer's pool,
  * an skb freed. */
@@ -102,19 +110,38 @@ static void pools_init(void)
 		init_llist_head(&per_cpu(softnet_data, cpu).defer_llist);
 		init_llist_head(&p->pool);
 		for (int i = 0; i < NR_SKBS; i++) {
-			p->skbs[i].alloc_cpu = 0;
 			p->skbs[i].producer = cpu;
 			llist_add(&p->skbs[i].pool, &p->pool);
 		}
 	}
 }
 
-/* The producer's skb: the next in its pool, or NULL while all are deferred. */
-static struct sk_buff *skb_get(struct pcpu *mine)
+/* The producer's skb: the next in its pool, or NULL while all are deferred;
+ * allocated, as far as the skb knows, on the consumer's CPU. */
+static struct sk_buff *skb_get(struct shared *s, struct pcpu *mine)
 {
 	struct llist_node *n = llist_del_first(&mine->pool);
+	struct sk_buff *skb;
 
-	return n ? llist_entry(n, struct sk_buff, pool) : NULL;
+	if (!n)
+		return NULL;
+	skb = llist_entry(n, struct sk_buff, pool);
+	skb->alloc_cpu = READ_ONCE(s->consumer) - 1;
+	return skb;
+}
+
+/* skb_attempt_defer_free()'s first test: an skb of this CPU (or of a
+ * consumer that has not run yet) is freed here, at once */
+static bool nodefer(struct sk_buff *skb)
+{
+	return skb->alloc_cpu < 0 || skb->alloc_cpu == raw_smp_processor_id();
+}
+
+/* the consumer, where it runs */
+static void consumer_here(struct shared *s)
+{
+	if (unlikely(!READ_ONCE(s->consumer)))
+		WRITE_ONCE(s->consumer, smp_processor_id() + 1);
 }
 
 SMPNET_INIT(locked) { pools_init(); }
@@ -126,14 +153,19 @@ SMPNET_VARIANT(locked)
 	unsigned long flags;
 
 	if (role == consumer) {			/* net_rx_action(): BHs off */
+		consumer_here(shared);
 		local_bh_disable();
 		skb_defer_free_flush(this_cpu_ptr(&softnet_data));
 		local_bh_enable();
 		return;
 	}
-	skb = skb_get(this_cpu);		/* skb_attempt_defer_free(), 6.2 */
+	skb = skb_get(shared, this_cpu);	/* skb_attempt_defer_free(), 6.2 */
 	if (!skb)
 		return;
+	if (nodefer(skb)) {
+		__kfree_skb(skb);
+		return;
+	}
 	sd = &per_cpu(softnet_data, skb->alloc_cpu);
 	if ((unsigned int)READ_ONCE(sd->defer_count) >= READ_ONCE(sysctl_skb_defer_max)) {
 		__kfree_skb(skb);		/* nodefer: freed here */
@@ -146,30 +178,45 @@ SMPNET_VARIANT(locked)
 	spin_unlock_irqrestore(&sd->defer_lock, flags);
 }
 
+/* skb_defer_free_flush() with the llist, after 844c9db7f7f5 */
+static void skb_defer_free_flush_llist(struct softnet_data *sd)
+{
+	struct sk_buff *skb, *next;
+	struct llist_node *list;
+
+	if (llist_empty(&sd->defer_llist))
+		return;
+	/* the list taken, then the count reset: reset first, a flush stopped
+	 * between the two (its vCPU descheduled, as runs here saw) while 64
+	 * frees came in left the count at the limit and the list empty, and
+	 * every later free a nodefer */
+	list = llist_del_all(&sd->defer_llist);
+	atomic_set(&sd->defer_llcount, 0);
+	llist_for_each_entry_safe(skb, next, list, ll_node)
+		napi_consume_skb(skb, 1);
+}
+
 SMPNET_INIT(llist) { pools_init(); }
 
 SMPNET_VARIANT(llist)
 {
-	struct sk_buff *skb, *next;
+	struct sk_buff *skb;
 	struct softnet_data *sd;
 
-	if (role == consumer) {			/* skb_defer_free_flush(), 6.18 */
-		struct llist_node *list;
-
-		sd = this_cpu_ptr(&softnet_data);
-		if (llist_empty(&sd->defer_llist))
-			return;
+	if (role == consumer) {			/* net_rx_action(): BHs off */
+		consumer_here(shared);
 		local_bh_disable();
-		atomic_set(&sd->defer_llcount, 0);
-		list = llist_del_all(&sd->defer_llist);
+		skb_defer_free_flush_llist(this_cpu_ptr(&softnet_data));
 		local_bh_enable();
-		llist_for_each_entry_safe(skb, next, list, ll_node)
-			napi_consume_skb(skb, 1);
 		return;
 	}
-	skb = skb_get(this_cpu);		/* skb_attempt_defer_free(), 6.18 */
+	skb = skb_get(shared, this_cpu);	/* skb_attempt_defer_free(), 6.18 */
 	if (!skb)
 		return;
+	if (nodefer(skb)) {
+		__kfree_skb(skb);
+		return;
+	}
 	sd = &per_cpu(softnet_data, skb->alloc_cpu);
 	if (atomic_inc_return(&sd->defer_llcount) >= (int)READ_ONCE(sysctl_skb_defer_max)) {
 		__kfree_skb(skb);		/* nodefer: freed here */
@@ -179,9 +226,9 @@ SMPNET_VARIANT(llist)
 }
 
 /* Conservation: every skb once, in its pool or on the consumer's list. */
-static void every_skb_once(int locked)
+static void every_skb_once(struct shared *s, int locked)
 {
-	struct softnet_data *sd = &per_cpu(softnet_data, 0);
+	struct softnet_data *sd = &per_cpu(softnet_data, s->consumer ? s->consumer - 1 : 0);
 	struct sk_buff *skb;
 	struct llist_node *n;
 	long seen = 0;
@@ -206,5 +253,5 @@ static void every_skb_once(int locked)
 			per_cpu(cpu)->skbs[i].on_list = 0;
 }
 
-SMPNET_CHECK(locked) { every_skb_once(1); }
-SMPNET_CHECK(llist) { every_skb_once(0); }
+SMPNET_CHECK(locked) { every_skb_once(shared, 1); }
+SMPNET_CHECK(llist) { every_skb_once(shared, 0); }
