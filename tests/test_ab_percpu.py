@@ -159,6 +159,7 @@ def test_per_cpu_ops_are_gs_relative_as_the_kernels():
     heads = subprocess.run(["objdump", "-h", obj.path], capture_output=True, text=True,
                            check=True).stdout
     size, vma = re.search(r"\bsmpnet_percpu +([0-9a-f]+) +([0-9a-f]+)", heads).groups()
+    assert ".debug_info" not in heads       # -g0: debug information, the build's time alone
     assert int(size, 16) == len(obj.pcpu_template) and int(size, 16) % 4096 == 0
     assert int(vma, 16) % 4096 == 0
     syms = subprocess.run(["objdump", "-t", obj.path], capture_output=True, text=True,
