@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from ... import _core, build_flags
 from ...errors import BadInput
+from . import cpu_roles
 
 MAX_SOURCE_BYTES = 256 * 1024     # a user's file, whole
 COMPILE_TIMEOUT_S = 60.0          # one build, compiler and link
@@ -217,10 +218,8 @@ def scan(source, name):
 
 
 def compile_args(debug):
-    """The core's flags, and -g0 unless a debug build: Python's own CFLAGS
-    ask for debug information, which changes no instruction (GCC's rule)
-    and was 0.17-0.22 s of a 1.8 s build (1.11 s -> 0.94 s of gcc alone,
-    examples/aa.c, the Zen 4 guest, 2026-12-06); nothing reads it here."""
+    """The core's flags, and -g0 unless a debug build: Python's CFLAGS ask
+    for debug information, which changes no instruction and is 0.2 s a build."""
     return build_flags.compile_args(debug) + ([] if debug else ["-g0"])
 
 
@@ -384,7 +383,8 @@ def _describe(module, name, key, path, compiled, build_s):
                      {k: int(getattr(info, k)) for k in ("algo", "check", "popf", "kbuild")},
                      bytes(ffi.buffer(lib.smpnet_percpu_template(),
                                       lib.smpnet_percpu_area_size())),
-                     _names(ffi, lib.smpnet_role_names()), _text(ffi, lib.smpnet_unit()))
+                     cpu_roles.names(_text(ffi, lib.smpnet_role_names())),
+                     _text(ffi, lib.smpnet_unit()))
     if len(variants) < 2:
         raise BadInput(f"{name}: defines {len(variants)} variant(s) once built: ab compares "
                        "two or more, the first against the others")
@@ -394,14 +394,3 @@ def _describe(module, name, key, path, compiled, build_s):
 def _text(ffi, p):
     """A C string of the object's, or "" for NULL."""
     return "" if p == ffi.NULL else ffi.string(p).decode(errors="replace")
-
-
-def _names(ffi, p):
-    """SMPNET_ROLES' names from their stringified list ("consumer, producer");
-    BadInput for one that is not a plain name (an enum value given: its
-    place would not be its number)."""
-    names = tuple(n.strip() for n in _text(ffi, p).split(",") if n.strip())
-    bad = [n for n in names if not n.isidentifier()]
-    if bad:
-        raise BadInput(f"SMPNET_ROLES({bad[0]}): roles are names, numbered in their order")
-    return names

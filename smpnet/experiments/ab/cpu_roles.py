@@ -4,6 +4,17 @@ docs/experiments/ab.md, "The file"."""
 from ...errors import BadInput
 
 
+def names(text):
+    """SMPNET_ROLES' names from the object's stringified list ("consumer,
+    producer"); BadInput for one not a plain name (`a = 1`: its place would
+    not be its number)."""
+    out = tuple(n.strip() for n in text.split(",") if n.strip())
+    bad = [n for n in out if not n.isidentifier()]
+    if bad:
+        raise BadInput(f"SMPNET_ROLES({bad[0]}): roles are names, numbered in their order")
+    return out
+
+
 def assign(obj, given, ncpus, contended):
     """Each contended CPU's role name (the file's SMPNET_ROLES), or None for
     a file without roles: --roles, one name per CPU in CPU order, or the
