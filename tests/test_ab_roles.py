@@ -120,6 +120,8 @@ def test_the_producer_consumer_example_conserves_its_skbs(allowed):
     (ROLES, ["--roles", "producer,consumr"], "--roles: no role 'consumr' in"),
     (ROLES, ["--roles", "producer"], "--roles producer: 1 role(s) for 2 CPUs"),
     (ROLES, ["--roles", "producer,producer"], "role 'consumer' has no CPU of the 2"),
+    (ROLES, ["--builtin", "spin_lock_unlock"], "counts its cost per item (SMPNET_UNIT), the "
+                                               "built-in tests per op"),
     (ROLES.replace("SMPNET_ROLES(consumer, producer)", "SMPNET_ROLES(consumer = 1, producer)"),
      [], "SMPNET_ROLES(consumer = 1): roles are names, numbered in their order"),
     ((EXAMPLES / "aa.c").read_text(), ["--roles", "a,b"], "declares no SMPNET_ROLES")])

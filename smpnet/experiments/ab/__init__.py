@@ -176,6 +176,9 @@ def params(args, cpus):
                                   compiled=obj.compiled or more.compiled)
     builtins = [] if args.builtin is None else parse_list(args.builtin, _core.TIME_BENCH_NAMES,
                                                             "time_bench test")
+    if builtins and obj.unit:
+        raise BadInput(f"--builtin: {args.file} counts its cost per {obj.unit} (SMPNET_UNIT), "
+                       "the built-in tests per op: no ratio between the two")
     contended_only = {}
     if contended:
         contended_only = dict(duration_s=args.duration or DURATION,
