@@ -116,9 +116,11 @@ static void pools_init(void)
 	}
 }
 
-/* The producer's skb: the next in its pool, or NULL while all are deferred;
- * allocated, as far as the skb knows, on the consumer's CPU. */
-static struct sk_buff *skb_get(struct shared *s, struct pcpu *mine)
+/* skb_attempt_defer_free()'s start: the producer's next skb (from its
+ * pool; allocated, as far as the skb knows, on the consumer's CPU), or
+ * NULL while all are deferred or when its first test frees it here, at
+ * once (an skb of this CPU, or of a consumer that has not run yet) */
+static struct sk_buff *skb_to_defer(struct shared *s, struct pcpu *mine)
 {
 	struct llist_node *n = llist_del_first(&mine->pool);
 	struct sk_buff *skb;
@@ -127,21 +129,24 @@ static struct sk_buff *skb_get(struct shared *s, struct pcpu *mine)
 		return NULL;
 	skb = llist_entry(n, struct sk_buff, pool);
 	skb->alloc_cpu = READ_ONCE(s->consumer) - 1;
+	if (skb->alloc_cpu < 0 || skb->alloc_cpu == raw_smp_processor_id()) {
+		__kfree_skb(skb);
+		return NULL;
+	}
 	return skb;
 }
 
-/* skb_attempt_defer_free()'s first test: an skb of this CPU (or of a
- * consumer that has not run yet) is freed here, at once */
-static bool nodefer(struct sk_buff *skb)
-{
-	return skb->alloc_cpu < 0 || skb->alloc_cpu == raw_smp_processor_id();
-}
-
-/* the consumer, where it runs */
-static void consumer_here(struct shared *s)
+/* The consumer: net_rx_action(), BHs off, flushes this CPU's list with
+ * `flush` (a constant: inlined, no indirect call); where it runs, said
+ * once, for the producers' skbs */
+static __always_inline void net_rx_action(struct shared *s,
+					  void (*flush)(struct softnet_data *sd))
 {
 	if (unlikely(!READ_ONCE(s->consumer)))
 		WRITE_ONCE(s->consumer, smp_processor_id() + 1);
+	local_bh_disable();
+	flush(this_cpu_ptr(&softnet_data));
+	local_bh_enable();
 }
 
 SMPNET_INIT(locked) { pools_init(); }
@@ -152,20 +157,13 @@ SMPNET_VARIANT(locked)
 	struct softnet_data *sd;
 	unsigned long flags;
 
-	if (role == consumer) {			/* net_rx_action(): BHs off */
-		consumer_here(shared);
-		local_bh_disable();
-		skb_defer_free_flush(this_cpu_ptr(&softnet_data));
-		local_bh_enable();
+	if (role == consumer) {
+		net_rx_action(shared, skb_defer_free_flush);
 		return;
 	}
-	skb = skb_get(shared, this_cpu);	/* skb_attempt_defer_free(), 6.2 */
+	skb = skb_to_defer(shared, this_cpu);	/* skb_attempt_defer_free(), 6.2 */
 	if (!skb)
 		return;
-	if (nodefer(skb)) {
-		__kfree_skb(skb);
-		return;
-	}
 	sd = &per_cpu(softnet_data, skb->alloc_cpu);
 	if ((unsigned int)READ_ONCE(sd->defer_count) >= READ_ONCE(sysctl_skb_defer_max)) {
 		__kfree_skb(skb);		/* nodefer: freed here */
@@ -203,20 +201,13 @@ SMPNET_VARIANT(llist)
 	struct sk_buff *skb;
 	struct softnet_data *sd;
 
-	if (role == consumer) {			/* net_rx_action(): BHs off */
-		consumer_here(shared);
-		local_bh_disable();
-		skb_defer_free_flush_llist(this_cpu_ptr(&softnet_data));
-		local_bh_enable();
+	if (role == consumer) {
+		net_rx_action(shared, skb_defer_free_flush_llist);
 		return;
 	}
-	skb = skb_get(shared, this_cpu);	/* skb_attempt_defer_free(), 6.18 */
+	skb = skb_to_defer(shared, this_cpu);	/* skb_attempt_defer_free(), 6.18 */
 	if (!skb)
 		return;
-	if (nodefer(skb)) {
-		__kfree_skb(skb);
-		return;
-	}
 	sd = &per_cpu(softnet_data, skb->alloc_cpu);
 	if (atomic_inc_return(&sd->defer_llcount) >= (int)READ_ONCE(sysctl_skb_defer_max)) {
 		__kfree_skb(skb);		/* nodefer: freed here */
