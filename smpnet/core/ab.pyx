@@ -18,8 +18,8 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
                      int copy, int shared_region, int percpu_region,
                      uintptr_t build_info, int pcpu_area_region) except -1:
     """e: emulated CPU `cpu` on copy `copy` of the state: record `copy` of
-    the shared region, records copy * nr_cpus .. of the per-CPU one (and of
-    the per-CPU section's, where `pcpu_area_region` is not -1); the CPU set
+    the shared region, records copy * nr_cpus .. of the per-CPU one and of
+    the object's per-CPU section's (every object has one); the CPU set
     up as the object was built (its lock algorithm, checker, restore mode
     and kernel build, read from `build_info`)."""
     cdef smp_header *hdr = segment_header(seg)
@@ -32,10 +32,9 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
         raise IndexError(f"no state copy {copy}")
     if <uint64_t>(copy + 1) * hdr.nr_cpus > hdr.regions[percpu_region].count:
         raise IndexError(f"no per-CPU state for copy {copy}")
-    if pcpu_area_region != -1 and (pcpu_area_region < percpu.REGION_NR_BUILTIN
-                                   or <uint32_t>pcpu_area_region >= hdr.nr_regions
-                                   or <uint64_t>(copy + 1) * hdr.nr_cpus
-                                   > hdr.regions[pcpu_area_region].count):
+    if (pcpu_area_region < percpu.REGION_NR_BUILTIN
+            or <uint32_t>pcpu_area_region >= hdr.nr_regions
+            or <uint64_t>(copy + 1) * hdr.nr_cpus > hdr.regions[pcpu_area_region].count):
         raise ValueError(f"no per-CPU section region {pcpu_area_region} for copy {copy}")
     if build_info == 0:
         raise ValueError("no build info")
@@ -50,9 +49,8 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
     e.shared = per_cpu_ptr(hdr, shared_region, copy)
     e.percpu = <char *>per_cpu_ptr(hdr, percpu_region, copy * hdr.nr_cpus)
     e.percpu_stride = hdr.regions[percpu_region].stride
-    if pcpu_area_region != -1:
-        e.pcpu_area = <char *>per_cpu_ptr(hdr, pcpu_area_region, copy * hdr.nr_cpus)
-        e.pcpu_area_stride = hdr.regions[pcpu_area_region].stride
+    e.pcpu_area = <char *>per_cpu_ptr(hdr, pcpu_area_region, copy * hdr.nr_cpus)
+    e.pcpu_area_stride = hdr.regions[pcpu_area_region].stride
     e.cpu = cpu
     e.nr_cpus = hdr.nr_cpus
     e.deadline = <uint64_t>-1      # a hold() outside a contended run: its whole length
@@ -61,7 +59,7 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
 
 def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, int copy,
              int shared_region, int percpu_region, uintptr_t build_info,
-             int pcpu_area_region=-1):
+             int pcpu_area_region):
     """One round of a user variant's loop: (cycles, wall_ns, units of work
     counted by SMPNET_WORK) for `loops` ops (each op every role in turn)."""
     cdef ab.smpnet_env e
@@ -82,7 +80,7 @@ def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, in
 
 def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg, int cpu,
                  int copy, int shared_region, int percpu_region, uintptr_t build_info,
-                 uint64_t hold_cycles=0, uint64_t think_cycles=0, int pcpu_area_region=-1,
+                 int pcpu_area_region, uint64_t hold_cycles=0, uint64_t think_cycles=0,
                  int role=0):
     """A user variant on this CPU for duration_s, as every CPU of the run
     does at once, in CPU role `role` (SMPNET_ROLES; 0 without): (ops,
@@ -115,7 +113,7 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
 
 
 def ab_init(uintptr_t init, unsigned char[::1] seg, int copy, int shared_region,
-            int percpu_region, uintptr_t build_info, int pcpu_area_region=-1):
+            int percpu_region, uintptr_t build_info, int pcpu_area_region):
     """A variant's SMPNET_INIT on its copy of the state, as CPU 0: 0 or an errno."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
@@ -130,7 +128,7 @@ def ab_init(uintptr_t init, unsigned char[::1] seg, int copy, int shared_region,
 
 
 def ab_check(uintptr_t check_fn, unsigned char[::1] seg, int copy, int shared_region,
-             int percpu_region, uintptr_t build_info, uint64_t ops, int pcpu_area_region=-1):
+             int percpu_region, uintptr_t build_info, uint64_t ops, int pcpu_area_region):
     """A variant's SMPNET_CHECK on its copy, `ops` ops done on every CPU:
     None, or the message it failed with."""
     cdef ab.smpnet_env e

@@ -46,8 +46,6 @@ static inline void smpnet_percpu_map(const struct smpnet_env *e)
 	unsigned long off;
 	char *area;
 
-	if (!size || !e->pcpu_area)
-		return;
 	area = smpnet_percpu_area(e, e->cpu);
 	if (area == smpnet_percpu_mapped)
 		return;

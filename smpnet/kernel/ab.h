@@ -22,7 +22,7 @@ struct smpnet_env {
 	char *percpu;			/* CPU 0's copy of its per-CPU state */
 	uint64_t percpu_stride;		/* bytes from one CPU's copy to the next (64-byte multiple) */
 	char *pcpu_area;		/* CPU 0's copy of the object's per-CPU section
-					 * (DEFINE_PER_CPU, alloc_percpu), on whole pages; NULL: none */
+					 * (DEFINE_PER_CPU, alloc_percpu, this_cpu_off), on whole pages */
 	uint64_t pcpu_area_stride;	/* bytes from one CPU's copy to the next (whole pages) */
 	int cpu;			/* this emulated CPU */
 	int nr_cpus;			/* emulated CPUs running the variant */

@@ -24,15 +24,14 @@ def _record(size):
 def regions(obj, copies, nr_cpus):
     """The state's regions: one shared record per copy, nr_cpus per-CPU
     records per copy (each record rounded up to whole cache lines by the
-    machine, layout.stride), where each CPU is, and where the object has
-    per-CPU data (DEFINE_PER_CPU, alloc_percpu), nr_cpus copies of its
-    section per copy, on whole pages (the segment starts them on a page)."""
-    out = [("ab_shared", _record(obj.shared_size), copies),
-           ("ab_percpu", _record(obj.percpu_size), copies * nr_cpus),
-           ("ab_now", NOW, nr_cpus)]
-    if obj.pcpu_template:
-        out.append(("ab_pcpu_area", _record(len(obj.pcpu_template)), copies * nr_cpus))
-    return out
+    machine, layout.stride), where each CPU is, and nr_cpus copies per copy
+    of the object's per-CPU section (DEFINE_PER_CPU, alloc_percpu; every
+    object has one, this_cpu_off at least), on whole pages (the segment
+    starts them on a page)."""
+    return [("ab_shared", _record(obj.shared_size), copies),
+            ("ab_percpu", _record(obj.percpu_size), copies * nr_cpus),
+            ("ab_now", NOW, nr_cpus),
+            ("ab_pcpu_area", _record(len(obj.pcpu_template)), copies * nr_cpus)]
 
 
 def state_bytes(obj, copies, nr_cpus):
@@ -50,7 +49,7 @@ class Where:
     def __init__(self, machine, objects):
         names = machine.segment.region_names
         self.shared, self.percpu = names.index("ab_shared"), names.index("ab_percpu")
-        self.pcpu_area = names.index("ab_pcpu_area") if "ab_pcpu_area" in names else -1
+        self.pcpu_area = names.index("ab_pcpu_area")
         self.objects = list(objects)
         # the run's build options: the built-in tests run as it was built (each
         # entry's core call reads its own object's, build_info)
@@ -88,8 +87,6 @@ class Where:
         """Every CPU's copy of the per-CPU section, of every copy of the
         state, from its object's own (what DEFINE_PER_CPU initialised it
         to), as the kernel's setup_per_cpu_areas() copies .data..percpu."""
-        if self.pcpu_area < 0:
-            return
         area = machine.region("ab_pcpu_area")["bytes"]
         per = len(area) // len(self.objects)
         for copy, obj in enumerate(self.objects):
