@@ -190,10 +190,16 @@ def per_unit(cycles, ops, work, unit):
     for a round that counted none."""
     if not unit:
         return cycles
-    if not work:
-        raise RunFailed(f"a round of {ops} ops counted no {unit}: SMPNET_WORK() was never "
-                        "reached (the unit of work is counted where it is done)")
+    counted(work, unit, f"a round of {ops} ops")
     return cycles * ops / work
+
+
+def counted(work, unit, what):
+    """RunFailed where `what` (a round, uncontended or contended) counted
+    no unit of work though the file names one (SMPNET_UNIT)."""
+    if unit and not work:
+        raise RunFailed(f"{what} counted no {unit}: SMPNET_WORK() was never reached (the "
+                        "unit of work is counted where it is done)")
 
 
 def merge_warnings(a, b):
