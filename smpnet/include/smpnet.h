@@ -292,102 +292,15 @@ static inline void smpnet_cpu_relax(void)
 }
 #define cpu_relax()	smpnet_cpu_relax()
 
-/* The kernel's barriers, as arch/x86/include/asm/barrier.h has them:
- * mb/rmb/wmb the fences; smp_mb() a locked add to the stack (cheaper than
- * mfence); smp_rmb/wmb and the atomics' smp_mb__*() compiler barriers
- * alone (x86's loads and stores are ordered, its locked ops full
- * barriers); release and acquire a plain store and load, ordered by the
- * compiler (include/asm-generic/barrier.h's x86 forms). */
-#if defined(__x86_64__) || defined(__i386__)
-#define mb()		__asm__ __volatile__("mfence" ::: "memory")
-#define rmb()		__asm__ __volatile__("lfence" ::: "memory")
-#define wmb()		__asm__ __volatile__("sfence" ::: "memory")
-#define smp_mb()	__asm__ __volatile__("lock addl $0,-4(%%rsp)" ::: "memory", "cc")
-#define smp_rmb()	barrier()
-#define smp_wmb()	barrier()
-#define smp_mb__before_atomic()	barrier()
-#define smp_mb__after_atomic()	barrier()
-#define smp_store_release(p, v)	do { barrier(); WRITE_ONCE(*(p), (v)); } while (0)
-#define smp_load_acquire(p)	({ __typeof__(*(p)) ___p1 = READ_ONCE(*(p)); barrier(); ___p1; })
-#define smp_acquire__after_ctrl_dep()	barrier()
-#else
-#define mb()		__atomic_thread_fence(__ATOMIC_SEQ_CST)
-#define rmb()		__atomic_thread_fence(__ATOMIC_ACQUIRE)
-#define wmb()		__atomic_thread_fence(__ATOMIC_RELEASE)
-#define smp_mb()	__atomic_thread_fence(__ATOMIC_SEQ_CST)
-#define smp_rmb()	__atomic_thread_fence(__ATOMIC_ACQUIRE)
-#define smp_wmb()	__atomic_thread_fence(__ATOMIC_RELEASE)
-#define smp_mb__before_atomic()	smp_mb()
-#define smp_mb__after_atomic()	smp_mb()
-#define smp_store_release(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define smp_load_acquire(p)	__atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define smp_acquire__after_ctrl_dep()	__atomic_thread_fence(__ATOMIC_ACQUIRE)
-#endif
-#define smp_store_mb(var, value)	do { WRITE_ONCE(var, value); smp_mb(); } while (0)
-/* Wait until `cond_expr` (on VAL, the value just read) holds; the value. */
-#define smp_cond_load_relaxed(ptr, cond_expr)						\
-	({										\
-		__typeof__(ptr) __PTR = (ptr);						\
-		__typeof__(READ_ONCE(*(ptr))) VAL;	/* unqualified */		\
-		for (;;) {								\
-			VAL = READ_ONCE(*__PTR);					\
-			if (cond_expr)							\
-				break;							\
-			cpu_relax();							\
-		}									\
-		VAL;									\
-	})
-#define smp_cond_load_acquire(ptr, cond_expr)						\
-	({ __typeof__(READ_ONCE(*(ptr))) _val = smp_cond_load_relaxed(ptr, cond_expr);	\
-	   smp_acquire__after_ctrl_dep(); _val; })
+/* the kernel's barriers (after cpu_relax(), which their waits call) */
+#include "smpnet_barrier.h"
 
 /* The kernel's types, atomics, local_t, seqcount, u64_stats, refcount_t and
  * llist, by the kernel's names (after the barriers they wait with) */
 #include "smpnet_atomic.h"
 
-/* BUG_ON() and WARN_ON(), as a kernel developer's code has them: a BUG
- * ends the op and the run, naming its file and line (the harness asks
- * smpnet_bug_report()); a WARN is the condition's value, as the kernel's,
- * and the first one's place and the count are reported beside the results
- * (smpnet_warn_take()), not printed. */
-static const char *smpnet_bug_;
-static const char *smpnet_warned_;
-static unsigned long smpnet_warns_;
-const char *smpnet_bug_report(void) { return smpnet_bug_; }
-const char *smpnet_warn_take(unsigned long *count)
-{
-	const char *first = smpnet_warned_;
-
-	*count = smpnet_warns_;
-	smpnet_warned_ = NULL;
-	smpnet_warns_ = 0;
-	return first;
-}
-static inline void smpnet_warn(const char *where)
-{
-	if (!smpnet_warns_++)
-		smpnet_warned_ = where;
-}
-#define SMPNET_STR_(x)	#x
-#define SMPNET_STR(x)	SMPNET_STR_(x)
-#define SMPNET_HERE(what)	__FILE__ ":" SMPNET_STR(__LINE__) ": " what
-#undef BUG
-#define BUG()		do { smpnet_bug_ = SMPNET_HERE("BUG()"); longjmp(smpnet_unwind, 1); } while (0)
-#define BUG_ON(cond)									\
-	do {										\
-		if (unlikely(cond)) {							\
-			smpnet_bug_ = SMPNET_HERE("BUG_ON(" #cond ")");			\
-			longjmp(smpnet_unwind, 1);					\
-		}									\
-	} while (0)
-#define WARN_ON(cond)									\
-	({ int __ret = !!(cond); if (unlikely(__ret)) smpnet_warn(SMPNET_HERE("WARN_ON(" #cond ")")); __ret; })
-#define WARN_ON_ONCE(cond)								\
-	({ int __ret = !!(cond); if (unlikely(__ret))					\
-		smpnet_warn(SMPNET_HERE("WARN_ON_ONCE(" #cond ")")); __ret; })
-#define WARN(cond, ...)									\
-	({ int __ret = !!(cond); if (unlikely(__ret)) smpnet_warn(SMPNET_HERE("WARN(" #cond ")")); __ret; })
-#define WARN_ONCE(cond, ...)	WARN(cond, __VA_ARGS__)
+/* BUG_ON() and WARN_ON() */
+#include "smpnet_bug.h"
 
 #define nr_cpus		(smpnet_env->nr_cpus)
 #define smp_processor_id()	(smpnet_cpu->cpu)
