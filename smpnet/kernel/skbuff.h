@@ -30,6 +30,7 @@
 #define SMPNET_SKBUFF_H
 
 #include "spinlock_api_smp.h"
+#include "sk_buff.h"
 
 #define SKB_FREE		0
 #define SKB_LIVE		1
@@ -54,17 +55,6 @@
 	X(DEFER_LLIST,		"llist")
 
 SMP_ENUM(defer_strategy, DEFER_STRATEGY_TABLE, DEFER_NR_STRATEGIES);
-
-struct sk_buff {			/* one cache line */
-	uint32_t next;			/* handle of the next skb on a list, 0 at the end */
-	uint32_t alloc_cpu;
-	uint32_t gen;			/* bumped on every allocation */
-	uint32_t state;			/* SKB_FREE or SKB_LIVE */
-	uint32_t len;
-	uint32_t hash;
-	uint64_t tstamp;
-	uint8_t  cb[32];		/* what protocol layers write and read */
-};
 
 /* An skb's data area: the packet's first line (written at receive, read
  * by the consumer) and the shared info (skb_shinfo()), whose dataref

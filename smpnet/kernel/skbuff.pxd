@@ -2,6 +2,7 @@ from libc.stdint cimport uint8_t, int32_t, uint32_t, uint64_t
 from smpnet.kernel.percpu cimport softnet_data
 from smpnet.kernel.smp cimport cpu_ctx
 from smpnet.kernel.spinlock_types cimport spinlock_t
+from smpnet.kernel.sk_buff cimport sk_buff
 
 cdef extern from "skbuff.h" nogil:
     enum: DEFER_IRQSAVE
@@ -27,14 +28,6 @@ cdef extern from "skbuff.h" nogil:
         uint32_t owned
         uint32_t rcv_mss
         uint8_t *buf
-
-    struct sk_buff:
-        uint32_t next
-        uint32_t alloc_cpu
-        uint32_t gen
-        uint32_t state
-        uint32_t len
-        uint32_t hash
 
     struct skb_data:
         uint8_t head[64]
