@@ -18,8 +18,8 @@
 #include "spinlock_types.h"
 
 #define SMPNET_MAGIC          0x54454e504d53ull	/* "SMPNET" */
-#define SMPNET_LAYOUT_VERSION 23	/* bump on any change to a shared record: its one home */
-#define SMPNET_MAX_REGIONS    16
+#define SMPNET_LAYOUT_VERSION 24	/* bump on any change to a shared record: its one home */
+#define SMPNET_MAX_REGIONS    24
 #define SMPNET_REGION_NAME    16
 
 /* The built-in regions, in directory order. Regions an experiment adds
