@@ -92,6 +92,13 @@ def object_functions(path):
     return dict(re.findall(r"^[0-9a-f]+ <([^>]+)>:\n(.*?)(?:\n\n|\Z)", asm, re.S | re.M))
 
 
+def timed_loop(functions, variant):
+    """The name of `ab` variant `variant`'s timed loop in object_functions()'
+    answer, by its whole name (gcc may add a suffix: .isra.0): the loop of
+    "irq" is not "irqsave"'s."""
+    return next(f for f in functions if f.split(".")[0] == f"smpnet_timed_{variant}")
+
+
 @pytest.fixture(scope="session")
 def core_functions():
     """object_functions() of the built extension."""

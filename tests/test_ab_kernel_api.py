@@ -13,7 +13,7 @@ import pytest
 
 import smpnet
 from ab_helpers import EXAMPLES, FAST, cache, one_error_line, two_cpus, write  # noqa: F401
-from conftest import X86, object_functions, open_segments, thunk_addresses
+from conftest import X86, object_functions, open_segments, thunk_addresses, timed_loop
 from smpnet.cli import main
 from smpnet.experiments.ab import build
 from smpnet.machine import kernel_build
@@ -105,8 +105,7 @@ def test_a_users_irqsave_saves_the_flags_and_restores_them_as_built():
     qspinlock = smpnet._core.LOCK_ALGOS["qspinlock"]
     for popf in (False, True):
         fns = object_functions(build.build(IRQSAVE, "irqsave.c", qspinlock, popf=popf).path)
-        timed = {v: next(f for f in fns if f.startswith(f"smpnet_timed_{v}"))
-                 for v in ("irqsave", "irq")}
+        timed = {v: timed_loop(fns, v) for v in ("irqsave", "irq")}
         assert reaches(fns, timed["irqsave"], r"\tpushf")
         assert not reaches(fns, timed["irq"], r"\tpushf")
         assert reaches(fns, timed["irqsave"], r"\tpopf") == popf, popf
@@ -152,7 +151,7 @@ def test_the_kernels_atomics_are_x86s_locked_instructions_and_signed(tmp_path, a
                                         smpnet._core.LOCK_ALGOS["qspinlock"]).path)
 
     def timed(v):
-        return fns[next(f for f in fns if f.startswith(f"smpnet_timed_{v}"))]
+        return fns[timed_loop(fns, v)]
     assert re.search(r"lock (add|inc)l", timed("inc"))
     assert re.search(r"lock xadd", timed("fetch_add"))
     assert re.search(r"lock (dec|sub)l", timed("dec_and_test")) and "cmpxchg" not in timed(
@@ -325,7 +324,7 @@ def test_the_kernels_barriers_compile_to_x86s_instructions():
                                         smpnet._core.LOCK_ALGOS["qspinlock"]).path)
 
     def timed(v):
-        return fns[next(f for f in fns if f.startswith(f"smpnet_timed_{v}"))]
+        return fns[timed_loop(fns, v)]
     def fences(v):     # the TSC reads' own lfences are every loop's: count beside an empty one
         return re.findall(r"fence|\block\b|xchg +%r", timed(v))
     assert re.search(r"lock addl \$0x0,-0x4\(%rsp\)", timed("full"))

@@ -10,7 +10,7 @@ import pytest
 
 import smpnet
 from ab_helpers import FAST, cache, one_error_line, two_cpus, write  # noqa: F401
-from conftest import X86, object_functions
+from conftest import X86, object_functions, timed_loop
 from smpnet.cli import main
 from smpnet.experiments.ab import build
 
@@ -101,7 +101,7 @@ def _functions(kernel_build):
 
 
 def _calls(fns, variant):
-    loop = fns[next(f for f in fns if f.startswith(f"smpnet_timed_{variant}"))]
+    loop = fns[timed_loop(fns, variant)]
     return loop, set(re.findall(r"\bcall +[0-9a-f]+ <(\w+)>", loop))
 
 
