@@ -19,7 +19,7 @@ from libc.errno cimport errno, EINTR, EIO, ENOSPC, EAGAIN
 # The model, smpnet/kernel/*.pxd: one per header, cimported whole where a
 # file uses its structs (percpu.smp_header, skbuff.sk_buff, ...), by name
 # for the primitives every file uses.
-from smpnet.kernel cimport (ab, consts, dev, fake_nic, layout, link, loopback, neighbour, percpu,
+from smpnet.kernel cimport (ab, ab_skb, consts, dev, fake_nic, layout, link, loopback, neighbour, percpu,
                             skbuff)
 from smpnet.kernel.compiler cimport barrier, cpu_relax
 from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp, tsc_read_unordered,

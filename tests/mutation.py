@@ -18,6 +18,7 @@ FIG = "smpnet/experiments/ab/figures.py"
 HDR = "smpnet/include/smpnet.h"
 T_FIG = "tests/test_ab_figures.py::"
 T_API = "tests/test_ab_kernel_api.py::"
+T_SKB = "tests/test_ab_skbs.py::"
 
 MUTANTS = [
     Mutant("label-swapped", FIG, "        return FASTER\n    if lo > 0:\n        return SLOWER",
@@ -123,6 +124,19 @@ MUTANTS = [
            "\t\tWRITE_ONCE(prev->next, node);\n", "",
            ["tests/test_ab_qspinlock.py::test_the_kernels_qspinlock_excludes_on_every_path"],
            "a queued waiter never linked behind its predecessor"),
+    Mutant("skb-free-always-local", "smpnet/kernel/ab_skb.h",
+           "if (skb->alloc_cpu == (uint32_t)c->cpu)", "if (1)",
+           [T_SKB + "test_the_example_frees_remotely_or_defers_as_its_variant_says"],
+           "another CPU's skb freed into this CPU's cache, no remote free"),
+    Mutant("skb-defer-frees", "smpnet/include/smpnet_skbuff.h",
+           "smpnet_skb_ops_->defer_free(smpnet_cpu, smpnet_skb_(skb));",
+           "smpnet_skb_ops_->free(smpnet_cpu, smpnet_skb_(skb));",
+           [T_SKB + "test_the_example_frees_remotely_or_defers_as_its_variant_says"],
+           "skb_attempt_defer_free() a plain free"),
+    Mutant("skb-double-free-unchecked", "smpnet/experiments/ab/skbs.py",
+           "    if twice or stale:", "    if False:",
+           [T_SKB + "test_an_skb_freed_twice_fails_the_run"],
+           "an skb freed twice let through"),
 ]
 
 # Left out: no test can kill them, the program behaving the same with or without them

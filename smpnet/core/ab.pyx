@@ -14,14 +14,17 @@ AB_NAME = ab.SMPNET_AB_NAME
 AB_MAX_ROLES = ab.SMPNET_AB_MAX_ROLES
 
 
-cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int cpu,
-                     int copy, int shared_region, int percpu_region,
-                     uintptr_t build_info, int pcpu_area_region) except -1:
+cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, net_ctx *n, unsigned char[::1] seg,
+                     int cpu, int copy, int shared_region, int percpu_region,
+                     uintptr_t build_info, int pcpu_area_region, net_regions,
+                     int net_strategy) except -1:
     """e: emulated CPU `cpu` on copy `copy` of the state: record `copy` of
     the shared region, records copy * nr_cpus .. of the per-CPU one and of
     the object's per-CPU section's (every object has one); the CPU set
     up as the object was built (its lock algorithm, checker, restore mode
-    and kernel build, read from `build_info`)."""
+    and kernel build, read from `build_info`). With `net_regions` (the
+    object takes the model's skbs, smpnet_skbuff.h) the CPU's network model
+    is `n`, on those regions, deferring frees with `net_strategy`."""
     cdef smp_header *hdr = segment_header(seg)
     cdef int region   # typed: Cython 3.3 infers a loop over a tuple of ints wrongly
     check_cpu(hdr, cpu)
@@ -54,20 +57,25 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, unsigned char[::1] seg, int c
     e.cpu = cpu
     e.nr_cpus = hdr.nr_cpus
     e.deadline = <uint64_t>-1      # a hold() outside a contended run: its whole length
+    if net_regions is not None:
+        net_ctx_setup(n, c, net_regions, net_strategy, NET_CORE_MODEL["skb_defer_max"])
+        c.net = n
+        e.skb_ops = &ab_skb.ab_skb_ops
     return 0
 
 
 def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, int copy,
              int shared_region, int percpu_region, uintptr_t build_info,
-             int pcpu_area_region):
+             int pcpu_area_region, net_regions=None, int net_strategy=0):
     """One round of a user variant's loop: (cycles, wall_ns, units of work
     counted by SMPNET_WORK) for `loops` ops (each op every role in turn)."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
+    cdef net_ctx net
     if loop == 0:
         raise ValueError("no loop")
-    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, build_info,
-                pcpu_area_region)
+    ab_env_init(&e, &c, &net, seg, cpu, copy, shared_region, percpu_region, build_info,
+                pcpu_area_region, net_regions, net_strategy)
     cdef ab.smpnet_loop_fn fn = <ab.smpnet_loop_fn>loop
     cdef uint64_t cycles, w0, w1
     with nogil:
@@ -81,12 +89,13 @@ def ab_round(uintptr_t loop, uint64_t loops, unsigned char[::1] seg, int cpu, in
 def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg, int cpu,
                  int copy, int shared_region, int percpu_region, uintptr_t build_info,
                  int pcpu_area_region, uint64_t hold_cycles=0, uint64_t think_cycles=0,
-                 int role=0):
+                 int role=0, net_regions=None, int net_strategy=0):
     """A user variant on this CPU for duration_s, as every CPU of the run
     does at once, in CPU role `role` (SMPNET_ROLES; 0 without): (ops,
     tsc_cycles, spins, aborted by a stop, units of work counted)."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
+    cdef net_ctx net
     cdef uint64_t n = 0, t0, t1, spins0
     cdef int stopped
     if contended == 0:
@@ -95,8 +104,8 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
         raise ValueError(f"duration_s must be in (0, 1e6], got {duration_s}")
     if not 0 <= role < AB_MAX_ROLES:
         raise ValueError(f"no CPU role {role}")
-    ab_env_init(&e, &c, seg, cpu, copy, shared_region, percpu_region, build_info,
-                pcpu_area_region)
+    ab_env_init(&e, &c, &net, seg, cpu, copy, shared_region, percpu_region, build_info,
+                pcpu_area_region, net_regions, net_strategy)
     e.hold_cycles = hold_cycles
     e.think_cycles = think_cycles
     e.role = role
@@ -108,17 +117,25 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
         e.deadline = t0 + <uint64_t>(duration_s * hz)
         stopped = fn(&e, e.deadline, &n)
         t1 = tsc_stop()
+        if c.net != NULL:
+            # the model's skbs: the kick pending here and the skbs deferred
+            # to this CPU are freed in this round's account, untimed (what
+            # another CPU defers after this falls to a later round)
+            irq_poll(&c)
+            skbuff.skb_defer_free_flush(&c, &net)
         lockdep_end(&c)
     return n, t1 - t0, c.irq.spins - spins0, bool(stopped), e.work
 
 
 def ab_init(uintptr_t init, unsigned char[::1] seg, int copy, int shared_region,
-            int percpu_region, uintptr_t build_info, int pcpu_area_region):
+            int percpu_region, uintptr_t build_info, int pcpu_area_region, net_regions=None,
+            int net_strategy=0):
     """A variant's SMPNET_INIT on its copy of the state, as CPU 0: 0 or an errno."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
-    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, build_info,
-                pcpu_area_region)
+    cdef net_ctx net
+    ab_env_init(&e, &c, &net, seg, 0, copy, shared_region, percpu_region, build_info,
+                pcpu_area_region, net_regions, net_strategy)
     e.lock_ids = copy << 8   # a report names a lock by its copy, then its place in the init
     cdef ab.smpnet_init_fn fn = <ab.smpnet_init_fn>init
     cdef int rc
@@ -128,13 +145,15 @@ def ab_init(uintptr_t init, unsigned char[::1] seg, int copy, int shared_region,
 
 
 def ab_check(uintptr_t check_fn, unsigned char[::1] seg, int copy, int shared_region,
-             int percpu_region, uintptr_t build_info, uint64_t ops, int pcpu_area_region):
+             int percpu_region, uintptr_t build_info, uint64_t ops, int pcpu_area_region,
+             net_regions=None, int net_strategy=0):
     """A variant's SMPNET_CHECK on its copy, `ops` ops done on every CPU:
     None, or the message it failed with."""
     cdef ab.smpnet_env e
     cdef cpu_ctx c
-    ab_env_init(&e, &c, seg, 0, copy, shared_region, percpu_region, build_info,
-                pcpu_area_region)
+    cdef net_ctx net
+    ab_env_init(&e, &c, &net, seg, 0, copy, shared_region, percpu_region, build_info,
+                pcpu_area_region, net_regions, net_strategy)
     e.ops = ops
     cdef ab.smpnet_check_fn fn = <ab.smpnet_check_fn>check_fn
     cdef const char *msg

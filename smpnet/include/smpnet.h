@@ -73,6 +73,7 @@
 #define smp_header	smpnet_model_smp_header
 #define smp_region	smpnet_model_smp_region
 #define softnet_data	smpnet_model_softnet_data
+#define sk_buff	smpnet_model_sk_buff
 /* The model's lock functions whose names are the kernel's (qspinlock's,
  * MCS's, PV's): a file may define them, or take smpnet_qspinlock.h's. */
 #define arch_spin_lock	smpnet_model_arch_spin_lock
@@ -168,6 +169,20 @@ const char *smpnet_unit(void) { return smpnet_unit_; }
 	static int smpnet_nr_roles_ = smpnet_roles_end_;				\
 	static const char *smpnet_role_names_ = #__VA_ARGS__
 #define SMPNET_UNIT(name)	static const char *smpnet_unit_ = #name
+
+/* The model's skbs (smpnet_skbuff.h), and how their defer list is locked:
+ * tentative too. The strategy by name, "llist" (the newest kernel's)
+ * unless SMPNET_SKB_DEFER() says; NULL for a file without skbs. */
+static int smpnet_uses_skbs_;
+static const char *smpnet_skb_defer_;
+/* Between two ops, IRQs are on: a file with the model's skbs takes the
+ * defer kick's IPI there, as a CPU takes it at once; in any other file
+ * no IRQ is ever raised, and the test folds away. */
+#define SMPNET_IRQ_WINDOW(cpu)	do { if (smpnet_uses_skbs_) irq_poll(cpu); } while (0)
+const char *smpnet_skb_defer(void)
+{
+	return !smpnet_uses_skbs_ ? NULL : smpnet_skb_defer_ ? smpnet_skb_defer_ : "llist";
+}
 #define SMPNET_WORK(n)		((void)(smpnet_env->work += (n)))
 
 /* ---------------------------------------------------------------- the registry */
@@ -426,6 +441,7 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 			int r_ = 0;							\
 			do {									\
 				smpnet_op_##name(e, cpu, sh, mine, r_);			\
+				SMPNET_IRQ_WINDOW(cpu);					\
 				barrier();						\
 			} while (++r_ < smpnet_nr_roles_);				\
 		}									\
@@ -452,6 +468,7 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 		int stopped = 0;							\
 		for (;;) {								\
 			smpnet_op_##name(e, cpu, sh, mine, role);			\
+			SMPNET_IRQ_WINDOW(cpu);						\
 			n++;								\
 			if (e->think_cycles)						\
 				tsc_spend(e->think_cycles);				\
@@ -541,6 +558,7 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 #undef smp_header
 #undef smp_region
 #undef softnet_data
+#undef sk_buff
 #undef arch_spin_lock
 #undef arch_spin_unlock
 #undef decode_tail

@@ -14,6 +14,19 @@
 #include "percpu.h"
 #include "smp.h"
 
+struct sk_buff;
+
+/* The model's skb life cycle (skbuff.h, dev.h), for a file that includes
+ * smpnet_skbuff.h: the core's own functions, out of line, called through
+ * this table (ab_skb.h), on the CPU's c->net. */
+struct smpnet_skb_ops {
+	struct sk_buff *(*alloc)(struct cpu_ctx *c, unsigned int len);	/* napi_alloc_skb() */
+	void (*free)(struct cpu_ctx *c, struct sk_buff *skb);		/* kfree_skb() */
+	void (*defer_free)(struct cpu_ctx *c, struct sk_buff *skb);	/* skb_attempt_defer_free() */
+	void (*net_rx_ipi)(struct cpu_ctx *c);	/* the defer kick's handler */
+	void (*net_rx_action)(struct cpu_ctx *c);	/* the NET_RX softirq */
+};
+
 /* What one variant's loop runs on: one emulated CPU and one copy of the
  * file's state (each variant, and the A/A control, has a copy of its own). */
 struct smpnet_env {
@@ -33,6 +46,8 @@ struct smpnet_env {
 	uint32_t lock_ids;		/* spin_lock_init()'s next lock id */
 	int32_t role;			/* contended: this CPU's role (SMPNET_ROLES), 0 without */
 	uint64_t work;			/* units of work this CPU's loop did (SMPNET_WORK) */
+	const struct smpnet_skb_ops *skb_ops;	/* the model's skbs: NULL unless the
+					 * file includes smpnet_skbuff.h */
 };
 
 /* The options the object was built for (SMPNET_BUILD_*: the lock
@@ -76,13 +91,15 @@ struct smpnet_variant_info {
 #define SMPNET_ABI_HASH									\
 	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(	\
 	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(	\
-	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(0xcbf29ce484222325ull,	\
+	SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(SMPNET_ABI_MIX(				\
+	SMPNET_ABI_MIX(SMPNET_ABI_MIX(0xcbf29ce484222325ull,					\
 	SMPNET_LAYOUT_VERSION), sizeof(struct cpu_ctx)),				\
 	offsetof(struct cpu_ctx, lock_algo)), sizeof(struct smp_header)),		\
 	offsetof(struct smp_header, regions)), sizeof(struct irq_cpustat)),		\
 	sizeof(spinlock_t)), sizeof(struct lock_info)), sizeof(struct qnodes)),		\
 	sizeof(struct smpnet_env)), offsetof(struct smpnet_env, lock_ids)),		\
 	sizeof(struct smpnet_variant_info)), sizeof(struct smpnet_build_info)),		\
-	offsetof(struct smpnet_variant_info, algo))
+	offsetof(struct smpnet_variant_info, algo)), sizeof(struct smpnet_skb_ops)),	\
+	offsetof(struct smpnet_env, skb_ops))
 
 #endif

@@ -2,6 +2,9 @@ from libc.stdint cimport int32_t, uint32_t, uint64_t, uintptr_t
 from smpnet.kernel.smp cimport cpu_ctx
 
 cdef extern from "ab.h" nogil:
+    struct smpnet_skb_ops:
+        pass
+
     struct smpnet_env:
         cpu_ctx *c
         void *shared
@@ -18,6 +21,7 @@ cdef extern from "ab.h" nogil:
         uint32_t lock_ids
         int32_t role
         uint64_t work
+        const smpnet_skb_ops *skb_ops
 
     struct smpnet_build_info:
         int algo

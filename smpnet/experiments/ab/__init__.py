@@ -28,7 +28,7 @@ from ...machine.machine import Machine, run_seconds
 from ...measure import stats
 from ...measure.time_bench import MIN_ROUND_S, pass_order
 from ..common import lockbench, lockopts
-from . import build, contain, cpu_roles, figures, rounds
+from . import build, contain, cpu_roles, figures, rounds, skbs
 
 ROUNDS, DURATION, REPEAT = 20, 0.05, 20
 AA = " (A/A)"   # the control's label: the baseline's name and this
@@ -118,6 +118,7 @@ class AbParams(Params):
     unit: Optional[str] = None
     roles: Optional[list] = None
     cpu_roles: Optional[list] = None
+    skb_defer: Optional[str] = None     # the model's skbs' defer list (smpnet_skbuff.h)
     # the object params() built and loaded, which the run takes: one build a run,
     # and one more per algorithm a variant has of its own (by the algorithm's name)
     loaded: object = dataclasses.field(default=None, repr=False, compare=False,
@@ -125,7 +126,7 @@ class AbParams(Params):
     loaded_by_algo: dict = dataclasses.field(default_factory=dict, repr=False, compare=False,
                                              metadata={"record": False})
     OPTIONAL = ("duration_s", "repeat", "hold_cycles", "think_cycles", "unit", "roles",
-                "cpu_roles")
+                "cpu_roles", "skb_defer")
 
 
 def params(args, cpus):
@@ -163,6 +164,7 @@ def params(args, cpus):
     algo_names = {a: n for n, a in _core.LOCK_ALGOS.items()}
     variant_algos = {v.name: algo_names[v.algo] for v in obj.variants
                      if v.name in chosen and v.algo >= 0}
+    skbs.validate(obj, args.file, variant_algos)     # before the other algorithms' builds
     by_algo = {args.algo: obj}
     for algo in sorted(set(variant_algos.values()) - set(by_algo)):
         more = build.build(source, args.file, _core.LOCK_ALGOS[algo], args.check,
@@ -200,7 +202,8 @@ def params(args, cpus):
                  build_s=obj.build_s, shared_bytes=obj.shared_size,
                  percpu_bytes=obj.percpu_size, variant_algos=variant_algos, loaded=obj,
                  loaded_by_algo=by_algo, unit=obj.unit or None,
-                 roles=list(obj.cpu_roles) or None, cpu_roles=roles, **contended_only)
+                 roles=list(obj.cpu_roles) or None, cpu_roles=roles,
+                 skb_defer=obj.skb_defer or None, **contended_only)
     need = rounds.state_bytes(obj, len(chosen) + 1, max(1, ncpus if contended else 1))
     if need > build.MAX_STATE_BYTES:
         raise BadInput(f"{args.file}: its state takes {need} bytes for {len(chosen) + 1} copies "
@@ -284,6 +287,7 @@ def _check(m, entries, labels, where, ops, mode):
     if bad:
         raise RunFailed(f"variant {labels[bad[0]]!r}: its SMPNET_CHECK failed after the "
                         f"{mode} rounds: {bad[1]}")
+    skbs.check(m, where.objects[0], mode)      # the checks' frees too
 
 
 def run(cpus, p, progress=None):
@@ -346,22 +350,25 @@ def _contended(cpus, p, entries, labels, roles, objects, progress, steps, tsc_hz
                  numa_nodes=p.numa_nodes) as m:
         where = rounds.Where(m, objects)
         _init(m, entries, labels, where)
+        tally = skbs.Tally(m, objects[0], len(entries))
         for r in range(p.repeat):
             for i in pass_order(len(entries), r):
                 if progress:
                     progress(n, steps, f"contended round {r + 1} of {p.repeat}: {labels[i]}")
                 n += 1
-                runs[i].append(_run(m, labels, rounds.contended, entries[i], i, where,
-                                    p.duration_s, p.hold_cycles, p.think_cycles, role_of,
-                                    expected=p.duration_s, entry=i))
+                runs[i].append(tally.round(i, lambda: _run(
+                    m, labels, rounds.contended, entries[i], i, where, p.duration_s,
+                    p.hold_cycles, p.think_cycles, role_of, expected=p.duration_s, entry=i)))
                 rounds.counted(sum(c[4] for c in runs[i][-1]), p.unit,
                                f"variant {labels[i]!r}: a contended round")
         ops = [sum(c[0] for per in rs for c in per) for rs in runs]
         _check(m, entries, labels, where, ops, "contended")
         warned = [functools.reduce(rounds.merge_warnings, (c[3] for per in rs for c in per), None)
                   for rs in runs]
-        return figures.contended_rows(labels, roles, m.cpu_map, runs, tsc_hz, p.record(),
-                                      m.timing_valid), warned
+        rows = figures.contended_rows(labels, roles, m.cpu_map, runs, tsc_hz, p.record(),
+                                      m.timing_valid)
+        tally.attach(rows)
+        return rows, warned
 
 
 def text(env, extra):

@@ -71,6 +71,7 @@ const void *smpnet_percpu_template(void);
 int smpnet_nr_roles(void);
 const char *smpnet_role_names(void);
 const char *smpnet_unit(void);
+const char *smpnet_skb_defer(void);
 """
 
 VARIANT_RE = re.compile(r"^[ \t]*SMPNET_VARIANT(?:_ALGO)?[ \t]*\([ \t]*(\w+)[ \t]*[,)]", re.M)
@@ -108,6 +109,7 @@ class UserObject:
     pcpu_template: bytes = b""  # its per-CPU section as built (DEFINE_PER_CPU), whole pages
     cpu_roles: tuple = ()   # SMPNET_ROLES' names, in order; (): none, one role
     unit: str = ""          # SMPNET_UNIT's name of the unit of work; "": the op
+    skb_defer: str = ""     # the model's skbs' defer strategy (smpnet_skbuff.h); "": none
 
 
 def cache_dir():
@@ -384,7 +386,7 @@ def _describe(module, name, key, path, compiled, build_s):
                      bytes(ffi.buffer(lib.smpnet_percpu_template(),
                                       lib.smpnet_percpu_area_size())),
                      cpu_roles.names(_text(ffi, lib.smpnet_role_names())),
-                     _text(ffi, lib.smpnet_unit()))
+                     _text(ffi, lib.smpnet_unit()), _text(ffi, lib.smpnet_skb_defer()))
     if len(variants) < 2:
         raise BadInput(f"{name}: defines {len(variants)} variant(s) once built: ab compares "
                        "two or more, the first against the others")

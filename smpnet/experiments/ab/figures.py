@@ -6,6 +6,7 @@ from ...machine import kernel_build
 from ...measure import stats
 from ...report.report import table
 from ..common import locktext
+from . import skbs
 
 FASTER, SLOWER = "faster", "slower"
 UNIT = "cycles"
@@ -235,6 +236,8 @@ def text(env, extra):
                           "fairness (Jain) [95 %]", f"cycles/{per} per CPU", f"ns/{per}"]))
         if p.get("cpu_roles"):
             out.append(_roles_text(p, con))
+        if "skbs" in con[0]:
+            out.append(_skbs_text(con))
     for mode in ("uncontended", "contended"):
         mine = [v for v in vs if v["mode"] == mode]
         if mine:
@@ -265,6 +268,15 @@ def _roles_text(p, con):
     out.append(table(lines, ["variant", "role", "Mops/s [95 %]",
                              f"M{p.get('unit') or 'unit'}s/s", "cycles/op of its CPU"]))
     return "\n".join(out)
+
+
+def _skbs_text(con):
+    """What the model's skb life cycle did in each variant's contended rounds."""
+    lines = [(r["variant"], *(f"{r['skbs'][f] / 1e6:.3f}" for f in skbs.FIELDS)) for r in con]
+    return ("the model's skbs (smpnet_skbuff.h), every CPU's in each variant's contended "
+            "rounds, in millions:\n" + table(lines, ["variant", "allocated", "freed remotely",
+                                                     "deferred", "nodefer (list full)",
+                                                     "flushes", "flushed", "defer IPIs"]))
 
 
 def plot(ax, rows):

@@ -10,6 +10,7 @@ from ...errors import RunFailed
 from ...machine import layout
 from ...measure.time_bench import (MIN_ROUND_S, calibrate, clean_round, loop_overhead,
                                    pass_order, round_counts)
+from . import skbs
 from .contain import contain
 
 # which entry each CPU is running, for the message when one dies (-1: none)
@@ -27,11 +28,12 @@ def regions(obj, copies, nr_cpus):
     machine, layout.stride), where each CPU is, and nr_cpus copies per copy
     of the object's per-CPU section (DEFINE_PER_CPU, alloc_percpu; every
     object has one, this_cpu_off at least), on whole pages (the segment
-    starts them on a page)."""
+    starts them on a page); the model's skb pool where the file takes it."""
     return [("ab_shared", _record(obj.shared_size), copies),
             ("ab_percpu", _record(obj.percpu_size), copies * nr_cpus),
             ("ab_now", NOW, nr_cpus),
-            ("ab_pcpu_area", _record(len(obj.pcpu_template)), copies * nr_cpus)]
+            ("ab_pcpu_area", _record(len(obj.pcpu_template)), copies * nr_cpus)] + \
+        skbs.regions(obj, nr_cpus)
 
 
 def state_bytes(obj, copies, nr_cpus):
@@ -54,6 +56,8 @@ class Where:
         # the run's build options: the built-in tests run as it was built (each
         # entry's core call reads its own object's, build_info)
         self.options = self.objects[0].options
+        # the model's skbs, set up for the run (every variant shares one kernel's pool)
+        self.net = skbs.setup(machine, self.objects[0])
         # take_warnings()' answer, one per object (each its own ffi)
         self._count = {id(o): o.module.ffi.new("unsigned long *") for o in self.objects}
 
@@ -81,7 +85,8 @@ class Where:
 
     def state(self, copy):
         return dict(copy=copy, shared_region=self.shared, percpu_region=self.percpu,
-                    build_info=self.objects[copy].build_info, pcpu_area_region=self.pcpu_area)
+                    build_info=self.objects[copy].build_info, pcpu_area_region=self.pcpu_area,
+                    **self.net)
 
     def copy_template(self, machine):
         """Every CPU's copy of the per-CPU section, of every copy of the
