@@ -19,6 +19,7 @@ from .errors import Interrupted, RunTimeout, SmpnetError
 from .experiments import EXPERIMENTS
 from .machine import load, process, sysinfo
 from .machine.cpus import format_cpus
+from .measure.stats import DIFFERENCE
 from .report import report
 from .seeds import ORIGINAL, SEEDS
 
@@ -192,7 +193,11 @@ def control_cell(control):
     a second, contradicting verdict of the row."""
     if not control:
         return "-"
-    return "passed" if control["reliable"] else f"FAILED: found {control['verdict']}"
+    if control["reliable"]:
+        return "passed"
+    found = control["verdict"]
+    # "difference found" is a past participle already: "found a difference"
+    return "FAILED: found " + ("a difference" if found == DIFFERENCE else found)
 
 
 def _where(v):

@@ -60,11 +60,13 @@ def test_a_row_says_its_verdict_once_and_its_control_in_a_word_of_its_own():
                 "unit": "ms", "verdict": label, "kind": "measured",
                 "control": {"verdict": control, "reliable": control == stats.NO_MEASURABLE}}
     rows = run_all.verdict_text([verdict("000", stats.REPRODUCED, stats.NO_MEASURABLE),
-                                 verdict("002", stats.NO_MEASURABLE, "faster")])
+                                 verdict("002", stats.NO_MEASURABLE, "faster"),
+                                 verdict("003", stats.REPRODUCED, stats.DIFFERENCE)])
     cells = {line[:3]: re.split(r"\s{2,}", line.strip()) for line in rows.splitlines()[2:]}
     assert cells["000"][-2:] == [stats.REPRODUCED, "passed"]
     assert stats.NO_MEASURABLE not in rows.splitlines()[2]
     assert cells["002"][-2:] == [stats.NO_MEASURABLE, "FAILED: found faster"]
+    assert cells["003"][-2:] == [stats.REPRODUCED, "FAILED: found a difference"]
 
 
 def test_the_kernel_stage_calibrates_the_stages_after_it(quick_run, allowed):
