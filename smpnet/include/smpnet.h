@@ -26,7 +26,9 @@
  * SMPNET_ROLES(consumer, producer) gives CPUs roles (`role` in a body),
  * SMPNET_UNIT(skb) and SMPNET_WORK(n) the unit of work the figures count.
  * SMPNET_VARIANT_ALGO(name, ticket) runs a variant on a lock of its own (a
- * build of the file for that lock). SMPNET_INIT(name) runs before a
+ * build of the file for that lock). #include <smpnet_skbuff.h> after this
+ * gives the model's own skbs (napi_alloc_skb(), kfree_skb(),
+ * skb_attempt_defer_free()). SMPNET_INIT(name) runs before a
  * variant's rounds, SMPNET_CHECK(name) after them (expect(cond, "message")
  * fails it, and the run), both outside the timing, on their variant's own
  * copy of the state. docs/experiments/ab.md has the whole API.
