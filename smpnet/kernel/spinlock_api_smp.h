@@ -212,7 +212,8 @@ static __always_inline void __spin_unlock_irqrestore(struct cpu_ctx *c, spinlock
 		LOCKFUNC_ENTER F;							\
 		LOCKFUNC_RETURN_##type body;						\
 	}
-#define LOCKFUNC_INIT(F, type, name, params, body)	.name = LOCKFUNC(name, F),
+#define LOCKFUNC_ALGO(algo, check, debug, ret)	algo
+#define LOCKFUNC_INIT(F, type, name, params, body)	.name = SPIN_COPY(LOCKFUNC_ALGO F, LOCKFUNC(name, F)),
 
 struct lockfunc_ops {
 	LOCKFUNC_TABLE(LOCKFUNC_FIELD, (0, 0, 0, 0))

@@ -90,8 +90,8 @@ struct raw_spin_debug_ops {
 		__do_raw_spin_unlock_debug(c, l, algo, check, ret);			\
 	}
 #define DO_RAW_SPIN_DEBUG_ENTRY(algo, check, ret)					\
-	[algo][check][ret] = { do_raw_spin_lock_##algo##_##check##_##ret,		\
-			       do_raw_spin_unlock_##algo##_##check##_##ret },
+	[algo][check][ret] = { SPIN_COPY(algo, do_raw_spin_lock_##algo##_##check##_##ret), \
+			       SPIN_COPY(algo, do_raw_spin_unlock_##algo##_##check##_##ret) },
 #define DO_RAW_SPIN_DEBUG_OF(X, algo)							\
 	X(algo, 0, 0) X(algo, 1, 0) X(algo, 0, 1) X(algo, 1, 1) X(algo, 0, 2) X(algo, 1, 2)
 #define DEFINE_DO_RAW_SPIN_DEBUG_OF(algo, name)	DO_RAW_SPIN_DEBUG_OF(DEFINE_DO_RAW_SPIN_DEBUG, algo)

@@ -42,6 +42,18 @@
 
 SMP_ENUM(spin_algo, SPIN_ALGO_TABLE, SPIN_NR_ALGOS);
 
+/* An out-of-line copy of algorithm `algo` in a table (spinlock_api_smp.h's
+ * entry points, spinlock_debug.h's): every algorithm's in the core; in a
+ * user's object (smpnet.h: SMPNET_BUILD_ALGO), its build's alone, every
+ * lock it takes being of that algorithm. Another's entry is NULL, and its
+ * copies, referenced by nothing, are never compiled: they were most of the
+ * compiler's time on a file. */
+#ifdef SMPNET_BUILD_ALGO
+#define SPIN_COPY(algo, fn)	((algo) == SMPNET_BUILD_ALGO ? (fn) : 0)
+#else
+#define SPIN_COPY(algo, fn)	(fn)
+#endif
+
 typedef struct spinlock {
 	union {
 		uint32_t val;
