@@ -116,7 +116,7 @@ MUTANTS = [
            ["tests/test_ab_roles.py::test_a_unit_never_counted_ends_the_run"],
            "a contended round with no unit of work reported as one unit's cost"),
     Mutant("this-cpu-off-zero", "smpnet/include/smpnet_percpu.h",
-           "- __smpnet_percpu_start)) = off;", "- __smpnet_percpu_start)) = 0;",
+           "\t\tsmpnet_per_cpu_offset(e, e->cpu);", "\t\t0;",
            ["tests/test_ab_qspinlock.py::"
             "test_a_this_cpu_ptr_another_cpu_reads_is_the_publishers_copy"],
            "this_cpu_ptr() the reader's own copy on another CPU"),

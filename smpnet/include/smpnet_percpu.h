@@ -32,18 +32,24 @@ static __always_inline char *smpnet_percpu_area(const struct smpnet_env *e, int 
 	return e->pcpu_area + (size_t)cpu * e->pcpu_area_stride;
 }
 
+/* per_cpu_offset(cpu): from the template to CPU cpu's copy in the segment
+ * (the kernel's __per_cpu_offset[]) */
+static __always_inline unsigned long smpnet_per_cpu_offset(const struct smpnet_env *e, int cpu)
+{
+	return (unsigned long)smpnet_percpu_area(e, cpu) - (unsigned long)__smpnet_percpu_start;
+}
+
+/* DEFINE_PER_CPU(unsigned long, this_cpu_off), as arch/x86 has it */
+static unsigned long this_cpu_off SMPNET_PERCPU_SECTION __attribute__((unused));
+
 /* Map this CPU's copy of the section (in the shared segment) over the
  * template: mremap() of a shared mapping with an old size of 0 makes a
  * second mapping of the same pages, here at the template's address. Once
  * per process and copy, outside any timing. The template's own first
  * contents were copied to every CPU's copy before the inits ran. */
-/* DEFINE_PER_CPU(unsigned long, this_cpu_off), as arch/x86 has it */
-static unsigned long this_cpu_off SMPNET_PERCPU_SECTION __attribute__((unused));
-
 static inline void smpnet_percpu_map(const struct smpnet_env *e)
 {
 	size_t size = smpnet_percpu_area_size();
-	unsigned long off;
 	char *area;
 
 	area = smpnet_percpu_area(e, e->cpu);
@@ -53,8 +59,8 @@ static inline void smpnet_percpu_map(const struct smpnet_env *e)
 	 * (arch/x86/kernel/setup_percpu.c, setup_per_cpu_areas()); %gs's base
 	 * stays 0, as glibc leaves it (made sure of): a user address may not
 	 * lie below the template, and the kernel refuses a base past user space */
-	off = (unsigned long)area - (unsigned long)__smpnet_percpu_start;
-	*(unsigned long *)(area + ((char *)&this_cpu_off - __smpnet_percpu_start)) = off;
+	*(unsigned long *)(area + ((char *)&this_cpu_off - __smpnet_percpu_start)) =
+		smpnet_per_cpu_offset(e, e->cpu);
 #if defined(__x86_64__)
 	if (!smpnet_percpu_mapped) {
 		unsigned long gs = 0;
@@ -84,12 +90,6 @@ static inline void smpnet_percpu_map(const struct smpnet_env *e)
 #define DECLARE_PER_CPU_ALIGNED(type, name)	DECLARE_PER_CPU(type, name)
 #define DECLARE_PER_CPU_SHARED_ALIGNED(type, name) DECLARE_PER_CPU(type, name)
 
-/* per_cpu_offset(cpu): from the template to CPU cpu's copy in the segment
- * (the kernel's __per_cpu_offset[]) */
-static __always_inline unsigned long smpnet_per_cpu_offset(const struct smpnet_env *e, int cpu)
-{
-	return (unsigned long)smpnet_percpu_area(e, cpu) - (unsigned long)__smpnet_percpu_start;
-}
 #define per_cpu_offset(cpu)	smpnet_per_cpu_offset(smpnet_env, (cpu))
 #define per_cpu_ptr(ptr, cpu)	((__typeof__(ptr))((unsigned long)(ptr) + per_cpu_offset(cpu)))
 /* per_cpu(var, cpu): the kernel's; per_cpu(cpu): CPU cpu's SMPNET_STATE copy */
