@@ -6,12 +6,11 @@ from ... import _core
 from ...errors import BadInput, RunFailed
 from ..common import net
 
-STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))
 # heads in the pool: what every CPU's cache, slab and defer list hold at
-# their fullest (defer.pool_size()'s reckoning) and room for what a file
-# holds per CPU (a queue of 256 to each, in each of three copies of the
-# state: the variants' and the A/A control's), and 8192 more
-HELD_PER_CPU = 64 + 2 * 64 + 256 + 3 * 256
+# their fullest and room for what a file holds per CPU (a queue of 256 to
+# each, in each of three copies of the state: the variants' and the A/A
+# control's), and 8192 more
+HELD_PER_CPU = net.held_per_cpu(_core.NET_CORE_MODEL["skb_defer_max"]) + 3 * 256
 SKBS = 8192
 
 
@@ -21,9 +20,9 @@ def validate(obj, name, variant_algos):
     the run's, one algorithm: the model's network is one kernel's)."""
     if not obj.skb_defer:
         return
-    if obj.skb_defer not in STRATEGIES:
+    if obj.skb_defer not in net.STRATEGIES:
         raise BadInput(f"{name}: SMPNET_SKB_DEFER({obj.skb_defer}): the defer list is locked "
-                       f"as one of {', '.join(STRATEGIES)}")
+                       f"as one of {', '.join(net.STRATEGIES)}")
     if variant_algos:
         raise BadInput(f"{name}: the model's skbs (smpnet_skbuff.h) take the run's lock "
                        f"algorithm, and variant {next(iter(variant_algos))!r} names its own "

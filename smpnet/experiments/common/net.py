@@ -1,13 +1,24 @@
 """What the network experiments share: the skb allocator's regions of the
-segment, which net_init() sets up and every network run maps, and the
-audit that every skb head is back where it belongs after a run."""
+segment, which net_init() sets up and every network run maps, what one
+CPU holds of its heads, the defer strategies' names, and the audit that
+every skb head is back where it belongs after a run."""
 import numpy as np
 
+from ... import _core
 from ...machine import layout
 
 # the regions _core.net_init() takes, in its order
 NET_REGIONS = ("skb", "skb_data", "skb_page", "skb_pool", "napi_cache", "skb_slab",
                "skb_stats")
+# skbuff.h's defer-list strategies by name, in the enum's order
+STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))
+
+
+def held_per_cpu(defer_max):
+    """The most skb heads one CPU keeps from the pool: its defer list full,
+    its cache full twice over (a full cache spills its newer half into the
+    slab) and its slab at SLAB_CPU_MAX."""
+    return defer_max + 2 * layout.NAPI_SKB_CACHE_SIZE + layout.SLAB_CPU_MAX
 
 
 def regions(nskbs, ncpus):

@@ -24,7 +24,7 @@ from . import defer_rows
 from .defer_ipi import AA, MEASURED, ipi_charges, ipi_figures, ipi_wake, verdict_point
 from .defer_text import plot, text
 
-STRATEGIES = tuple(sorted(_core.DEFER_STRATEGIES, key=_core.DEFER_STRATEGIES.get))
+STRATEGIES = net.STRATEGIES
 DEFER_MAX = _core.NET_CORE_MODEL["skb_defer_max"]   # sysctl (128 since late 2025)
 BATCH = 16
 REPEAT = 8
@@ -44,7 +44,7 @@ def pool_size(ncpus, n_rx, n_consumers, defer_max):
     """Enough heads that the pool never runs dry: every ring full, every
     defer list full, every cache full, and slack."""
     return (n_rx * n_consumers * layout.SKB_RING_SIZE
-            + ncpus * (defer_max + 2 * layout.NAPI_SKB_CACHE_SIZE + layout.SLAB_CPU_MAX) + 1024)
+            + ncpus * net.held_per_cpu(defer_max) + 1024)
 
 
 def validate(rx, ncpus, skbs, duration, defer_max, batch, repeat):
