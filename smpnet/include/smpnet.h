@@ -56,53 +56,7 @@
 #define atomic_long_set	smpnet_core_atomic_long_set
 #define atomic_long_inc_return	smpnet_core_atomic_long_inc_return
 #define this_cpu_cmpxchg	smpnet_core_this_cpu_cmpxchg
-/* The model's own records, under names a file cannot meet: a file may
- * declare the kernel's struct softnet_data, pcpu_lstats, qnode, ... itself.
- * Undefined at the end of this file; its macros name them as renamed. */
-#define cpu_ctx	smpnet_model_cpu_ctx
-#define per_cpu_ptr	smpnet_model_per_cpu_ptr
-#define cpu_state	smpnet_model_cpu_state
-#define irq_cpustat	smpnet_model_irq_cpustat
-#define lock_info	smpnet_model_lock_info
-#define lock_infos	smpnet_model_lock_infos
-#define lock_slot	smpnet_model_lock_slot
-#define lockfunc_ops	smpnet_model_lockfunc_ops
-#define mcs_node	smpnet_model_mcs_node
-#define pcpu_lstats	smpnet_model_pcpu_lstats
-#define qnode	smpnet_model_qnode
-#define qnodes	smpnet_model_qnodes
-#define raw_spin_debug_ops	smpnet_model_raw_spin_debug_ops
-#define smp_header	smpnet_model_smp_header
-#define smp_region	smpnet_model_smp_region
-#define softnet_data	smpnet_model_softnet_data
-#define sk_buff	smpnet_model_sk_buff
-/* The model's lock functions whose names are the kernel's (qspinlock's,
- * MCS's, PV's): a file may define them, or take smpnet_qspinlock.h's. */
-#define arch_spin_lock	smpnet_model_arch_spin_lock
-#define arch_spin_unlock	smpnet_model_arch_spin_unlock
-#define decode_tail	smpnet_model_decode_tail
-#define encode_tail	smpnet_model_encode_tail
-#define mcs_spin_lock	smpnet_model_mcs_spin_lock
-#define mcs_spin_lock_contended	smpnet_model_mcs_spin_lock_contended
-#define mcs_spin_unlock	smpnet_model_mcs_spin_unlock
-#define pv_hybrid_queued_unfair_trylock	smpnet_model_pv_hybrid_queued_unfair_trylock
-#define pv_kick	smpnet_model_pv_kick
-#define pv_kick_node	smpnet_model_pv_kick_node
-#define pv_queued_spin_lock	smpnet_model_pv_queued_spin_lock
-#define pv_queued_spin_lock_slowpath	smpnet_model_pv_queued_spin_lock_slowpath
-#define pv_queued_spin_unlock_slowpath	smpnet_model_pv_queued_spin_unlock_slowpath
-#define pv_wait	smpnet_model_pv_wait
-#define pv_wait_head_or_lock	smpnet_model_pv_wait_head_or_lock
-#define pv_wait_node	smpnet_model_pv_wait_node
-#define qnode_claim	smpnet_model_qnode_claim
-#define queued_fetch_set_pending_acquire	smpnet_model_queued_fetch_set_pending_acquire
-#define queued_spin_lock	smpnet_model_queued_spin_lock
-#define queued_spin_lock_slowpath	smpnet_model_queued_spin_lock_slowpath
-#define queued_spin_trylock	smpnet_model_queued_spin_trylock
-#define queued_spin_trylock_fast	smpnet_model_queued_spin_trylock_fast
-#define queued_spin_unlock	smpnet_model_queued_spin_unlock
-#define virt_spin_lock	smpnet_model_virt_spin_lock
-#define xchg_tail_and_link	smpnet_model_xchg_tail_and_link
+#include "smpnet_model_names.h"
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -544,61 +498,8 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared)
 
 
-#undef cpu_ctx
-#undef per_cpu_ptr
-#undef cpu_state
-#undef irq_cpustat
-#undef lock_info
-#undef lock_infos
-#undef lock_slot
-#undef lockfunc_ops
-#undef mcs_node
-#undef pcpu_lstats
-#undef qnode
-#undef qnodes
-#undef raw_spin_debug_ops
-#undef smp_header
-#undef smp_region
-#undef softnet_data
-#undef sk_buff
-#undef arch_spin_lock
-#undef arch_spin_unlock
-#undef decode_tail
-#undef encode_tail
-#undef mcs_spin_lock
-#undef mcs_spin_lock_contended
-#undef mcs_spin_unlock
-#undef pv_hybrid_queued_unfair_trylock
-#undef pv_kick
-#undef pv_kick_node
-#undef pv_queued_spin_lock
-#undef pv_queued_spin_lock_slowpath
-#undef pv_queued_spin_unlock_slowpath
-#undef pv_wait
-#undef pv_wait_head_or_lock
-#undef pv_wait_node
-#undef qnode_claim
-#undef queued_fetch_set_pending_acquire
-#undef queued_spin_lock
-#undef queued_spin_lock_slowpath
-#undef queued_spin_trylock
-#undef queued_spin_trylock_fast
-#undef queued_spin_unlock
-#undef virt_spin_lock
-#undef xchg_tail_and_link
-/* qspinlock_types.h's constants are the file's (smpnet_qspinlock.h has them) */
-#undef _Q_LOCKED_VAL
-#undef _Q_PENDING_VAL
-#undef _Q_LOCKED_MASK
-#undef _Q_PENDING_MASK
-#undef _Q_LOCKED_PENDING_MASK
-#undef _Q_TAIL_MASK
-#undef _Q_TAIL_OFFSET
-#undef _Q_TAIL_CPU_OFFSET
-#undef _Q_PENDING_OFFSET
-#undef _Q_PENDING_LOOPS
-#undef _Q_SLOW_VAL
-#undef MAX_NODES
+/* the model's names given back to the file */
+#include "smpnet_model_names_end.h"
 
 /* per-CPU data as the kernel declares it, and percpu_counter on it */
 #include "smpnet_percpu.h"
