@@ -17,7 +17,7 @@ Mutant = namedtuple("Mutant", "id file old new tests why")
 FIG = "smpnet/experiments/ab/figures.py"
 HDR = "smpnet/include/smpnet.h"
 T_FIG = "tests/test_ab_figures.py::"
-T_API = "tests/test_ab_kernel_api.py::"
+T_LOCKS = "tests/test_ab_locks.py::"
 T_SKB = "tests/test_ab_skbs.py::"
 
 MUTANTS = [
@@ -69,15 +69,15 @@ MUTANTS = [
            "INIT hooks run as checks"),
     Mutant("user-popf-ignored", HDR, "(flags), SMPNET_LOCK_ARGS, SMPNET_BUILD_POPF,",
            "(flags), SMPNET_LOCK_ARGS, 0,",
-           [T_API + "test_a_users_irqsave_saves_the_flags_and_restores_them_as_built"],
+           [T_LOCKS + "test_a_users_irqsave_saves_the_flags_and_restores_them_as_built"],
            "`--restore popf` ignored for user code"),
     Mutant("hold-spends-think", HDR, "tsc_spend_until(smpnet_env->hold_cycles,",
            "tsc_spend_until(smpnet_env->think_cycles,",
-           [T_API + "test_hold_cycles_change_only_the_variants_that_hold"],
+           [T_LOCKS + "test_hold_cycles_change_only_the_variants_that_hold"],
            "`hold()` spending the think cycles"),
     Mutant("user-irqsave-nopushf", HDR, "SMPNET_STOP_IF(_raw_spin_lock_irqsave(",
            "SMPNET_STOP_IF(_raw_spin_lock_irqsave_nopushf(",
-           [T_API + "test_a_users_irqsave_saves_the_flags_and_restores_them_as_built"],
+           [T_LOCKS + "test_a_users_irqsave_saves_the_flags_and_restores_them_as_built"],
            "a user's `spin_lock_irqsave` compiled as the no-pushf control"),
     Mutant("build-key-no-debug", "smpnet/experiments/ab/build.py",
            "[compile_args(debug), build_flags.define_macros(debug),",
