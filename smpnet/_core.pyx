@@ -20,7 +20,7 @@ from libc.errno cimport errno, EINTR, EIO, ENOSPC, EAGAIN
 # file uses its structs (percpu.smp_header, skbuff.sk_buff, ...), by name
 # for the primitives every file uses.
 from smpnet.kernel cimport (ab, ab_skb, consts, dev, fake_nic, layout, link, loopback, neighbour, percpu,
-                            skbuff)
+                            skb_defer, skbuff)
 from smpnet.kernel.compiler cimport barrier, cpu_relax
 from smpnet.kernel.tsc cimport (SMPNET_HAVE_TSC, tsc_start, tsc_stop, tsc_rdtscp, tsc_read_unordered,
                                 mono_raw_ns, mono_ns, smp_cpuid)

@@ -122,7 +122,7 @@ def ab_contended(uintptr_t contended, double duration_s, unsigned char[::1] seg,
             # to this CPU are freed in this round's account, untimed (what
             # another CPU defers after this falls to a later round)
             irq_poll(&c)
-            skbuff.skb_defer_free_flush(&c, &net)
+            skb_defer.skb_defer_free_flush(&c, &net)
         lockdep_end(&c)
     return n, t1 - t0, c.irq.spins - spins0, bool(stopped), e.work
 

@@ -188,7 +188,7 @@ cdef class Cpu:
     def skb_attempt_defer_free(self, uint32_t handle):
         cdef sk_buff *skb = self._skb(handle)
         self._begin()
-        skbuff.skb_attempt_defer_free(&self.c, &self.n, skb)
+        skb_defer.skb_attempt_defer_free(&self.c, &self.n, skb)
         self._end()
 
     def kfree_skb(self, uint32_t handle):
@@ -201,7 +201,7 @@ cdef class Cpu:
         """Called from wherever the caller stands (IRQs off: a wrong call site)."""
         self._net()
         self._begin()
-        skbuff.skb_defer_free_flush(&self.c, &self.n)
+        skb_defer.skb_defer_free_flush(&self.c, &self.n)
         self._end()
 
     def attach_rings(self, int ring_region, int n_rx, int n_consumers):

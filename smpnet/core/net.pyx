@@ -146,7 +146,7 @@ def defer_rx_run(unsigned char[::1] seg, int cpu, regions, int ring_region, int 
             if sending_done:
                 if atomic_read(&ctl.consumers_done) == <uint32_t>n_consumers:
                     local_bh_disable(&c)    # the flush runs where net_rx_action would
-                    skbuff.skb_defer_free_flush(&c, &n)  # the last deferred skbs come home
+                    skb_defer.skb_defer_free_flush(&c, &n)  # the last deferred skbs come home
                     local_bh_enable(&c)
                     break
                 smp_spin_wait(hdr)
@@ -204,11 +204,11 @@ def defer_consumer_run(unsigned char[::1] seg, int cpu, regions, int ring_region
                         # thousands of cycles (in a guest) would swamp the defer
                         ipi = c.irq.ipi_send_cycles
                         ts = tsc_start()
-                        skbuff.skb_attempt_defer_free(&c, &n, skb)
+                        skb_defer.skb_attempt_defer_free(&c, &n, skb)
                         n.stats.defer_cycles += tsc_stop() - ts - (c.irq.ipi_send_cycles - ipi)
                         n.stats.defer_samples += 1
                     else:
-                        skbuff.skb_attempt_defer_free(&c, &n, skb)
+                        skb_defer.skb_attempt_defer_free(&c, &n, skb)
                     n.defer_calls += 1
                 got += k
             irq_poll(&c)

@@ -1,9 +1,10 @@
 /* ab_skb.h - the model's skb life cycle, lent to a user's object (`ab`).
  *
  * A file that includes smpnet/include/smpnet_skbuff.h allocates, frees and
- * defers skbs with the model's own code (skbuff.h, dev.h), not a copy: the
- * core's functions below, out of line as net/core/skbuff.c's are, reached
- * through smpnet_env.skb_ops. docs/experiments/ab.md says what each does.
+ * defers skbs with the model's own code (skbuff.h, skb_defer.h, dev.h), not
+ * a copy: the core's functions below, out of line as net/core/skbuff.c's
+ * are, reached through smpnet_env.skb_ops. docs/experiments/ab.md says what
+ * each does.
  */
 #ifndef SMPNET_AB_SKB_H
 #define SMPNET_AB_SKB_H

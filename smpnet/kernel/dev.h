@@ -18,7 +18,7 @@
 #ifndef SMPNET_DEV_H
 #define SMPNET_DEV_H
 
-#include "skbuff.h"
+#include "skb_defer.h"
 
 #define NETDEV_BUDGET		300
 #define NETDEV_BUDGET_USECS	2000

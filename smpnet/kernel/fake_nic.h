@@ -6,7 +6,7 @@
  * single-producer, single-consumer ring per (RX CPU, consumer) pair. A full
  * ring ends the poll early: backpressure, not drops. It plays the part a
  * real NIC and RPS would, with nothing to wait for: the defer free list
- * (skbuff.h) is what the experiment measures.
+ * (skb_defer.h) is what the experiment measures.
  */
 #ifndef SMPNET_FAKE_NIC_H
 #define SMPNET_FAKE_NIC_H

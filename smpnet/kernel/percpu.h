@@ -192,7 +192,7 @@ struct irq_cpustat {
 	uint64_t pv_halts;		/* pvqspinlock: a waiter's halts (futex waits) */
 	uint64_t irq_cycles;		/* TSC cycles in irq_replay(): hard IRQs taken (entry,
 					 * handlers, exit) and the softirqs they ran, so that a
-					 * timed section can leave them out (skbuff.h's flush) */
+					 * timed section can leave them out (skb_defer.h's flush) */
 };
 
 /* The record of emulated CPU `cpu` in a region. */

@@ -107,5 +107,3 @@ cdef extern from "skbuff.h" nogil:
     void kfree_skb_local(cpu_ctx *c, net_ctx *n, sk_buff *skb)
     void kfree_skb_remote(cpu_ctx *c, net_ctx *n, sk_buff *skb)
     skb_data *skb_data_of(net_ctx *n, const sk_buff *skb)
-    void skb_attempt_defer_free(cpu_ctx *c, net_ctx *n, sk_buff *skb)
-    void skb_defer_free_flush(cpu_ctx *c, net_ctx *n)
