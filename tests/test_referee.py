@@ -43,6 +43,39 @@ def test_each_program_unrolls_its_op_between_a_lookup_and_an_exit():
     assert calls == [bpf.FUNC_spin_lock, bpf.FUNC_spin_unlock] * referee.UNROLL
 
 
+class _Loader:
+    """A bpf.Bpf that keeps what it is asked to load, for programs()."""
+    def __init__(self):
+        self.loaded = []
+
+    def line_start(self):
+        return 56
+
+    def btf(self, blob):
+        return 7
+
+    def map(self, kind, value_size, btf=None):
+        return 3
+
+    def prog(self, insns, name):
+        self.loaded.append(_insns(insns))
+        return len(self.loaded)
+
+
+def test_an_op_is_a_program_of_twice_the_ops_less_its_twin():
+    # the uncontended op is the difference of 2 * UNROLL ops and UNROLL:
+    # the test run's own cost is in both, where an empty twin would take
+    # off time the ops hid (referee.programs())
+    ids = dict(zip(bpf.IRQ_KFUNCS, (1, 2)))
+    for t in referee.TESTS:
+        k = _Loader()
+        assert referee.programs(k, t.name, ids) == (1, 2)
+        prog, twin = k.loaded
+        op = len(_insns(referee._op(t.name, ids, 56)))
+        assert len(prog) - len(twin) == referee.UNROLL * op, t.name
+        assert len(twin) == len(_insns(bpf.lookup_or_exit(3, b""))) + referee.UNROLL * op
+
+
 def _insns_of(body):
     return [line.split("\t")[-1].strip() for line in body.splitlines() if "\t" in line]
 
@@ -149,9 +182,9 @@ def test_the_lock_map_declares_a_bpf_spin_lock_in_its_btf():
 def test_the_programs_load_run_their_op_and_are_closed():
     with bpf.Bpf() as k:
         for t in referee.available()[0]:
-            prog, empty = referee.programs(k, t.name)
+            prog, twin = referee.programs(k, t.name)
             assert bpf.test_run(prog, 10)[1] == bpf.DONE
-            assert bpf.test_run(empty, 10)[1] == bpf.DONE
+            assert bpf.test_run(twin, 10)[1] == bpf.DONE
         fds = list(k.fds)
         # fetch_add's and cmpxchg's words went up by one per op, UNROLL per
         # run, 10 runs: every cmpxchg succeeded, as the model's does

@@ -214,7 +214,7 @@ def referee_lines(cal, rows):
         return [] if cal is None else ["", "Kernel as referee: the profile has none (it was "
                                        "saved without root, or not on x86-64)"]
     # the referee's model figures are less the empty loop, as the kernel's are
-    # less its empty program; this run's rows carry it (text(): "Loop overhead")
+    # less a twin program; this run's rows carry it (text(): "Loop overhead")
     loop = next((row["cycles"] for row in rows if row["test"] == "for_loop"), None)
     cells = []
     for op, r in ref.items():

@@ -13,7 +13,9 @@ from ...measure import stats
 from ...measure.time_bench import calibrate_loops, clean_round, pass_order
 from ..common import bpf, lockbench
 
-UNROLL = _core.TB_PROG_OPS  # ops per program run: a test run's own cost is shared by this many
+# ops per program run (the contended rows'); the uncontended op is the
+# difference of a program of 2 * UNROLL ops and its twin of UNROLL, over UNROLL
+UNROLL = _core.TB_PROG_OPS
 RUN_NS = 5e6            # a test run lasts about this long (its repeat is calibrated to it)
 PLACEMENT = "in-kernel"  # the rows' placement: the kernel's figure is the row's `cycles`
 
@@ -92,10 +94,18 @@ def available():
 
 
 def programs(k, test, ids=None):
-    """(the op's program, its empty twin): the same lookup of the same map,
-    UNROLL ops or none, loaded through `k` (a bpf.Bpf); `ids` as _op()'s.
-    The lock and the atomics' word lie in a cache line of their own
-    (k.line_start()), as the model's lock slot does."""
+    """(the op's program, its twin): the same lookup of the same map, then
+    2 * UNROLL ops or UNROLL, loaded through `k` (a bpf.Bpf); `ids` as
+    _op()'s. The lock and the atomics' word lie in a cache line of their own
+    (k.line_start()), as the model's lock slot does.
+
+    Why not a program and an empty twin: a test run's own cost between two
+    runs of the program (its loop, the call and return: about 70 cycles on
+    a Zen 4 guest) runs beside the ops' chain, not after it, and the empty
+    twin's run subtracts time the ops hid. A lone xchg came out 4.42, 4.97
+    and 5.19 cycles with 64, 128 and 256 ops less the empty twin, and
+    5.42-5.45 as the difference of two programs (64 or 128 to 256): the
+    overhead is the same in both, hidden or not."""
     at = 0
     if test == "this_cpu_inc":
         m = k.map(bpf.BPF_MAP_TYPE_PERCPU_ARRAY, 16)
@@ -103,22 +113,21 @@ def programs(k, test, ids=None):
         at = k.line_start()
         m = (bpf.spin_lock_map(k, at) if test == "spin_lock_pair"
              else k.map(bpf.BPF_MAP_TYPE_ARRAY, bpf.LINE_VALUE))
-    return map_programs(k, m, test, at, ids)
+    return map_programs(k, m, test, at, ids, (2 * UNROLL, UNROLL))
 
 
-def map_programs(k, m, test, at, ids=None):
-    """(the op's program, its empty twin) on map `m`, its line `at` bytes
-    into the value (as _op()'s)."""
-    name = test.encode()[:15]
-    return (k.prog(bpf.lookup_or_exit(m, _op(test, ids, at) * UNROLL), name),
-            k.prog(bpf.lookup_or_exit(m, b""), name))
+def map_programs(k, m, test, at, ids=None, ops=(UNROLL, 0)):
+    """A program of `test` on map `m` for each count of `ops` (by default
+    the op's program and its empty twin), its line `at` bytes into the value
+    (as _op()'s)."""
+    name, op = test.encode()[:15], _op(test, ids, at)
+    return tuple(k.prog(bpf.lookup_or_exit(m, op * n), name) for n in ops)
 
 
-def _kernel_round(prog, empty, repeat, reverse):
-    """One round of a test in the kernel: cycles per op, its empty twin
-    subtracted (the lookup and the test run's own cost), the two in the
-    round's order."""
-    runs = [(empty, 0), (prog, 1)]
+def _kernel_round(prog, twin, repeat, reverse):
+    """One round of a test in the kernel: cycles per op, the program's less
+    its twin's (programs()), the two in the round's order."""
+    runs = [(twin, 0), (prog, 1)]
     ns = [0, 0]
     for fd, i in (reversed(runs) if reverse else runs):
         ns[i], ret = bpf.test_run(fd, repeat)
@@ -136,7 +145,7 @@ def _measure(ctx, tests, ids, rounds, algo, build):
     """In the pinned worker: every test's programs loaded (closed at the
     end, whatever happens), then `rounds` rounds, each test's kernel round
     and model round in turn, tests forwards and backwards by round; the
-    model's figures less its empty loop, as the kernel's less its empty twin."""
+    model's figures less its empty loop, as the kernel's less its twin."""
     region = ctx.machine.segment.region_names.index("locks")
     entries = lockbench.suite_entries([(t.model, algo if t.locked else None) for t in tests],
                                       [algo], ctx.seg, region, False, "sti", build)
@@ -149,7 +158,9 @@ def _measure(ctx, tests, ids, rounds, algo, build):
         model = [[] for _ in tests]
         for r in range(rounds):
             # the model's empty loop, this round: what its figures carry that the
-            # kernel's (an empty twin subtracted) do not
+            # kernel's (a twin subtracted) do not. It may hide beside the ops as
+            # the test run's cost does (programs()), but it is 0.7 cycles an
+            # iteration, 0.05 an op of a TB_UNROLL loop (kernel.md)
             loop = clean_round(lambda n: _core.time_bench_round("for_loop", n), empty).per_op
             for i in pass_order(len(tests), r):
                 kernel_ns[i].append(_kernel_round(*progs[i], repeats[i], r % 2 == 1))
@@ -183,7 +194,8 @@ def measure(cpu, tsc_hz, algo, build, rounds, warnings):
                "kernel_runs": t.kernel, "model_test": t.model,
                "algo": algo if t.locked else None, "kernel_build": build,
                **_figures([ns * tsc_hz / 1e9 for ns in kns], mod),
-               "kernel_ns": stats.median_ci(kns)[0], "repeat": rep, "rounds": rounds}
+               "kernel_ns": stats.median_ci(kns)[0], "repeat": rep, "rounds": rounds,
+               "twin_ops": UNROLL}
         if t.emulated:
             row["emulated"] = t.emulated
         rows.append(row)
@@ -242,9 +254,11 @@ def text(p, rows):
     from ...report.report import table
 
     first = rows[0]
+    u = first["unroll"]
+    how = (f"a program of {2 * u} ops unrolled less its twin of {u}" if first.get("twin_ops")
+           else f"{u} ops unrolled per run, its empty twin subtracted")   # before twin_ops
     lines = [f"# the kernel as referee, CPU {first['cpus']}: each op timed inside the running "
-             f"kernel (BPF test runs, {first['unroll']} ops unrolled per run, its empty twin "
-             f"subtracted) and in smpnet's model ({p['referee_algo']}, kernel build "
+             f"kernel (BPF test runs, {how}) and in smpnet's model ({p['referee_algo']}, kernel build "
              f"{p['kernel_build']}), {first['rounds']} rounds, TSC cycles, median [95 % interval]"]
     lines.append(table([(r["test"], f"{r['kernel_cycles']:.2f} [{r['kernel_cycles_lo']:.2f} .. "
                          f"{r['kernel_cycles_hi']:.2f}]",

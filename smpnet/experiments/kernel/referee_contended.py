@@ -69,7 +69,10 @@ def _overlapped(per_cpu):
 
 def _kernel_chunk(progs, repeat, tsc_hz):
     """A kernel test run of line i's program: (its cycles per op, its ops),
-    the line's empty twin's run (timed uncontended, before) subtracted."""
+    the line's empty twin's run (timed uncontended, before) subtracted. The
+    test run's own cost may hide beside the ops, as uncontended (referee.
+    programs()), but it is under 0.6 cycles an op of the 100 or more a
+    contended op costs: the chunks keep the empty twin."""
     def chunk(i):
         prog, empty_ns = progs[i]
         ns, _ = bpf.test_run(prog, repeat)
@@ -179,8 +182,9 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
             # a contended test run about CHUNK_S: several a line, each long beside
             # the test run's own set-up between two; calibrated on a program of
             # its own (a round's counted pair would count the calibration's runs)
+            # (programs()' twin runs UNROLL ops, as a contended program)
             repeat = max(1, _repeat((counted_programs(k)[0] if test == "spin_lock_pair"
-                                     else programs(k, test)[0])) // KERNEL_CHUNK)
+                                     else programs(k, test)[1])) // KERNEL_CHUNK)
             kernel, modelled = _contended_rounds(m, kernel_side, model_side, seconds, rounds,
                                                  ops)
             row = {"test": f"{test}_contended", "placement": PLACEMENT, "contended": True,
