@@ -273,6 +273,11 @@ def test_each_copy_returns_only_as_its_build_returns(core_functions):
     (callee,) = direct_calls(safe)
     assert re.search(r"\bcall\b", safe) and "ud2" in safe
     assert re.search(r"lea +0x8\(%rsp\),%rsp\s*\n.*\tret\b", code_of(core_functions, callee))
+    # laid out as the kernel's: the safe RET at page offset 0x104, the thunk
+    # right after its `lea; ret; int3` (retpoline.S, vmlinux.lds.S)
+    safe_ret = int(re.search(r"call +([0-9a-f]+) <", safe).group(1), 16)
+    assert safe_ret % 4096 == 0x104
+    assert int(thunks["smpnet_srso_return_thunk"], 16) == safe_ret + 7
     assert int(thunks["smpnet_ret_thunk"], 16) & 0x20       # the upper half of its line
     assert re.match(r"\s*[0-9a-f]+:\s+ret\s*\n\s*[0-9a-f]+:\s+int3",
                     at(thunks["smpnet_ret_thunk"]))

@@ -71,7 +71,11 @@ static __always_inline int kbuild_valid(const int build)
  * The thunks, local to each object (the core's, each user's):
  *   smpnet_srso_return_thunk  SRSO's "Safe RET" (retpoline.S's
  *       srso_alias_return_thunk: `call srso_alias_safe_ret; ud2`, and that
- *       `lea 8(%rsp), %rsp; ret; int3`): every return mispredicts
+ *       `lea 8(%rsp), %rsp; ret; int3`): every return mispredicts. Laid out
+ *       as the kernel's: the safe RET first, the thunk right after it
+ *       (retpoline.S), the safe RET at page offset 0x104 (vmlinux.lds.S
+ *       puts it at srso_alias_untrain_ret, page aligned, | bits 2, 8, 14
+ *       and 20), where a mispredicted return's cost depends on the layout
  *   smpnet_ret_thunk  a `ret; int3` in the upper half of a 64-byte line:
  *       retbleed's untrained return thunk (retbleed_return_thunk) and
  *       ITS's its_return_thunk, which are both that */
@@ -84,16 +88,17 @@ static __always_inline int kbuild_valid(const int build)
 #define SMP_SAFE_RET_LEA	"\tlea 4(%esp), %esp\n"
 #endif
 __asm__(".pushsection .text.__x86.return_thunk,\"ax\",@progbits\n"
-	"\t.p2align 6\n"
+	"\t.p2align 12\n"
+	"\t.skip 0x104, 0xcc\n"
+	"smpnet_srso_safe_ret:\n"
+	SMP_SAFE_RET_LEA
+	"\tret\n"
+	"\tint3\n"
 	"\t.type smpnet_srso_return_thunk, @function\n"
 	"smpnet_srso_return_thunk:\n"
 	"\tcall smpnet_srso_safe_ret\n"
 	"\tud2\n"
 	"\t.size smpnet_srso_return_thunk, .-smpnet_srso_return_thunk\n"
-	"smpnet_srso_safe_ret:\n"
-	SMP_SAFE_RET_LEA
-	"\tret\n"
-	"\tint3\n"
 	"\t.p2align 6, 0xcc\n"
 	"\t.skip 32, 0xcc\n"
 	"\t.type smpnet_ret_thunk, @function\n"
