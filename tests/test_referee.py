@@ -12,11 +12,11 @@ import sys
 import pytest
 
 from conftest import code_of, drop_capabilities, loop_tag, thunk_addresses
-from smpnet import _core
+from smpnet import Machine, _core
 from smpnet.cli import main
 from smpnet.experiments.common import bpf
 from smpnet.experiments.kernel import kernel_text, referee, referee_contended
-from smpnet.machine import kernel_build
+from smpnet.machine import kernel_build, layout
 
 root = pytest.mark.skipif(os.geteuid() != 0 or platform.machine() != "x86_64",
                           reason="needs root on x86-64: bpf(2)")
@@ -73,7 +73,25 @@ def test_an_op_is_a_program_of_twice_the_ops_less_its_twin():
         prog, twin = k.loaded
         op = len(_insns(referee._op(t.name, ids, 56)))
         assert len(prog) - len(twin) == referee.UNROLL * op, t.name
-        assert len(twin) == len(_insns(bpf.lookup_or_exit(3, b""))) + referee.UNROLL * op
+        around = len(_insns(bpf.irqs_off(ids, b""))) if t.irqs_off else 0
+        assert len(twin) == len(_insns(bpf.lookup_or_exit(3, b""))) + referee.UNROLL * op + around
+
+
+def test_the_pair_with_irqs_off_runs_between_the_irq_save_and_restore():
+    # the kernel's pair inside bpf_local_irq_save() ... _restore(): its own
+    # save finds IRQs off, so its restore skips sti (helpers.c, irqflags.h)
+    ids = dict(zip(bpf.IRQ_KFUNCS, (101, 102)))
+    k = _Loader()
+    referee.programs(k, "spin_lock_pair_irqs_off", ids)
+    for prog in k.loaded:
+        calls = [(x[1] >> 4, x[3]) for x in prog if x[0] == 0x85]    # (src, imm)
+        kfunc = 2       # BPF_PSEUDO_KFUNC_CALL
+        assert calls[1] == (kfunc, 101) and calls[-1] == (kfunc, 102), calls
+        assert {c for c in calls[2:-1]} == {(0, bpf.FUNC_spin_lock), (0, bpf.FUNC_spin_unlock)}
+    # the same pair as the row with IRQs on, and a row that says so
+    t = {t.name: t for t in referee.TESTS}
+    assert t["spin_lock_pair_irqs_off"].model == t["spin_lock_pair"].model
+    assert t["spin_lock_pair_irqs_off"].irqs_off and not t["spin_lock_pair"].irqs_off
 
 
 def _insns_of(body):
@@ -109,6 +127,39 @@ def test_the_models_helper_call_is_calls_back_to_back_as_the_kernels(core_functi
 
 
 @pytest.mark.skipif(not X86_64, reason="reads x86-64 code")
+def test_the_models_pair_with_irqs_off_runs_inside_a_save_and_restore(allowed):
+    # irqs_off: one local_irq_save() more than the round's pairs make (the
+    # checker counts each pushf), and the CPU's IRQs as they were before: a
+    # test IRQ sent before the round taken by its end where they were on,
+    # left pending where they were off
+    loops = 100
+
+    def body(ctx):
+        cpu = _core.Cpu(ctx.seg, ctx.cpu, check=True)
+        irq = ctx.machine.region("irq")[ctx.cpu]
+        out = []
+        for off_before, irqs_off in ((False, False), (False, True), (True, True)):
+            if off_before:
+                cpu.local_irq_disable()
+            cpu.send_ipi(ctx.cpu)
+            saves, taken = int(irq["flags_saves"]), int(irq["hardirqs"])
+            _core.time_bench_round("bpf_spin_lock_pair", loops, seg=ctx.seg, cpu=ctx.cpu,
+                                   lock_region=ctx.machine.segment.region_names.index("locks"),
+                                   check=True, irqs_off=irqs_off)
+            out.append((int(irq["flags_saves"]) - saves, cpu.irqs_disabled(),
+                        int(irq["hardirqs"]) - taken))
+            cpu.local_irq_enable()
+        with pytest.raises(ValueError, match="no IRQ state"):
+            _core.time_bench_round("for_loop", 10, irqs_off=True)
+        return out
+
+    with Machine(cpus=[allowed[0]], regions=[("locks", layout.LOCK_SLOT, 1)]) as m:
+        _core.lock_init(m.segment.buf, m.segment.region_names.index("locks"), 0,
+                        _core.LOCK_ALGOS["qspinlock"], 0)
+        assert m.run(body)[0] == [(loops, False, 1), (loops + 1, False, 1),
+                                  (loops + 1, True, 0)]
+
+
 def test_the_models_atomics_are_unrolled_as_the_kernels_programs(core_functions):
     # TB_UNROLL locked ops between two loop branches, each the JIT's
     # instruction: lock xadd (not lock add), lock cmpxchg, xchg
@@ -239,9 +290,10 @@ def test_without_the_irq_kfuncs_the_row_is_left_out_with_a_reason(monkeypatch):
     monkeypatch.setattr(bpf, "vmlinux_func_ids", lambda names: {})
     tests, why, ids = referee.available()
     assert ids == {}
-    assert "irq_save_restore" not in [t.name for t in tests] and len(tests) == len(referee.TESTS) - 1
-    assert why == ["irq_save_restore: this kernel has no bpf_local_irq_save, "
-                   "bpf_local_irq_restore kfuncs (Linux 6.14 on)"]
+    left = ["spin_lock_pair_irqs_off", "irq_save_restore"]
+    assert [t.name for t in referee.TESTS if t not in tests] == left
+    assert why == [f"{name}: this kernel has no bpf_local_irq_save, "
+                   "bpf_local_irq_restore kfuncs (Linux 6.14 on)" for name in left]
 
 
 def test_an_emulated_row_is_not_judged_and_says_what_it_leaves_out():

@@ -215,13 +215,15 @@ TIME_BENCH_SUITE = tuple((name, {v: k for k, v in LOCK_VARIANTS.items()}.get(var
 
 
 def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_region=-1,
-                     int lock_index=0, bint check=False, bint popf=False, int kbuild=0):
+                     int lock_index=0, bint check=False, bint popf=False, int kbuild=0,
+                     bint irqs_off=False):
     """Run one round of a time_bench test: (cycles, wall_ns) for `loops` ops.
 
     Tests of the IRQ model need `seg` and `cpu` (whose irq_cpustat they
     use); lock tests also a lock_slot region and index. Both run with the
     lock entry points and local_bh_enable() of kernel build `kbuild`
-    (KERNEL_BUILDS).
+    (KERNEL_BUILDS); `irqs_off`: inside local_irq_save() and
+    local_irq_restore(), untimed (the referee's lock pair with IRQs off).
     """
     cdef int idx
     try:
@@ -263,13 +265,20 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
         lock_fn = tb_cpu_loop_of(tb_rows[idx][4], check, popf, kbuild)
     cdef uint64_t cycles, w0, w1
     cdef bint has_cpu = needs != 0
+    cdef unsigned long outer = 0
+    if irqs_off and not has_cpu:
+        raise ValueError(f"time_bench test {test!r} has no IRQ state to turn off")
     with nogil:
+        if irqs_off:
+            outer = local_irq_save(&t.c)
         w0 = mono_ns()
         if lock_fn != NULL:
             cycles = lock_fn(&t.c, t.lock, loops)
         else:
             cycles = fn(&t, loops)
         w1 = mono_ns()
+        if irqs_off:
+            local_irq_restore(&t.c, outer)
         if has_cpu:
             lockdep_end(&t.c)
     return cycles, w1 - w0

@@ -199,8 +199,10 @@ def text(env, extra):
 
 def _same_path(row, ref):
     """Whether a row of this run times the op a referee row's model did:
-    its test, and for a lock its algorithm and kernel build."""
+    its test, and for a lock its algorithm and kernel build (never with
+    IRQs off: no row of `locks` runs so)."""
     return (row["test"] == ref.get("model_test") and not row.get("contended")
+            and not ref.get("irqs_off")
             and (ref.get("algo") is None or (row["algo"] == ref["algo"] and
                                              row.get("kernel_build") == ref.get("kernel_build"))))
 

@@ -216,6 +216,15 @@ def irq_save_restore(ids):
             + flags + kfunc_call(ids["bpf_local_irq_restore"]))
 
 
+def irqs_off(ids, body):
+    """`body` inside bpf_local_irq_save() and bpf_local_irq_restore() of
+    flags on the stack (below irq_save_restore()'s): IRQs off around it, so
+    that a lock pair's own save finds them off and its restore skips sti."""
+    flags = mov64_reg(R1, R10) + add64_imm(R1, -8)
+    return (flags + kfunc_call(ids["bpf_local_irq_save"]) + body
+            + flags + kfunc_call(ids["bpf_local_irq_restore"]))
+
+
 def spin_lock_pair(at=0, counted=False):
     """bpf_spin_lock() and bpf_spin_unlock() of the lock `at` bytes into the
     value at r6 (a map value of spin_lock_map(k, at)); `counted`: the

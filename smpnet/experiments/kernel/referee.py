@@ -28,6 +28,7 @@ class Test:
     locked: bool    # the model's test takes the host's lock
     per_loop: int = 1   # ops in one iteration of the model's loop: the empty loop is shared
     emulated: str = ""  # what the model emulates here and user space cannot run: not judged
+    irqs_off: bool = False  # the ops inside bpf_local_irq_save() and _restore(), both sides
 
 
 TESTS = (
@@ -35,6 +36,10 @@ TESTS = (
          "bpf_spin_lock() + bpf_spin_unlock(): local_irq_save, preempt_disable, the host's "
          "arch_spin_lock, the flags in a per-CPU variable; and back (kernel/bpf/helpers.c)",
          "bpf_spin_lock_pair", True),
+    Test("spin_lock_pair_irqs_off",
+         "the same pair with IRQs already off, inside bpf_local_irq_save() and "
+         "bpf_local_irq_restore() (kfuncs, Linux 6.14 on): its cli run, its sti not (the "
+         "saved flags have IF clear)", "bpf_spin_lock_pair", True, irqs_off=True),
     Test("fetch_add", "BPF_ATOMIC BPF_ADD | BPF_FETCH on a map value: lock xadd",
          "atomic_fetch_add_unrolled", False, _core.TB_UNROLL),
     Test("cmpxchg", "the map value read, then BPF_ATOMIC BPF_CMPXCHG of it to itself + 1: "
@@ -59,7 +64,7 @@ def _op(test, ids=None, at=0):
     (available()'s), read here when None."""
     R0, R1, R6 = bpf.R0, bpf.R1, bpf.R6
     word = at + bpf.SPIN_LOCK_CNT
-    if test == "spin_lock_pair":
+    if test in ("spin_lock_pair", "spin_lock_pair_irqs_off"):
         return bpf.spin_lock_pair(at)
     if test == "fetch_add":
         return bpf.mov64_imm(R1, 1) + bpf.atomic_dw(bpf.BPF_ADD | bpf.BPF_FETCH, R6, R1, word)
@@ -89,8 +94,9 @@ def available():
         why = f"this kernel has no {', '.join(bpf.IRQ_KFUNCS)} kfuncs (Linux 6.14 on)"
     if len(ids) == len(bpf.IRQ_KFUNCS):
         return TESTS, [], ids
-    return (tuple(t for t in TESTS if t.name != "irq_save_restore"),
-            [f"irq_save_restore: {why}"], ids)
+    irq = [t for t in TESTS if t.name == "irq_save_restore" or t.irqs_off]
+    return (tuple(t for t in TESTS if t not in irq),
+            [f"{t.name}: {why}" for t in irq], ids)
 
 
 def programs(k, test, ids=None):
@@ -111,7 +117,7 @@ def programs(k, test, ids=None):
         m = k.map(bpf.BPF_MAP_TYPE_PERCPU_ARRAY, 16)
     else:
         at = k.line_start()
-        m = (bpf.spin_lock_map(k, at) if test == "spin_lock_pair"
+        m = (bpf.spin_lock_map(k, at) if test.startswith("spin_lock_pair")
              else k.map(bpf.BPF_MAP_TYPE_ARRAY, bpf.LINE_VALUE))
     return map_programs(k, m, test, at, ids, (2 * UNROLL, UNROLL))
 
@@ -119,8 +125,13 @@ def programs(k, test, ids=None):
 def map_programs(k, m, test, at, ids=None, ops=(UNROLL, 0)):
     """A program of `test` on map `m` for each count of `ops` (by default
     the op's program and its empty twin), its line `at` bytes into the value
-    (as _op()'s)."""
+    (as _op()'s); a test with IRQs off runs its ops inside bpf.irqs_off()."""
+    t = next(t for t in TESTS if t.name == test)
     name, op = test.encode()[:15], _op(test, ids, at)
+    if t.irqs_off:
+        ids = ids or bpf.vmlinux_func_ids(bpf.IRQ_KFUNCS)
+        return tuple(k.prog(bpf.lookup_or_exit(m, bpf.irqs_off(ids, op * n)), name)
+                     for n in ops)
     return tuple(k.prog(bpf.lookup_or_exit(m, op * n), name) for n in ops)
 
 
@@ -149,6 +160,8 @@ def _measure(ctx, tests, ids, rounds, algo, build):
     region = ctx.machine.segment.region_names.index("locks")
     entries = lockbench.suite_entries([(t.model, algo if t.locked else None) for t in tests],
                                       [algo], ctx.seg, region, False, "sti", build)
+    for t, (_, where) in zip(tests, entries):
+        where["irqs_off"] = t.irqs_off
     loops = [calibrate_loops(test, **where) for test, where in entries]
     empty = calibrate_loops("for_loop")
     with bpf.Bpf() as k:
@@ -198,6 +211,8 @@ def measure(cpu, tsc_hz, algo, build, rounds, warnings):
                "twin_ops": UNROLL}
         if t.emulated:
             row["emulated"] = t.emulated
+        if t.irqs_off:
+            row["irqs_off"] = True
         rows.append(row)
     return rows
 
@@ -274,8 +289,23 @@ def text(p, rows):
     lines.append("  within bounds: the ratio's whole interval in [{}, {}] uncontended, "
                  "[{}, {}] contended".format(*BOUNDS[False], *BOUNDS[True]))
     lines += [f"  {r['test']}: {r['kernel_runs']}" for r in rows]
+    lines += _sti_lines(rows)
     lines += [f"  {r['test']}: emulated, not judged: {r['emulated']}; the kernel's op costs "
               f"{r['kernel_cycles'] - r['model_cycles']:.1f} cycles more than the model's: what "
               "the emulation leaves out, on its own (beside locked ops it can hide)"
               for r in rows if r.get("emulated")]
     return "\n".join(lines)
+
+
+def _sti_lines(rows):
+    """What the kernel's lock pair's sti costs inside it: the pair less the
+    pair with IRQs already off (where both ran)."""
+    by = {r["test"]: r for r in rows if not r.get("contended")}
+    on, off = by.get("spin_lock_pair"), by.get("spin_lock_pair_irqs_off")
+    if not (on and off):
+        return []
+    return [f"  spin_lock_pair: with IRQs already off (its sti not run) the kernel's pair costs "
+            f"{on['kernel_cycles'] - off['kernel_cycles']:.1f} cycles less, the model's "
+            f"{on['model_cycles'] - off['model_cycles']:.1f}: what sti costs inside the kernel's "
+            "pair here, which the model emulates (its cli stays in both)"]
+
