@@ -364,7 +364,7 @@ def test_the_model_hammers_the_very_line_the_kernels_program_does(allowed):
     with bpf.Bpf() as k, Machine(cpus=allowed[:1], regions=lockbench.locks_region(1)) as m:
         region = lockbench.init_locks(m, ["qspinlock"])
         fd, mapping = k.mapped(bpf.LINE_VALUE)
-        prog, _ = referee.map_programs(k, fd, "fetch_add", 0)
+        prog, _ = referee.map_programs(k, fd, 0, "fetch_add")
         n, _ = _core.atomic_hammer(m.segment.buf, region, 0, "fetch_add", 0.01, mapping,
                                    bpf.SPIN_LOCK_CNT)
         assert bpf.test_run(prog, 10)[1] == bpf.DONE
@@ -406,6 +406,9 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
             "referee_rounds"]
         assert r["model_over_kernel_lo"] <= r["model_over_kernel"] <= r["model_over_kernel_hi"]
         assert r["cycles"] == r["kernel_cycles"] and r["unroll"] == referee.UNROLL
+        # each round's programs loaded anew: a placement each (referee._measure)
+        assert r.get("loads", r["rounds"]) == r["rounds"] == env["params"]["referee_rounds"]
+        assert ("loads" in r) != bool(r.get("contended"))
         assert r["cpus"] == (",".join(map(str, cpus)) if r.get("contended") else str(cpus[0]))
     assert rows[0]["algo"] == env["params"]["referee_algo"]
     # what the programs run, listed from the kernel's text (where objdump is)

@@ -265,6 +265,13 @@ class Bpf:
         self.fds.append(fd)
         return fd
 
+    def drop(self, *fds):
+        """Close programs (or maps) of this object's before the end."""
+        for fd in fds:
+            self.fds.remove(fd)
+            self.value_size.pop(fd, None)
+            os.close(fd)
+
     def btf(self, blob):
         raw = ctypes.create_string_buffer(blob, len(blob))
         log = ctypes.create_string_buffer(4096)

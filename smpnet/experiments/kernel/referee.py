@@ -112,17 +112,22 @@ def programs(k, test, ids=None):
     and 5.19 cycles with 64, 128 and 256 ops less the empty twin, and
     5.42-5.45 as the difference of two programs (64 or 128 to 256): the
     overhead is the same in both, hidden or not."""
-    at = 0
+    return map_programs(k, *op_map(k, test), test, ids, TWIN_OPS)
+
+
+TWIN_OPS = (2 * UNROLL, UNROLL)     # programs()' ops: the program's and its twin's
+
+
+def op_map(k, test):
+    """(the map `test`'s programs run on, where its line starts in the value)."""
     if test == "this_cpu_inc":
-        m = k.map(bpf.BPF_MAP_TYPE_PERCPU_ARRAY, 16)
-    else:
-        at = k.line_start()
-        m = (bpf.spin_lock_map(k, at) if test.startswith("spin_lock_pair")
-             else k.map(bpf.BPF_MAP_TYPE_ARRAY, bpf.LINE_VALUE))
-    return map_programs(k, m, test, at, ids, (2 * UNROLL, UNROLL))
+        return k.map(bpf.BPF_MAP_TYPE_PERCPU_ARRAY, 16), 0
+    at = k.line_start()
+    return (bpf.spin_lock_map(k, at) if test.startswith("spin_lock_pair")
+            else k.map(bpf.BPF_MAP_TYPE_ARRAY, bpf.LINE_VALUE)), at
 
 
-def map_programs(k, m, test, at, ids=None, ops=(UNROLL, 0)):
+def map_programs(k, m, at, test, ids=None, ops=(UNROLL, 0)):
     """A program of `test` on map `m` for each count of `ops` (by default
     the op's program and its empty twin), its line `at` bytes into the value
     (as _op()'s); a test with IRQs off runs its ops inside bpf.irqs_off()."""
@@ -153,10 +158,16 @@ def _repeat(prog):
 
 
 def _measure(ctx, tests, ids, rounds, algo, build):
-    """In the pinned worker: every test's programs loaded (closed at the
-    end, whatever happens), then `rounds` rounds, each test's kernel round
-    and model round in turn, tests forwards and backwards by round; the
-    model's figures less its empty loop, as the kernel's less its twin."""
+    """In the pinned worker: `rounds` rounds, each test's kernel round and
+    model round in turn, tests forwards and backwards by round; the model's
+    figures less its empty loop, as the kernel's less its twin.
+
+    Each kernel round loads its test's programs anew (closed after it, and
+    at the end whatever happens): the JIT puts a program at a random offset
+    in its pack (bpf_jit_binary_pack_alloc()), and where the calls and
+    returns land moves a call-heavy op. On the Zen 4 guest, eight loads of
+    helper_call's programs gave 16.3 to 18.2 cycles a call (the lock pair
+    113.3-115.2): one load is one placement, the rounds now sample them."""
     region = ctx.machine.segment.region_names.index("locks")
     entries = lockbench.suite_entries([(t.model, algo if t.locked else None) for t in tests],
                                       [algo], ctx.seg, region, False, "sti", build)
@@ -165,9 +176,18 @@ def _measure(ctx, tests, ids, rounds, algo, build):
     loops = [calibrate_loops(test, **where) for test, where in entries]
     empty = calibrate_loops("for_loop")
     with bpf.Bpf() as k:
-        progs = [programs(k, t.name, ids) for t in tests]
-        repeats = [_repeat(p) for p, _ in progs]
+        maps = [op_map(k, t.name) for t in tests]
+
+        def load(i):
+            return map_programs(k, *maps[i], tests[i].name, ids, TWIN_OPS)
+
+        repeats = []
+        for i in range(len(tests)):
+            progs = load(i)
+            repeats.append(_repeat(progs[0]))
+            k.drop(*progs)
         kernel_ns = [[] for _ in tests]
+        loads = [0] * len(tests)
         model = [[] for _ in tests]
         for r in range(rounds):
             # the model's empty loop, this round: what its figures carry that the
@@ -176,12 +196,15 @@ def _measure(ctx, tests, ids, rounds, algo, build):
             # iteration, 0.05 an op of a TB_UNROLL loop (kernel.md)
             loop = clean_round(lambda n: _core.time_bench_round("for_loop", n), empty).per_op
             for i in pass_order(len(tests), r):
-                kernel_ns[i].append(_kernel_round(*progs[i], repeats[i], r % 2 == 1))
+                progs = load(i)
+                loads[i] += 1
+                kernel_ns[i].append(_kernel_round(*progs, repeats[i], r % 2 == 1))
+                k.drop(*progs)
                 test, where = entries[i]
                 model[i].append(clean_round(
                     lambda n, test=test, where=where: _core.time_bench_round(test, n, **where),
                     loops[i]).per_op - loop / tests[i].per_loop)
-    return kernel_ns, model, repeats
+    return kernel_ns, model, repeats, loads
 
 
 def seconds(rounds):
@@ -199,16 +222,16 @@ def measure(cpu, tsc_hz, algo, build, rounds, warnings):
     warnings += [f"kernel referee: {why}" for why in missing]
     with Machine(cpus=[cpu], regions=lockbench.locks_region(1)) as m:
         lockbench.init_locks(m, [algo])
-        kernel_ns, model, repeats = m.run(_measure, tests, ids, rounds, algo, build,
-                                          expected=seconds(rounds))[0]
+        kernel_ns, model, repeats, loads = m.run(_measure, tests, ids, rounds, algo, build,
+                                                 expected=seconds(rounds))[0]
     rows = []
-    for t, kns, mod, rep in zip(tests, kernel_ns, model, repeats):
+    for t, kns, mod, rep, n in zip(tests, kernel_ns, model, repeats, loads):
         row = {"test": t.name, "placement": PLACEMENT, "cpus": str(cpu),
                "kernel_runs": t.kernel, "model_test": t.model,
                "algo": algo if t.locked else None, "kernel_build": build,
                **_figures([ns * tsc_hz / 1e9 for ns in kns], mod),
                "kernel_ns": stats.median_ci(kns)[0], "repeat": rep, "rounds": rounds,
-               "twin_ops": UNROLL}
+               "twin_ops": UNROLL, "loads": n}
         if t.emulated:
             row["emulated"] = t.emulated
         if t.irqs_off:

@@ -166,7 +166,7 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
                             made[r].append((*counted_programs(k), None))
                         else:
                             fd, mapping = k.mapped(bpf.LINE_VALUE)
-                            made[r].append((*map_programs(k, fd, test, 0), fd, mapping))
+                            made[r].append((*map_programs(k, fd, 0, test), fd, mapping))
                 return made[r]
 
             def kernel_side(r):
