@@ -137,6 +137,14 @@ MUTANTS = [
            "    if twice or stale:", "    if False:",
            [T_SKB + "test_an_skb_freed_twice_fails_the_run"],
            "an skb freed twice let through"),
+    Mutant("referee-empty-twin", "smpnet/experiments/kernel/referee.py",
+           "TWIN_OPS = (2 * UNROLL, UNROLL)", "TWIN_OPS = (UNROLL, 0)",
+           ["tests/test_referee.py::test_an_op_is_a_program_of_twice_the_ops_less_its_twin"],
+           "the kernel's op less an empty program, which hides the test run's cost"),
+    Mutant("referee-pair-irqs-on", "smpnet/experiments/kernel/referee.py",
+           "    if t.irqs_off:\n        ids = ids or", "    if False:\n        ids = ids or",
+           ["tests/test_referee.py::test_the_pair_with_irqs_off_runs_between_the_irq_save_and_restore"],
+           "the pair with IRQs off run with them on"),
 ]
 
 # Left out: no test can kill them, the program behaving the same with or without them
