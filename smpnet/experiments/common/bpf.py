@@ -211,16 +211,14 @@ def irq_save_restore(ids):
     """bpf_local_irq_save() and bpf_local_irq_restore() (kfuncs of
     kernel/bpf/helpers.c, Linux 6.14 and later; `ids` their BTF ids) of
     flags on the stack: local_irq_save() and local_irq_restore(), each a call."""
-    flags = mov64_reg(R1, R10) + add64_imm(R1, -16)
-    return (flags + kfunc_call(ids["bpf_local_irq_save"])
-            + flags + kfunc_call(ids["bpf_local_irq_restore"]))
+    return irqs_off(ids, b"", -16)
 
 
-def irqs_off(ids, body):
-    """`body` inside bpf_local_irq_save() and bpf_local_irq_restore() of
-    flags on the stack (below irq_save_restore()'s): IRQs off around it, so
-    that a lock pair's own save finds them off and its restore skips sti."""
-    flags = mov64_reg(R1, R10) + add64_imm(R1, -8)
+def irqs_off(ids, body, flags_at=-8):
+    """`body` between irq_save_restore()'s two calls, of flags `flags_at`
+    bytes into the stack: a lock pair's own save there finds IRQs off, so
+    its restore skips sti."""
+    flags = mov64_reg(R1, R10) + add64_imm(R1, flags_at)
     return (flags + kfunc_call(ids["bpf_local_irq_save"]) + body
             + flags + kfunc_call(ids["bpf_local_irq_restore"]))
 
