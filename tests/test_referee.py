@@ -120,8 +120,12 @@ def test_the_models_helper_call_is_calls_back_to_back_as_the_kernels(core_functi
     assert {insns[i].split("<")[1] for i in calls} == {f"tb_helper_{ret}>"}
     between = [x for x in insns[calls[0]:calls[-1]] if not x.startswith("call")]
     assert len(between) <= 1        # at most the loop counter's add, scheduled among them
-    helper = _insns_of(code_of(core_functions, f"tb_helper_{ret}"))
+    body = code_of(core_functions, f"tb_helper_{ret}")
+    helper = _insns_of(body)
     assert helper[0].startswith("nop") and re.match(r"movslq +%fs:", helper[1])
+    # the ftrace site's nop is the kernel's 5 bytes (BYTES_NOP5), as the listing's
+    at = [int(line.split(":")[0], 16) for line in body.splitlines() if "\t" in line]
+    assert at[1] - at[0] == 5 and helper[0].split() == ["nopl", "0x0(%rax,%rax,1)"]
     assert (helper[2] == "ret") == (ret == 0)
     assert referee.TESTS[0].per_loop == 1
 

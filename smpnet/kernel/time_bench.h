@@ -42,12 +42,14 @@ static __attribute__((noinline)) void tb_empty_function(void)
 		__local_irq_restore(c, *flags, 0, 0);					\
 	}
 /* bpf_get_numa_node_id()'s body as x86-64 builds it: the ftrace site's
- * 5-byte nop, then numa_node_id(), one per-CPU load (this_cpu_read():
- * `movslq %gs:numa_node(%rip),%rax`); here of %fs, the segment user space
- * may read (its first word, the thread's own pointer). */
+ * 5-byte nop (BYTES_NOP5, asm/nops.h: as bytes, since the assembler makes
+ * `nopl 0x0(%rax,%rax,1)` the 4-byte form), then numa_node_id(), one
+ * per-CPU load (this_cpu_read(): `movslq %gs:numa_node(%rip),%rax`); here
+ * of %fs, the segment user space may read (its first word, the thread's
+ * own pointer). */
 #ifdef __x86_64__
-#define TB_HELPER_BODY	__asm__ __volatile__("nopl 0x0(%%rax,%%rax,1)\n\tmovslq %%fs:0,%%rax" \
-					     ::: "rax")
+#define TB_HELPER_BODY	__asm__ __volatile__(".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n\t"	\
+					     "movslq %%fs:0,%%rax" ::: "rax")
 #else
 #define TB_HELPER_BODY	barrier()
 #endif
