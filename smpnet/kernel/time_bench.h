@@ -57,24 +57,31 @@ DEFINE_TB_CALLS(0)
 DEFINE_TB_CALLS(1)
 DEFINE_TB_CALLS(2)
 
-/* The referee's calls back to back, as its BPF programs make them, 128 in
- * a row: TB_UNROLL in a loop iteration, of the empty function
- * (helper_call) or of the IRQ save and restore (irq_save_restore), the
- * copies that return as `build` does. One call a loop iteration
- * (function_call_cost) overlaps the call with the loop's own branch, which
- * the empty loop subtracted does not undo: a different op. `loops` counts
- * calls (rounded down to a whole iteration). */
-#define TB_UNROLL	16
+/* The referee's programs each run 128 ops (referee.py's UNROLL; its twin
+ * too) between two passes of the kernel's test loop (kernel/bpf/test_run.c). */
+#define TB_PROG_OPS	128
+#define TB_UNROLL	16	/* the atomics' ops in one loop iteration (below) */
 
+/* The referee's calls back to back, as its BPF programs make them: all
+ * TB_PROG_OPS in one loop iteration, of the empty function (helper_call)
+ * or of the IRQ save and restore (irq_save_restore), the copies that
+ * return as `build` does. One call a loop iteration (function_call_cost)
+ * overlaps the call with the loop's own branch, which the empty loop
+ * subtracted does not undo: a different op. And 16 a loop iteration are
+ * not the program's 128 either: under SRSO's safe RET, whose every return
+ * mispredicts, 16 calls in an 80-byte loop cost 14.9-15.1 cycles a call at
+ * 11 of 16 placements of the loop and 16.2-16.4 at the rest, 128 in a row
+ * 16.0-17.0 at every one (a bare-C sweep on the Zen 4 guest, kernel.md).
+ * `loops` counts calls (rounded down to a whole iteration). */
 static __always_inline uint64_t tb_calls_back_to_back(struct cpu_ctx *c, uint64_t loops,
 						      const int irq, const int build)
 {
 	uint64_t i, t0 = tsc_start();
 	unsigned long flags;
 
-	for (i = 0; i < loops / TB_UNROLL; i++) {
-		_Pragma("GCC unroll 16")
-		for (int j = 0; j < TB_UNROLL; j++) {
+	for (i = 0; i < loops / TB_PROG_OPS; i++) {
+		_Pragma("GCC unroll 128")
+		for (int j = 0; j < TB_PROG_OPS; j++) {
 			if (!irq) {
 				RETURN_COPY(tb_helper, kbuild_return(build))();
 			} else {
@@ -126,13 +133,10 @@ static __always_inline uint64_t tb_atomics_unrolled(uint32_t *word, uint64_t loo
 	return tsc_stop() - t0;
 }
 
-/* The referee's programs each run 128 ops (referee.py's UNROLL) between
- * two passes of the kernel's test loop (kernel/bpf/test_run.c); under
- * contention, how often a CPU leaves the line alone moves the cost of an op
- * (a clock read every 16 ops made the model's contended atomics 7-9 % dearer
- * than one every 128, on the Intel guest), so the contended loops leave it
- * as often as the programs do. */
-#define TB_PROG_OPS	128
+/* Under contention, how often a CPU leaves the line alone moves the cost
+ * of an op (a clock read every 16 ops made the model's contended atomics
+ * 7-9 % dearer than one every TB_PROG_OPS, on the Intel guest), so the
+ * contended loops leave it as often as the referee's programs do. */
 _Static_assert(TB_PROG_OPS % TB_UNROLL == 0 && (TB_PROG_OPS & (TB_PROG_OPS - 1)) == 0,
 	       "whole iterations of the unrolled loops, a mask for lock_hammer");
 

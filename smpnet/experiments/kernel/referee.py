@@ -49,10 +49,10 @@ TESTS = (
     Test("this_cpu_inc", "a per-CPU array map's value + 1 (load, add, store)",
          "this_cpu_inc", False),
     Test("helper_call", "call bpf_get_numa_node_id() and return, as this kernel builds it, "
-         "the calls back to back", "function_calls_unrolled", False, _core.TB_UNROLL),
+         "the calls back to back", "function_calls_unrolled", False, _core.TB_PROG_OPS),
     Test("irq_save_restore", "bpf_local_irq_save() + bpf_local_irq_restore() (kfuncs, Linux "
          "6.14 on): two calls, pushf; pop; cli, the flags tested, sti; the pairs back to back",
-         "irq_save_restore_calls", False, _core.TB_UNROLL,
+         "irq_save_restore_calls", False, _core.TB_PROG_OPS,
          "cli and sti (privileged): the model keeps the mask in memory"),
 )
 
