@@ -145,6 +145,10 @@ MUTANTS = [
            "    if t.irqs_off:\n        ids = ids or", "    if False:\n        ids = ids or",
            ["tests/test_referee.py::test_the_pair_with_irqs_off_runs_between_the_irq_save_and_restore"],
            "the pair with IRQs off run with them on"),
+    Mutant("referee-calls-16", "smpnet/kernel/time_bench.h",
+           "for (int j = 0; j < TB_PROG_OPS; j++) {", "for (int j = 0; j < TB_UNROLL; j++) {",
+           ["tests/test_referee.py::test_the_models_helper_call_is_calls_back_to_back_as_the_kernels"],
+           "the model's helper calls 16 to a loop iteration, not the program's 128"),
 ]
 
 # Left out: no test can kill them, the program behaving the same with or without them
