@@ -185,6 +185,11 @@ def test_locks_shows_a_profiles_referee_beside_its_rows_of_the_same_path():
     assert lines["spin_lock_pair"][-2:] == ["44.000", "1.100"]    # (45 - 1) / 40
     assert lines["cmpxchg"][-2:] == ["22.000", "1.100"]           # (23 - 1) / 20
     assert lines["cmpxchg"][-2:] != ["not", "run"]
+    # the pair with IRQs off: no row of locks runs so, whatever its test
+    off = {"spin_lock_pair_irqs_off": {**REFEREE["spin_lock_pair"], "irqs_off": True}}
+    text = "\n".join(locks_cmd.referee_lines({"referee": off}, rows))
+    assert text.splitlines()[-1].split()[0] == "spin_lock_pair_irqs_off"
+    assert text.endswith("not run")
     without = locks_cmd.referee_lines({"referee": REFEREE}, rows[1:])   # no empty loop: none
     assert all(line.endswith("not run") for line in without[-1].splitlines()[2:])
     assert locks_cmd.referee_lines(None, rows) == []

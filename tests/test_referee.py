@@ -105,14 +105,15 @@ X86_64 = platform.machine() == "x86_64"
 @pytest.mark.parametrize("build", ["x86-preempt", "x86-preempt+safe-ret",
                                    "x86-preempt+ret-thunk"])
 def test_the_models_helper_call_is_calls_back_to_back_as_the_kernels(core_functions, build):
-    # the kernel's program calls its helper UNROLL times in a row; the
-    # model's loop must hold as many calls with nothing between them (the
+    # the kernel's programs call their helper 256 and 128 times in a row; the
+    # model's loop must hold 128 calls with nothing between them (the
     # referee shares the empty loop among them; 16 to an iteration is not
     # the same op under SRSO: time_bench.h), each of the copy that returns
     # as the build does, whose body is the helper's: the ftrace nop and one
     # segment-relative load
     t = next(t for t in referee.TESTS if t.name == "helper_call")
-    assert t.per_loop == referee.UNROLL == _core.TB_PROG_OPS
+    assert t.per_loop == _core.TB_PROG_OPS
+    assert next(t for t in referee.TESTS if t.name == "irq_save_restore").per_loop == t.per_loop
     ret = _core.KERNEL_RETURNS[kernel_build.split(build)[1]]
     insns = _insns_of(code_of(core_functions,
                               f"tb_cpu_loop_TB_OP_CALLS_EMPTY_{loop_tag(build)}_0_0"))
@@ -301,6 +302,31 @@ def test_without_the_irq_kfuncs_the_row_is_left_out_with_a_reason(monkeypatch):
                    "bpf_local_irq_restore kfuncs (Linux 6.14 on)" for name in left]
 
 
+def _row(test, kernel, model, **extra):
+    return {"test": test, "kernel_cycles": kernel, "kernel_cycles_lo": kernel,
+            "kernel_cycles_hi": kernel, "model_cycles": model, "model_cycles_lo": model,
+            "model_cycles_hi": model, "model_test": "t", "model_over_kernel": model / kernel,
+            "model_over_kernel_lo": model / kernel, "model_over_kernel_hi": model / kernel,
+            "cpus": "1", "rounds": 6, "unroll": referee.UNROLL, "kernel_runs": "k", **extra}
+
+
+def test_the_text_gives_what_sti_costs_inside_the_pair_and_how_each_row_was_timed():
+    p = {"referee_algo": "pvqspinlock", "kernel_build": "x86-preempt"}
+    rows = [_row("spin_lock_pair", 116.0, 110.0, twin_ops=referee.UNROLL),
+            _row("spin_lock_pair_irqs_off", 109.5, 107.5, twin_ops=referee.UNROLL,
+                 irqs_off=True)]
+    text = referee.text(p, rows)
+    assert "the kernel's pair costs 6.5 cycles less, the model's 2.5" in text
+    assert "a program of 256 ops unrolled less its twin of 128)" in text
+    # contended rows are still timed against an empty twin: the heading says so
+    text = referee.text(p, rows + [_row("fetch_add_contended", 20.0, 21.0, contended=True)])
+    assert "its twin of 128; contended: 128 ops less an empty twin" in text
+    # without the IRQs-off row, no line; a row saved before the twin says so
+    assert "what sti costs" not in referee.text(p, rows[:1])
+    old = [_row("xchg", 5.0, 5.4)]
+    assert "128 ops unrolled per run, its empty twin subtracted" in referee.text(p, old)
+
+
 def test_an_emulated_row_is_not_judged_and_says_what_it_leaves_out():
     row = {"test": "irq_save_restore", "kernel_cycles": 23.6, "model_cycles": 6.1,
            "model_over_kernel_lo": 0.2, "model_over_kernel_hi": 0.3, "emulated": "cli and sti"}
@@ -334,7 +360,6 @@ def test_the_models_atomic_hammer_runs_its_op_on_the_shared_word(allowed):
         n, cycles = _core.atomic_hammer(m.segment.buf, region, 1, "fetch_add", 0.01)
         # the clock read every program's worth of ops, as the kernel's loop runs them
         assert n > 0 and n % _core.TB_PROG_OPS == 0 and cycles > 0
-        assert referee.UNROLL == _core.TB_PROG_OPS
         # and the lock pair, bpf_spin_lock()'s, every program's worth of pairs
         irqsave = _core.LOCK_VARIANTS["irqsave"]
         pairs, _, _, aborted = _core.lock_hammer(m.segment.buf, 0, region, 0, irqsave, 0, 0.01,

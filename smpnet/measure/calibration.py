@@ -67,7 +67,9 @@ def referee_summary(rows):
     keys = ("kernel_cycles", "kernel_cycles_lo", "kernel_cycles_hi", "model_cycles",
             "model_over_kernel", "model_over_kernel_lo", "model_over_kernel_hi", "cpus",
             "model_test", "algo", "kernel_build")
-    out = {r["test"]: {k: r.get(k) for k in keys} for r in rows if "model_over_kernel" in r}
+    out = {r["test"]: {k: r.get(k) for k in keys} | ({"irqs_off": True} if r.get("irqs_off")
+                                                     else {})
+           for r in rows if "model_over_kernel" in r}
     return out or None
 
 

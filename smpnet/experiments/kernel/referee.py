@@ -295,6 +295,8 @@ def text(p, rows):
     u = first["unroll"]
     how = (f"a program of {2 * u} ops unrolled less its twin of {u}" if first.get("twin_ops")
            else f"{u} ops unrolled per run, its empty twin subtracted")   # before twin_ops
+    if first.get("twin_ops") and any(r.get("contended") for r in rows):
+        how += f"; contended: {u} ops less an empty twin"
     lines = [f"# the kernel as referee, CPU {first['cpus']}: each op timed inside the running "
              f"kernel (BPF test runs, {how}) and in smpnet's model ({p['referee_algo']}, kernel build "
              f"{p['kernel_build']}), {first['rounds']} rounds, TSC cycles, median [95 % interval]"]
@@ -331,4 +333,3 @@ def _sti_lines(rows):
             f"{on['kernel_cycles'] - off['kernel_cycles']:.1f} cycles less, the model's "
             f"{on['model_cycles'] - off['model_cycles']:.1f}: what sti costs inside the kernel's "
             "pair here, which the model emulates (its cli stays in both)"]
-
