@@ -148,7 +148,7 @@ MUTANTS = [
     Mutant("referee-calls-16", "smpnet/kernel/time_bench.h",
            "for (int j = 0; j < TB_PROG_OPS; j++) {", "for (int j = 0; j < TB_UNROLL; j++) {",
            ["tests/test_referee.py::test_the_models_helper_call_is_calls_back_to_back_as_the_kernels"],
-           "the model's helper calls 16 to a loop iteration, not the program's 128"),
+           "the model's helper calls 16 to a loop iteration, not a run of 128 as the programs'"),
 ]
 
 # Left out: no test can kill them, the program behaving the same with or without them

@@ -200,7 +200,7 @@ tb_test("bpf_spin_lock_pair", NULL, TB_NEEDS_LOCK, TB_VARIANT_BPF_SPIN_LOCK, Fal
 
 # ops in one iteration of an _unrolled test's loop (the referee's)
 TB_UNROLL = TB_UNROLL_C
-TB_PROG_OPS = TB_PROG_OPS_C     # ops a referee program runs; the contended loops' clock reads
+TB_PROG_OPS = TB_PROG_OPS_C     # the referee's UNROLL; the contended loops' clock reads
 
 # (name, needs: 0 nothing, 1 a CPU's IRQ state, 2 a lock too), in table order
 TIME_BENCH_TESTS = tuple((name, needs) for name, needs, _, _, _ in tb_rows)

@@ -57,22 +57,24 @@ DEFINE_TB_CALLS(0)
 DEFINE_TB_CALLS(1)
 DEFINE_TB_CALLS(2)
 
-/* The referee's programs each run 128 ops (referee.py's UNROLL; its twin
- * too) between two passes of the kernel's test loop (kernel/bpf/test_run.c). */
+/* referee.py's UNROLL: the ops an uncontended program runs beyond its twin
+ * (256 against 128), and a contended program's ops between two passes of
+ * the kernel's test loop (kernel/bpf/test_run.c). */
 #define TB_PROG_OPS	128
 #define TB_UNROLL	16	/* the atomics' ops in one loop iteration (below) */
 
-/* The referee's calls back to back, as its BPF programs make them: all
- * TB_PROG_OPS in one loop iteration, of the empty function (helper_call)
- * or of the IRQ save and restore (irq_save_restore), the copies that
- * return as `build` does. One call a loop iteration (function_call_cost)
- * overlaps the call with the loop's own branch, which the empty loop
- * subtracted does not undo: a different op. And 16 a loop iteration are
- * not the program's 128 either: under SRSO's safe RET, whose every return
- * mispredicts, 16 calls in an 80-byte loop cost 14.9-15.1 cycles a call at
- * 11 of 16 placements of the loop and 16.2-16.4 at the rest, 128 in a row
- * 16.0-17.0 at every one (a bare-C sweep on the Zen 4 guest, kernel.md).
- * `loops` counts calls (rounded down to a whole iteration). */
+/* The referee's calls back to back, as its BPF programs make them (256
+ * in a row, the twin 128): TB_PROG_OPS in one loop iteration, of the empty
+ * function (helper_call) or of the IRQ save and restore (irq_save_restore),
+ * the copies that return as `build` does. One call a loop iteration
+ * (function_call_cost) overlaps the call with the loop's own branch, which
+ * the empty loop subtracted does not undo: a different op. And 16 a loop
+ * iteration are not a run as long as the programs' either: under SRSO's
+ * safe RET, whose every return mispredicts, 16 calls in an 80-byte loop
+ * cost 14.9-15.1 cycles a call at 11 of 16 placements of the loop and
+ * 16.2-16.4 at the rest, 128 in a row 16.0-17.0 at every one (a bare-C
+ * sweep on the Zen 4 guest, kernel.md). `loops` counts calls (rounded
+ * down to a whole iteration). */
 static __always_inline uint64_t tb_calls_back_to_back(struct cpu_ctx *c, uint64_t loops,
 						      const int irq, const int build)
 {

@@ -71,7 +71,7 @@ def _kernel_chunk(progs, repeat, tsc_hz):
     """A kernel test run of line i's program: (its cycles per op, its ops),
     the line's empty twin's run (timed uncontended, before) subtracted. The
     test run's own cost may hide beside the ops, as uncontended (referee.
-    programs()), but it is under 0.6 cycles an op of the 100 or more a
+    programs()), but it is under 0.6 cycles an op of the 20 or more a
     contended op costs: the chunks keep the empty twin."""
     def chunk(i):
         prog, empty_ns = progs[i]
