@@ -48,6 +48,11 @@ def test_a_profile_keeps_the_referees_figures_and_says_none_without_them(tmp_pat
     path = tmp_path / "with.json"
     path.write_text(calibration.dumps(p))
     assert calibration.load(str(path))["referee"]["spin_lock_pair"]["model_over_kernel"] == 0.96
+    # the pair with IRQs off keeps its flag, which locks reads (not run there)
+    off = {**ref, "test": "spin_lock_pair_irqs_off", "irqs_off": True}
+    kept = calibration.from_kernel(ROWS + [ref, off], {}, 2.6e9)["referee"]
+    assert kept["spin_lock_pair_irqs_off"]["irqs_off"] is True
+    assert "irqs_off" not in kept["spin_lock_pair"]
 
 
 @pytest.mark.parametrize("change,why", [
