@@ -327,6 +327,17 @@ def test_the_text_gives_what_sti_costs_inside_the_pair_and_how_each_row_was_time
     assert "128 ops unrolled per run, its empty twin subtracted" in referee.text(p, old)
 
 
+def test_a_kernel_round_below_zero_leaves_the_rows_cost_at_zero_and_its_samples_whole():
+    # a loaded machine can make a round's program run faster than its twin's:
+    # compare reads `cycles` as a cost and refuses one below zero
+    kernel, model = [-2.7, 5.3, 5.4, 5.5, 5.4, 5.6], [5.4] * 6
+    row = referee._figures(kernel, model)
+    assert row["kernel_cycles_lo"] == -2.7 and row["cycles_lo"] == 0.0
+    assert row["cycles"] == row["kernel_cycles"] > 0 and row["cycles_hi"] == row["kernel_cycles_hi"]
+    assert row["cycles_samples"] == row["kernel_samples"] == kernel
+    assert referee._figures([-1.0] * 6, model)["cycles"] == 0.0
+
+
 def test_an_emulated_row_is_not_judged_and_says_what_it_leaves_out():
     row = {"test": "irq_save_restore", "kernel_cycles": 23.6, "model_cycles": 6.1,
            "model_over_kernel_lo": 0.2, "model_over_kernel_hi": 0.3, "emulated": "cli and sti"}

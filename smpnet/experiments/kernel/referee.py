@@ -243,11 +243,16 @@ def measure(cpu, tsc_hz, algo, build, rounds, warnings):
 def _figures(kernel, model):
     """A row's figures from its rounds' kernel and model cycles per op (in
     step, round by round): each side's median and interval, model / kernel
-    round by round, the kernel's as the row's `cycles` (compare reads it)."""
+    round by round, the kernel's as the row's `cycles` (compare reads it).
+    A round's kernel figure is the difference of two test runs, which a
+    loaded machine can put below zero: `cycles` and its interval, a cost,
+    are clipped at 0 (compare refuses a negative cost), kernel_cycles* and
+    the samples are as measured."""
     ratio = [m / k if k > 0 else float("inf") for m, k in zip(model, kernel)]
     kfig = stats.median_fields("kernel_cycles", kernel)
-    return {**kfig, "cycles": kfig["kernel_cycles"], "cycles_lo": kfig["kernel_cycles_lo"],
-            "cycles_hi": kfig["kernel_cycles_hi"], "cycles_samples": kernel,
+    return {**kfig, "cycles": max(kfig["kernel_cycles"], 0.0),
+            "cycles_lo": max(kfig["kernel_cycles_lo"], 0.0),
+            "cycles_hi": max(kfig["kernel_cycles_hi"], 0.0), "cycles_samples": kernel,
             **stats.median_fields("model_cycles", model),
             **stats.median_fields("model_over_kernel", ratio), "unroll": UNROLL,
             "kernel_samples": kernel, "model_samples": model}
