@@ -115,6 +115,17 @@ static inline void flush_hist_add(struct skb_stats *st, uint32_t nr)
 	st->flush_hist[b]++;
 }
 
+/* The locked list taken whole: skb_defer_free_flush()'s body between its
+ * lock and unlock, whichever way the strategy locks. */
+static inline uint32_t defer_list_take(struct softnet_data *sd)
+{
+	uint32_t h = sd->defer_list;
+
+	sd->defer_list = 0;
+	sd->defer_count = 0;
+	return h;
+}
+
 /* skb_defer_free_flush(): run by the owner in net_rx_action(), in softirq
  * context. The bh strategy takes a plain spin_lock there, as 931e93bdf8ca
  * does: BHs are already off. */
@@ -140,17 +151,13 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 	case DEFER_IRQSAVE:
 		if (spin_lock_irqsave(c, &sd->defer_lock, &flags))
 			return;
-		h = sd->defer_list;
-		sd->defer_list = 0;
-		sd->defer_count = 0;
+		h = defer_list_take(sd);
 		spin_unlock_irqrestore(c, &sd->defer_lock, flags);
 		break;
 	case DEFER_IRQ:
 		if (spin_lock_irq(c, &sd->defer_lock))
 			return;
-		h = sd->defer_list;
-		sd->defer_list = 0;
-		sd->defer_count = 0;
+		h = defer_list_take(sd);
 		spin_unlock_irq(c, &sd->defer_lock);
 		break;
 	case DEFER_NONE:	/* nothing is ever deferred */
@@ -158,9 +165,7 @@ static inline void skb_defer_free_flush(struct cpu_ctx *c, struct net_ctx *n)
 	default:	/* DEFER_BH, the one left: checked above */
 		if (spin_lock(c, &sd->defer_lock))
 			return;
-		h = sd->defer_list;
-		sd->defer_list = 0;
-		sd->defer_count = 0;
+		h = defer_list_take(sd);
 		spin_unlock(c, &sd->defer_lock);
 	}
 	t1 = tsc_stop();
