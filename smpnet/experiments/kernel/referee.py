@@ -64,7 +64,7 @@ def _op(test, ids=None, at=0):
     (available()'s), read here when None."""
     R0, R1, R6 = bpf.R0, bpf.R1, bpf.R6
     word = at + bpf.SPIN_LOCK_CNT
-    if test in ("spin_lock_pair", "spin_lock_pair_irqs_off"):
+    if test.startswith("spin_lock_pair"):      # with IRQs off too: the same op
         return bpf.spin_lock_pair(at)
     if test == "fetch_add":
         return bpf.mov64_imm(R1, 1) + bpf.atomic_dw(bpf.BPF_ADD | bpf.BPF_FETCH, R6, R1, word)
@@ -131,13 +131,14 @@ def map_programs(k, m, at, test, ids=None, ops=(UNROLL, 0)):
     """A program of `test` on map `m` for each count of `ops` (by default
     the op's program and its empty twin), its line `at` bytes into the value
     (as _op()'s); a test with IRQs off runs its ops inside bpf.irqs_off()."""
-    t = next(t for t in TESTS if t.name == test)
-    name, op = test.encode()[:15], _op(test, ids, at)
-    if t.irqs_off:
+    irqs_off = next(t for t in TESTS if t.name == test).irqs_off
+    if irqs_off:
         ids = ids or bpf.vmlinux_func_ids(bpf.IRQ_KFUNCS)
-        return tuple(k.prog(bpf.lookup_or_exit(m, bpf.irqs_off(ids, op * n)), name)
-                     for n in ops)
-    return tuple(k.prog(bpf.lookup_or_exit(m, op * n), name) for n in ops)
+    name, op = test.encode()[:15], _op(test, ids, at)
+
+    def body(n):
+        return bpf.irqs_off(ids, op * n) if irqs_off else op * n
+    return tuple(k.prog(bpf.lookup_or_exit(m, body(n)), name) for n in ops)
 
 
 def _kernel_round(prog, twin, repeat, reverse):
