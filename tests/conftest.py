@@ -117,6 +117,11 @@ def loop_tag(build):
     return f"KSHAPE_{shape.upper().replace('-', '_')}_{_core.KERNEL_RETURNS[ret]}"
 
 
+# the kernel referee's tests that load BPF programs (test_referee*.py)
+bpf_root = pytest.mark.skipif(os.geteuid() != 0 or platform.machine() != "x86_64",
+                              reason="needs root on x86-64: bpf(2)")
+
+
 def thunk_addresses(path=None):
     """{a return thunk of the core (or of the object at `path`): its
     address, as objdump prints it}: the symbol table's, since

@@ -11,16 +11,13 @@ import sys
 
 import pytest
 
+from conftest import bpf_root as root
 from conftest import code_of, drop_capabilities, loop_tag, thunk_addresses
 from smpnet import Machine, _core
 from smpnet.cli import main
 from smpnet.experiments.common import bpf
 from smpnet.experiments.kernel import kernel_text, referee, referee_contended
 from smpnet.machine import kernel_build, layout
-
-root = pytest.mark.skipif(os.geteuid() != 0 or platform.machine() != "x86_64",
-                          reason="needs root on x86-64: bpf(2)")
-
 
 def _insns(code):
     return [struct.unpack_from("<BBhi", code, i) for i in range(0, len(code), 8)]
@@ -345,75 +342,6 @@ def test_an_emulated_row_is_not_judged_and_says_what_it_leaves_out():
     assert next(t for t in referee.TESTS if t.name == "irq_save_restore").emulated
 
 
-@root
-def test_all_quick_runs_the_contended_lock_pair_alone(allowed):
-    from smpnet.experiments import kernel
-    quick, full = kernel.plan(allowed[:2], True), kernel.plan(allowed[:2], False)
-    assert quick.referee_contended == ["spin_lock_pair"]
-    assert full.referee_contended == list(referee_contended.CONTENDED)
-    assert (referee_contended.contended_seconds(6, quick.referee_contended)
-            < referee_contended.contended_seconds(6, full.referee_contended))
-
-
-def test_a_contended_row_whose_counter_is_off_is_warned_of():
-    rows = [{"test": "spin_lock_pair_contended", "ops": {"kernel": 10, "model": 7},
-             "counted": {"kernel": True, "model": False}}, {"test": "xchg_contended"}]
-    (w,) = referee_contended.miscounted(rows)
-    assert "spin_lock_pair_contended: the model's counter is not the ops it ran (7)" in w
-    assert referee_contended.miscounted(rows[1:]) == []
-
-
-def test_the_models_atomic_hammer_runs_its_op_on_the_shared_word(allowed):
-    from smpnet import Machine
-    from smpnet.experiments.common import lockbench
-    with Machine(cpus=allowed[:1], regions=lockbench.locks_region(2)) as m:
-        region = lockbench.init_locks(m, ["qspinlock"])
-        n, cycles = _core.atomic_hammer(m.segment.buf, region, 1, "fetch_add", 0.01)
-        # the clock read every program's worth of ops, as the kernel's loop runs them
-        assert n > 0 and n % _core.TB_PROG_OPS == 0 and cycles > 0
-        # and the lock pair, bpf_spin_lock()'s, every program's worth of pairs
-        irqsave = _core.LOCK_VARIANTS["irqsave"]
-        pairs, _, _, aborted = _core.lock_hammer(m.segment.buf, 0, region, 0, irqsave, 0, 0.01,
-                                                 0, bpf_spin_lock=True)
-        assert pairs > 0 and pairs % _core.TB_PROG_OPS == 0 and not aborted
-        assert int(m.region("locks")[0]["counter"]) == pairs
-        _core.lock_init(m.segment.buf, region, 0, _core.LOCK_ALGOS["qspinlock"], 0)
-        assert int(m.region("locks")[1]["counter"]) & 0xffffffff == n & 0xffffffff
-        n2, _ = _core.atomic_hammer(m.segment.buf, region, 1, "cmpxchg", 0.01)
-        # uncontended, every cmpxchg succeeds: the word rose by each
-        assert int(m.region("locks")[1]["counter"]) & 0xffffffff == (n + n2) & 0xffffffff
-        assert int(m.region("locks")[0]["counter"]) == 0       # the lock's slot untouched
-        with pytest.raises(ValueError, match="no atomic op 'add'"):
-            _core.atomic_hammer(m.segment.buf, region, 1, "add", 0.01)
-        # on a line of the caller's: its word, and nothing of the slot's
-        line = bytearray(64)
-        n3, _ = _core.atomic_hammer(m.segment.buf, region, 1, "fetch_add", 0.01, line, 8)
-        assert struct.unpack_from("<I", line, 8)[0] == n3 & 0xffffffff and n3 > 0
-        assert not any(line[:8]) and not any(line[12:])
-        assert int(m.region("locks")[1]["counter"]) & 0xffffffff == (n + n2) & 0xffffffff
-        for offset in (12, 64):
-            with pytest.raises(ValueError, match=f"offset {offset}: not an aligned word"):
-                _core.atomic_hammer(m.segment.buf, region, 1, "xchg", 0.01, line, offset)
-
-
-@root
-def test_the_model_hammers_the_very_line_the_kernels_program_does(allowed):
-    """An atomic's lines are shared: the model's loop, through the mapping,
-    and the kernel's program count on one word."""
-    from smpnet import Machine
-    from smpnet.experiments.common import lockbench
-    with bpf.Bpf() as k, Machine(cpus=allowed[:1], regions=lockbench.locks_region(1)) as m:
-        region = lockbench.init_locks(m, ["qspinlock"])
-        fd, mapping = k.mapped(bpf.LINE_VALUE)
-        prog, _ = referee.map_programs(k, fd, 0, "fetch_add")
-        n, _ = _core.atomic_hammer(m.segment.buf, region, 0, "fetch_add", 0.01, mapping,
-                                   bpf.SPIN_LOCK_CNT)
-        assert bpf.test_run(prog, 10)[1] == bpf.DONE
-        word, = struct.unpack_from("<q", k.lookup(fd), bpf.SPIN_LOCK_CNT)
-        assert word == n + 10 * referee.UNROLL
-    assert mapping.closed
-
-
 def test_a_row_is_judged_on_its_whole_interval_and_not_under_a_cycle():
     row = {"kernel_cycles": 12.0, "model_over_kernel_lo": 0.95, "model_over_kernel_hi": 1.05}
     assert referee.within(row) is True
@@ -456,36 +384,6 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
     listed = env["params"]["kernel_text"]
     assert (set(kernel_text.HELPERS) <= set(listed)) == (
         not any(w.startswith("kernel referee: what it runs not listed") for w in env["warnings"]))
-
-
-def test_a_contended_op_counts_only_the_runs_every_cpu_overlapped():
-    """A CPU that started first or ended last ran alone for a while: its
-    runs outside the common window are not contended and not counted."""
-    a = [(0.0, 1.0, (1000, 1)), (1.0, 2.0, (20, 1)), (2.0, 3.0, (40, 1))]
-    b = [(0.5, 1.5, (100, 1)), (1.5, 2.5, (300, 1)), (2.5, 3.5, (7000, 1))]
-    # the window is [0.5, 3.0]: a's last two runs, b's first two
-    assert referee_contended._overlapped([a, b]) == [30, 200]
-
-
-def test_each_line_takes_its_turn_on_every_cpu_at_once(monkeypatch):
-    """The lines in turn, each for its time slot, chunks run until its end:
-    every CPU on the same line at the same times, whatever its chunks cost."""
-    monkeypatch.setattr(referee_contended.workers, "heartbeat", lambda: None)
-    seen = []
-
-    def chunk(line):
-        seen.append(line)
-        return (1.0, 1)
-
-    turns = referee_contended._in_turn(chunk, ["a", "b", "c"], 0.01)
-    assert len(turns) == 3 and sorted(set(seen)) == ["a", "b", "c"]
-    assert seen == sorted(seen)         # a's runs, then b's, then c's
-    for i, runs in enumerate(turns):
-        # each line's runs begin in its slot and go on until its end
-        assert runs[0][0] >= turns[0][0][0] + i * 0.01 - 0.002
-        assert runs[-1][1] >= turns[0][0][0] + (i + 1) * 0.01 - 0.002
-        if i:
-            assert runs[0][0] >= turns[i - 1][-1][0]
 
 
 def test_without_privilege_the_referee_is_one_skip_line(tmp_path):
