@@ -279,24 +279,8 @@ static inline void smpnet_cpu_relax(void)
 #define get_cpu()		({ preempt_disable(); smp_processor_id(); })
 #define put_cpu()		preempt_enable()
 
-/* Topology (include/linux/topology.h, nodemask.h; kernel/sched/topology.c):
- * each CPU's node and last-level cache are its real CPU's, or with --numa-nodes
- * N the emulated nodes', a block of CPUs each (docs/experiments/ab.md). */
-static __always_inline const struct cpu_state *smpnet_cpu_state(struct smp_header *hdr, int cpu)
-{
-	return (const struct cpu_state *)smpnet_model_per_cpu_ptr(hdr, REGION_CPU, cpu);
-}
-#define nr_node_ids		((int)smpnet_cpu->hdr->nr_node_ids)
-#define num_online_nodes()	nr_node_ids
-#define for_each_node(node)	for ((node) = 0; (node) < nr_node_ids; (node)++)
-#define for_each_online_node(node)	for_each_node(node)
-#define cpu_to_node(cpu)	(smpnet_cpu_state(smpnet_cpu->hdr, (cpu))->numa_node)
-#define cpu_to_mem(cpu)		cpu_to_node(cpu)
-#define numa_node_id()		(smpnet_cpu->numa_node)	/* the kernel's: one per-CPU load */
-#define numa_mem_id()		numa_node_id()
-#define cpus_share_cache(a, b)								\
-	(smpnet_cpu_state(smpnet_cpu->hdr, (a))->sd_llc_id ==				\
-	 smpnet_cpu_state(smpnet_cpu->hdr, (b))->sd_llc_id)
+/* Topology: cpu_to_node(), cpus_share_cache() and the node iterators */
+#include "smpnet_topology.h"
 
 /* An acquire returns -1 when the run was stopped while it waited: the
  * variant's op ends there, and its loop with it (as time_bench.h's loops do). */
