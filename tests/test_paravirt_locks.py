@@ -162,3 +162,12 @@ def test_virt_tas_waits_by_test_and_set_of_the_whole_word(core_functions):
     body = code_of(core_functions, "virt_spin_lock")
     assert re.search(r"lock cmpxchg %e[a-z]+,\(%r", body)
     assert not re.search(r"\bbts|\bxchg", body.replace("cmpxchg", ""))
+
+
+@pytest.mark.skipif(not X86, reason="reads x86 code")
+@pytest.mark.parametrize("slowpath", ["queued_spin_lock_slowpath", "pv_queued_spin_lock_slowpath"])
+def test_the_slow_paths_prefetch_the_next_node_for_writing(core_functions, slowpath):
+    """qspinlock.c: a waiter that reaches the queue's head and finds a
+    successor already linked fetches its node's line for writing (the
+    hand-off writes it), with the kernel's prefetchw."""
+    assert re.search(r"\tprefetchw ", code_of(core_functions, slowpath))

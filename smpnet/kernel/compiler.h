@@ -64,4 +64,16 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* prefetchw(): fetch a line for writing, as the kernel's on x86 (its
+ * alternative picks `prefetchw` on X86_FEATURE_3DNOWPREFETCH, which every
+ * x86-64 CPU this runs on has; older ones run the opcode as a NOP). */
+static inline void prefetchw(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__("prefetchw %0" :: "m" (*(const char *)p));
+#else
+	__builtin_prefetch(p, 1);
+#endif
+}
+
 #endif

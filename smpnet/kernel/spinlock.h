@@ -215,7 +215,10 @@ queue:
 		while (!__atomic_load_n(&node->locked, __ATOMIC_ACQUIRE))	/* arch_mcs_spin_lock_contended */
 			if (spin_wait(c))
 				goto abort;
+		/* a waiter may have linked behind us meanwhile: its line for writing */
 		next = READ_ONCE(node->next);
+		if (next)
+			prefetchw(decode_tail(c, next));
 	}
 
 	/* at the head of the queue: wait for the owner and the pending waiter */
@@ -306,12 +309,12 @@ static __attribute__((noinline)) int virt_spin_lock(struct cpu_ctx *c, spinlock_
  * waits on (the node's state; for the head, the lock word, which the
  * kernel finds through its pv hash and the futex's own hash finds here),
  * 10 ms at a time so that the stop flag is seen; a kick (pv_kick():
- * KVM_HC_KICK_CPU) is a FUTEX_WAKE. Not modelled: pv_wait_early() (no
- * vcpu_is_preempted() in user space), and the kick of a halted successor
- * is eager, at the hand-off (as 4.2-4.5; today's pv_kick_node() leaves it
- * to the unlock). */
+ * KVM_HC_KICK_CPU) is a FUTEX_WAKE. Not modelled: the pv hash (the kick
+ * of a halted successor is eager, at the hand-off, as 4.2-4.5; today's
+ * pv_kick_node() hashes the lock and leaves the kick to the unlock). */
 #define _Q_SLOW_VAL		(3U << 0)
 #define PV_SPIN_THRESHOLD	(1 << 15)
+#define PV_PREV_CHECK_MASK	0xff
 enum vcpu_state { vcpu_running = 0, vcpu_halted = 1 };
 
 /* 1 when the CPU slept (woken, or its 10 ms ran out), 0 when the word had
@@ -349,8 +352,10 @@ static inline int pv_hybrid_queued_unfair_trylock(struct cpu_ctx *c, spinlock_t 
 }
 
 /* pv_wait_node(): spin on our node, then halt until the predecessor's
- * hand-off (node->locked) kicks us; 0, or -1 when stopped. */
-static inline int pv_wait_node(struct cpu_ctx *c, struct qnode *node)
+ * hand-off (node->locked) kicks us; early when the predecessor halted
+ * (pv_wait_early(): its state read every PV_PREV_CHECK_MASK + 1 polls,
+ * the first poll among them); 0, or -1 when stopped. */
+static inline int pv_wait_node(struct cpu_ctx *c, struct qnode *node, struct qnode *prev)
 {
 	for (;;) {
 		int loop;
@@ -358,6 +363,8 @@ static inline int pv_wait_node(struct cpu_ctx *c, struct qnode *node)
 		for (loop = PV_SPIN_THRESHOLD; loop; loop--) {
 			if (__atomic_load_n(&node->locked, __ATOMIC_ACQUIRE))
 				return 0;
+			if (!(loop & PV_PREV_CHECK_MASK) && READ_ONCE(prev->pv_state) != vcpu_running)
+				break;		/* pv_wait_early() */
 			if (spin_wait(c))
 				return -1;
 		}
@@ -379,15 +386,20 @@ static inline void pv_kick_node(struct qnode *next)
 		pv_kick(&next->pv_state);
 }
 
-/* pv_wait_head_or_lock(): the queue head sets pending (no more stealing)
- * and spins for the lock; past SPIN_THRESHOLD it makes the locked byte
- * _Q_SLOW_VAL and halts until the unlock kicks it. Returns 0 holding the
- * lock (locked byte set), or -1 when stopped. */
-static inline int pv_wait_head_or_lock(struct cpu_ctx *c, spinlock_t *l)
+/* pv_wait_head_or_lock(): the queue head reads its state (the kernel's
+ * test for vcpu_hashed, which the eager kick here never leaves; the read
+ * stays, it is the kernel's access to the node's line), marks itself
+ * running, sets pending (no more stealing) and spins for the lock; past
+ * SPIN_THRESHOLD it makes the locked byte _Q_SLOW_VAL and halts until the
+ * unlock kicks it. Returns 0 holding the lock (locked byte set), or -1
+ * when stopped. */
+static inline int pv_wait_head_or_lock(struct cpu_ctx *c, spinlock_t *l, struct qnode *node)
 {
+	(void)READ_ONCE(node->pv_state);
 	for (;;) {
 		int loop;
 
+		WRITE_ONCE(node->pv_state, vcpu_running);
 		__atomic_store_n(&l->pending, 1, __ATOMIC_RELAXED);	/* set_pending */
 		for (loop = PV_SPIN_THRESHOLD; loop; loop--) {
 			uint16_t pend = _Q_PENDING_VAL;
@@ -405,6 +417,7 @@ static inline int pv_wait_head_or_lock(struct cpu_ctx *c, spinlock_t *l)
 			__atomic_store_n(&l->locked, (uint8_t)_Q_LOCKED_VAL, __ATOMIC_RELAXED);
 			return 0;
 		}
+		WRITE_ONCE(node->pv_state, vcpu_halted);
 		if (pv_wait(&l->val, READ_ONCE(l->val) | _Q_SLOW_VAL))
 			c->irq->pv_halts++;
 		if (spin_wait(c))
@@ -415,16 +428,18 @@ stopped:
 	return -1;
 }
 
+/* __pv_queued_spin_lock_slowpath(): kernel/locking/qspinlock.c with
+ * pv_enabled(), access for access on the lock's and the nodes' lines */
 static __attribute__((noinline)) int pv_queued_spin_lock_slowpath(struct cpu_ctx *c,
 								   spinlock_t *l)
 {
 	struct qnodes *nodes = (struct qnodes *)per_cpu_ptr(c->hdr, REGION_QNODES, c->cpu);
 	struct qnode *node;
-	uint32_t tail, val, next;
+	uint32_t tail, val, old, next = 0;
 	int stop = 0;
 
 	/* pv_enabled(): straight to the queue, no trylock before the node is
-	 * readied (kernel/locking/qspinlock.c, `goto pv_queue`) */
+	 * readied (`goto pv_queue`) */
 	node = qnode_claim(nodes, c->cpu, &tail, 1);
 	if (unlikely(!node)) {
 		while (!pv_hybrid_queued_unfair_trylock(c, l, &stop))
@@ -436,17 +451,26 @@ static __attribute__((noinline)) int pv_queued_spin_lock_slowpath(struct cpu_ctx
 		goto release;
 	if (stop)
 		goto abort;
-	if ((xchg_tail_and_link(c, l, tail) & _Q_TAIL_MASK) && pv_wait_node(c, node))
-		goto abort;
-	if (pv_wait_head_or_lock(c, l))
+	old = xchg_tail_and_link(c, l, tail);
+	if (old & _Q_TAIL_MASK) {
+		if (pv_wait_node(c, node, decode_tail(c, old)))
+			goto abort;
+		/* a waiter may have linked behind us meanwhile: its line for writing */
+		next = READ_ONCE(node->next);
+		if (next)
+			prefetchw(decode_tail(c, next));
+	}
+	if (pv_wait_head_or_lock(c, l, node))
 		goto abort;
 	/* we hold the lock; if we are also the tail, the queue becomes empty */
-	val = READ_ONCE(l->val);
-	while ((val & _Q_TAIL_MASK) == tail)
-		if (__atomic_compare_exchange_n(&l->val, &val, _Q_LOCKED_VAL, 0, __ATOMIC_RELAXED,
-						__ATOMIC_RELAXED))
-			goto release;
-	while (!(next = __atomic_load_n(&node->next, __ATOMIC_ACQUIRE)))
+	val = READ_ONCE(l->val) | _Q_LOCKED_VAL;
+	if ((val & _Q_TAIL_MASK) == tail &&
+	    __atomic_compare_exchange_n(&l->val, &val, _Q_LOCKED_VAL, 0, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED))
+		goto release;
+	/* somebody queued behind us (or is about to: the kernel's comment) */
+	WRITE_ONCE(l->locked, (uint8_t)_Q_LOCKED_VAL);		/* set_locked */
+	while (!next && !(next = __atomic_load_n(&node->next, __ATOMIC_ACQUIRE)))
 		if (spin_wait(c))
 			goto abort;
 	__atomic_store_n(&decode_tail(c, next)->locked, 1, __ATOMIC_RELEASE);
