@@ -108,3 +108,39 @@ def test_each_line_takes_its_turn_on_every_cpu_at_once(monkeypatch):
         assert runs[-1][1] >= turns[0][0][0] + (i + 1) * 0.01 - 0.002
         if i:
             assert runs[0][0] >= turns[i - 1][-1][0]
+
+
+def test_the_model_has_a_lock_slot_at_every_line_of_a_page(allowed):
+    """The contended pair's model side takes the slot at the kernel's lock's
+    page offset: with a page's worth of slots, every line of a page has one,
+    at the offset its address says."""
+    from smpnet import Machine
+    from smpnet.experiments.common import lockbench
+    slots = 4096 // 64
+    with Machine(cpus=allowed[:1], regions=lockbench.locks_region(slots)) as m:
+        at = referee_contended.lock_slots_by_offset(m, slots)
+        assert sorted(at) == list(range(0, 4096, 64))
+        locks = m.region("locks")
+        for offset, s in at.items():
+            assert locks[s:s + 1].ctypes.data % 4096 == offset
+        assert len(referee_contended.lock_slots_by_offset(m, slots // 2)) == slots // 2
+
+
+@root
+def test_the_kernel_says_where_a_maps_lock_lies():
+    """value_address(): the value's kernel address, from a program that
+    stores it in the value; the counted programs' lock begins a line there."""
+    with bpf.Bpf() as k:
+        _, _, a = referee_contended.counted_programs(k)
+        _, _, b = referee_contended.counted_programs(k)
+        at = referee_contended.LOCK_ADDRESS_AT
+        address = k.value_address(a, at)
+        assert address >= 0xffff800000000000 and address != k.value_address(b, at)
+        assert (address + k.line_start()) % bpf.LINE == 0
+        assert referee_contended.lock_page_offset(k, a) == (address + k.line_start()) % 4096
+        # stored past the lock and its counter: the counted program still counts
+        prog = referee_contended.counted_programs(k)
+        assert bpf.test_run(prog[0], 1)[1] == bpf.DONE
+        k.value_address(prog[2], at)
+        assert referee_contended.kernel_count(k, prog[2]) == referee.UNROLL
+

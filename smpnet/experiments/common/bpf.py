@@ -12,8 +12,7 @@ import platform
 import struct
 
 # include/uapi/linux/bpf.h
-BPF_MAP_CREATE, BPF_MAP_LOOKUP_ELEM, BPF_PROG_LOAD = 0, 1, 5
-BPF_PROG_TEST_RUN, BPF_BTF_LOAD = 10, 18
+BPF_MAP_CREATE, BPF_MAP_LOOKUP_ELEM, BPF_PROG_LOAD, BPF_PROG_TEST_RUN, BPF_BTF_LOAD = 0, 1, 5, 10, 18
 BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY = 2, 6
 BPF_F_MMAPABLE = 1 << 10    # an array map user space can map: its values page-aligned
 # The programs' type: a tc classifier. Its test run (bpf_prog_test_run_skb()
@@ -24,9 +23,8 @@ BPF_F_MMAPABLE = 1 << 10    # an array map user space can map: its values page-a
 BPF_PROG_TYPE_SCHED_CLS = 3
 DONE = 2        # what a program returns when it ran through (tc's value, unread)
 # helpers (enum bpf_func_id)
-FUNC_map_lookup_elem, FUNC_get_numa_node_id = 1, 42
+FUNC_map_lookup_elem, FUNC_get_numa_node_id, FUNC_probe_read_kernel = 1, 42, 113
 FUNC_spin_lock, FUNC_spin_unlock = 93, 94
-FUNC_probe_read_kernel = 113
 # atomic operations (BPF_STX | BPF_ATOMIC): imm
 BPF_ADD, BPF_FETCH, BPF_XCHG, BPF_CMPXCHG = 0x00, 0x01, 0xe0 | 0x01, 0xf0 | 0x01
 SYS_BPF = {"x86_64": 321, "aarch64": 280}
@@ -320,11 +318,14 @@ class Bpf:
         in the value (a pointer leak: root's); the maps of one size and type
         come from one slab cache and begin alike. Asked once."""
         if self._line_start is None:
-            m = self.map(BPF_MAP_TYPE_ARRAY, LINE_VALUE)
-            test_run(self.prog(lookup_or_exit(m, stx_dw(R6, R6, 0)), b"line_start"), 1)
-            address, = struct.unpack_from("<Q", self.lookup(m))
-            self._line_start = -address % LINE
+            self._line_start = -self.value_address(self.map(BPF_MAP_TYPE_ARRAY, LINE_VALUE)) % LINE
         return self._line_start
+
+    def value_address(self, m, at=0):
+        """Where map `m`'s value lies in the kernel: a program stores the
+        value's address in it, `at` bytes in (a pointer leak: root's)."""
+        test_run(self.prog(lookup_or_exit(m, stx_dw(R6, R6, at)), b"value_address"), 1)
+        return struct.unpack_from("<Q", self.lookup(m), at)[0]
 
     def prog(self, insns, name=b"smpnet"):
         """A tc program (BPF_PROG_TYPE_SCHED_CLS) from raw instructions; BpfError with the verifier's

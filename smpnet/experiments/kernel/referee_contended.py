@@ -3,6 +3,7 @@ selected CPU at once, in the kernel (BPF test runs) and in the model,
 kernel and model in alternate order round by round. Docs:
 docs/experiments/kernel.md, "The kernel as referee".
 """
+import mmap
 import struct
 import time
 
@@ -17,9 +18,13 @@ CONTENDED_S = 0.2       # each side's hammer in a lock pair's round, every CPU a
 # cache line it hammers, the same line giving the same figure run after run
 # (here a lock pair 630-1100 cycles, fetch_add 99-140, by slot): one line
 # would compare two placements, not two ops. The atomics' lines are the
-# same on both sides (mapped maps), the lock pair's cannot be (a map with
-# a bpf_spin_lock is not mmapable): it takes more of them.
+# same on both sides (mapped maps). The lock pair's cannot be (a map with
+# a bpf_spin_lock is not mmapable): the model's lock takes the line at the
+# kernel's lock's page offset (LOCK_ADDRESS_AT), whose low address bits
+# are the physical ones; a lock pair's cost went with the line's offset in
+# 512 bytes (Zen 4: 325-390 cycles by offset, the same offset the same).
 LINES = {"spin_lock_pair": 8}
+LOCK_ADDRESS_AT = bpf.LINE_VALUE - 8    # where a map's value address is stored: past its lock
 SHARED_LINES = 4
 # A timed run, each side. Between two runs a CPU does other work, and the
 # other CPUs run uncontended meanwhile, several times faster: a kernel test
@@ -117,6 +122,18 @@ def counted_programs(k):
                    b"pair_counted"), k.prog(bpf.lookup_or_exit(m, b""), b"pair_counted"), m)
 
 
+def lock_slots_by_offset(m, slots):
+    """{page offset: a lock slot of machine m's lock region there}: every
+    line of a page, given slots enough (a page's worth, or more)."""
+    locks = m.region("locks")
+    return {(locks.ctypes.data + s * locks.strides[0]) % mmap.PAGESIZE: s for s in range(slots)}
+
+
+def lock_page_offset(k, m):
+    """The page offset of the lock of map `m` (a counted_programs() map)."""
+    return (k.value_address(m, LOCK_ADDRESS_AT) + k.line_start()) % mmap.PAGESIZE
+
+
 def kernel_count(k, m):
     """The counter of the counted programs' map value."""
     return struct.unpack_from("<q", k.lookup(m), k.line_start() + bpf.SPIN_LOCK_CNT)[0]
@@ -144,10 +161,11 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
     each side, must sum to the ops it ran (`counted`: a lost update would
     be a broken lock, or a miscount)."""
     rows = []
-    # fresh lines each round, as many as the lock side table holds
-    slots = min(LINES["spin_lock_pair"] * rounds, len(cpus) * layout.LOCK_INFO_PER_CPU)
+    # as many lock slots as the lock side table holds: a page's, or more
+    slots = len(cpus) * layout.LOCK_INFO_PER_CPU
     with bpf.Bpf() as k, Machine(cpus=cpus, regions=lockbench.locks_region(slots)) as m:
         region = lockbench.init_locks(m, [algo] * slots)
+        slot_at = lock_slots_by_offset(m, slots)
         for test in tests:
             seconds = CONTENDED_S if test == "spin_lock_pair" else CONTENDED_ATOMIC_S
             lines = LINES.get(test, SHARED_LINES)
@@ -157,13 +175,15 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
 
             def round_lines(r):
                 """Round r's lines, fresh: the lock pair's a new map each (the
-                model's are lock slots), an atomic's mapped maps, each hammered by
-                the kernel's program and, through the mapping, the model's loop."""
+                model's the lock slot at its lock's page offset), an atomic's
+                mapped maps, each hammered by the kernel's program and, through
+                the mapping, the model's loop."""
                 if r not in made:
                     made[r] = []
                     for _ in range(lines):
                         if test == "spin_lock_pair":
-                            made[r].append((*counted_programs(k), None))
+                            prog, empty, fd = counted_programs(k)
+                            made[r].append((prog, empty, fd, slot_at[lock_page_offset(k, fd)]))
                         else:
                             fd, mapping = k.mapped(bpf.LINE_VALUE)
                             made[r].append((*map_programs(k, fd, 0, test), fd, mapping))
@@ -174,8 +194,7 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
                         repeat, seconds / lines, tsc_hz)
 
             def model_side(r):
-                turn = ([(r * lines + i) % slots for i in range(lines)]
-                        if test == "spin_lock_pair" else [mp for *_, mp in round_lines(r)])
+                turn = [slot_or_mapping for *_, slot_or_mapping in round_lines(r)]
                 return (_model_side, region, turn, seconds / lines, test,
                         _core.KERNEL_BUILDS[build])
 
@@ -191,7 +210,8 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
                    "cpus": ",".join(map(str, cpus)),
                    "kernel_runs": f"{KERNEL_RUNS[test]}, on CPUs {','.join(map(str, cpus))} at "
                                   f"once, {lines} fresh cache lines a round, "
-                                  + ("a side (maps; lock slots)" if test == "spin_lock_pair" else
+                                  + ("(maps; the model's lock slots at their locks' page "
+                                     "offsets)" if test == "spin_lock_pair" else
                                      "each hammered by both sides (mmapable maps)")
                                   + f", {seconds / lines * 1e3:g} ms a line: cycles per op, "
                                   "the mean over the CPUs, then over the lines",
