@@ -316,8 +316,14 @@ def test_the_text_gives_what_sti_costs_inside_the_pair_and_how_each_row_was_time
     assert "the kernel's pair costs 6.5 cycles less, the model's 2.5" in text
     assert "a program of 256 ops unrolled less its twin of 128)" in text
     # contended rows are still timed against an empty twin: the heading says so
-    text = referee.text(p, rows + [_row("fetch_add_contended", 20.0, 21.0, contended=True)])
+    text = referee.text(p, rows + [_row("fetch_add_contended", 20.0, 21.0, contended=True,
+                                        line_round_trip_cycles=139.4,
+                                        line_round_trip_cycles_min=131.0,
+                                        line_round_trip_cycles_max=228.0)])
     assert "its twin of 128; contended: 128 ops less an empty twin" in text
+    assert "round trip between the first two CPUs, before each round: 139 cycles (median; " \
+           "131 .. 228)" in text
+    assert "round trip" not in referee.text(p, rows)
     # without the IRQs-off row, no line; a row saved before the twin says so
     assert "what sti costs" not in referee.text(p, rows[:1])
     old = [_row("xchg", 5.0, 5.4)]

@@ -144,3 +144,29 @@ def test_the_kernel_says_where_a_maps_lock_lies():
         k.value_address(prog[2], at)
         assert referee_contended.kernel_count(k, prog[2]) == referee.UNROLL
 
+
+def test_each_contended_round_times_a_line_round_trip_first(allowed):
+    """Where the host runs the CPUs can change under a run (here a line's
+    round trip went from 140 to 900 cycles and back): each round measures
+    it before its sides; a row whose trips part several-fold is warned of."""
+    class FakeMachine:
+        real_cpus = allowed[:2]
+
+        def run(self, fn, *args, expected):
+            return fn(*args)
+
+    def side(cycles):
+        return lambda r: (lambda: [[[(0.0, 1.0, (cycles, 4))]]] * 2,)
+
+    ops, trips = {"kernel": 0, "model": 0}, []
+    kernel, model = referee_contended._contended_rounds(FakeMachine(), side(100.0), side(90.0),
+                                                        0.1, 3, ops, trips)
+    assert kernel == [100.0] * 3 and model == [90.0] * 3 and ops == {"kernel": 24, "model": 24}
+    assert len(trips) == (3 if len(allowed) > 1 else 0)
+    assert all(t > 0 for t in trips)
+    row = {"test": "x_contended", **referee_contended._trip_fields([140.0, 150.0, 900.0])}
+    assert row["line_round_trip_cycles"] == 150.0
+    (w,) = referee_contended.moved([row])
+    assert "went from 140 to 900 cycles" in w
+    assert referee_contended.moved([{**row, "line_round_trip_cycles_max": 200.0}]) == []
+    assert referee_contended.moved([{"test": "y_contended"}]) == []

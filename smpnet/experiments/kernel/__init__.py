@@ -290,7 +290,7 @@ def referee_part(cpus, p, warnings, decided):
         return rows
     contended = referee_contended.measure_contended(
         cpus, tsc_hz, algo, p.kernel_build, p.referee_rounds, p.referee_contended)
-    warnings += referee_contended.miscounted(contended)
+    warnings += referee_contended.miscounted(contended) + referee_contended.moved(contended)
     return rows + contended
 
 

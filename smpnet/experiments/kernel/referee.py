@@ -320,6 +320,11 @@ def text(p, rows):
     lines.append("  within bounds: the ratio's whole interval in [{}, {}] uncontended, "
                  "[{}, {}] contended".format(*BOUNDS[False], *BOUNDS[True]))
     lines += [f"  {r['test']}: {r['kernel_runs']}" for r in rows]
+    lines += [f"  {r['test']}: a cache line's round trip between the first two CPUs, before "
+              f"each round: {r['line_round_trip_cycles']:.0f} cycles (median; "
+              f"{r['line_round_trip_cycles_min']:.0f} .. {r['line_round_trip_cycles_max']:.0f}): "
+              "where the host runs them, which a contended op's cost turns on"
+              for r in rows if "line_round_trip_cycles" in r]
     lines += _sti_lines(rows)
     lines += [f"  {r['test']}: emulated, not judged: {r['emulated']}; the kernel's op costs "
               f"{r['kernel_cycles'] - r['model_cycles']:.1f} cycles more than the model's: what "

@@ -4,6 +4,7 @@ kernel and model in alternate order round by round. Docs:
 docs/experiments/kernel.md, "The kernel as referee".
 """
 import mmap
+import statistics
 import struct
 import time
 
@@ -204,8 +205,9 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
             # (programs()' twin runs UNROLL ops, as a contended program)
             repeat = max(1, _repeat((counted_programs(k)[0] if test == "spin_lock_pair"
                                      else programs(k, test)[1])) // KERNEL_CHUNK)
+            trips = []
             kernel, modelled = _contended_rounds(m, kernel_side, model_side, seconds, rounds,
-                                                 ops)
+                                                 ops, trips)
             row = {"test": f"{test}_contended", "placement": PLACEMENT, "contended": True,
                    "cpus": ",".join(map(str, cpus)),
                    "kernel_runs": f"{KERNEL_RUNS[test]}, on CPUs {','.join(map(str, cpus))} at "
@@ -218,13 +220,36 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
                    "model_test": MODEL_CONTENDED[test], "algo": algo if test ==
                    "spin_lock_pair" else None, "kernel_build": build,
                    **_figures(kernel, modelled), "repeat": repeat, "rounds": rounds,
-                   "lines": lines, "ops": ops}
+                   "lines": lines, "ops": ops, **_trip_fields(trips)}
             if test == "spin_lock_pair":
                 counts = sum(kernel_count(k, fd) for lns in made.values() for _, _, fd, _ in lns)
                 row["counted"] = {"kernel": counts == ops["kernel"],
                                   "model": int(m.region("locks")["counter"].sum()) == ops["model"]}
             rows.append(row)
     return rows
+
+
+def _trip_fields(trips):
+    """A row's line round trips: the median and the extremes, in cycles."""
+    return {"line_round_trip_cycles": statistics.median(trips),
+            "line_round_trip_cycles_min": min(trips),
+            "line_round_trip_cycles_max": max(trips)} if trips else {}
+
+
+# a row whose round trips part by more than this: the host moved its CPUs
+TRIP_MOVED = 2.0
+
+
+def moved(rows):
+    """A warning per contended row whose rounds saw the line's round trip
+    change several-fold: the host ran the CPUs in two placements (another
+    core, another die), and the row's rounds mix them."""
+    return [f"kernel referee: {r['test']}: a cache line's round trip between the CPUs went "
+            f"from {r['line_round_trip_cycles_min']:.0f} to "
+            f"{r['line_round_trip_cycles_max']:.0f} cycles during the row: the host moved "
+            "them, and its rounds mix two placements"
+            for r in rows if r.get("line_round_trip_cycles_max", 0)
+            > TRIP_MOVED * r.get("line_round_trip_cycles_min", float("inf"))]
 
 
 def miscounted(rows):
@@ -244,14 +269,18 @@ MODEL_CONTENDED = {"spin_lock_pair": "lock_hammer bpf_spin_lock, a counter + 1 i
                    "xchg": "atomic_hammer xchg"}
 
 
-def _contended_rounds(m, kernel_side, model_side, seconds, rounds, ops):
+def _contended_rounds(m, kernel_side, model_side, seconds, rounds, ops, trips):
     """`rounds` rounds of one contended op, each side on every CPU at once
     (kernel_side(r), model_side(r): round r's function and arguments), in
     alternate order: ([kernel cycles per op], [model's]), a round counted
-    whole so that the ratios pair its sides; `ops` gains each side's ops."""
+    whole so that the ratios pair its sides; `ops` gains each side's ops,
+    `trips` a cache line's round trip between the first two CPUs before
+    each round (where the host runs them, which can change under a run)."""
     kernel, model = [], []
     sides = [("kernel", kernel_side), ("model", model_side)]
     for r in range(rounds):
+        if len(m.real_cpus) > 1:
+            trips.append(_core.line_round_trip_cycles(*m.real_cpus[:2], blocks=10)["cycles"])
         got = {}
         for side, args in (sides if r % 2 == 0 else sides[::-1]):
             fn, *args = args(r)
