@@ -71,8 +71,8 @@ def test_the_kernels_qspinlock_excludes_on_every_path(allowed):
 def test_the_qspinlock_is_x86s_instructions(allowed):
     """examples/qspinlock_pending_loops.c runs (its checks hold); the fast
     path is a `lock cmpxchg` of the word; the pending bit set by `lock
-    bts`; xchg_tail() a 16-bit `xchg` (x86's xchg is locked); the unlock a
-    byte store; the pending wait bounded by 512 in the header's slow path
+    bts`; xchg_tail() a 16-bit `xchg` (x86's xchg is locked); the next
+    node fetched with `prefetchw`; the unlock a byte store; the pending wait bounded by 512 in the header's slow path
     and by 1 in the example's generic one."""
     example = EXAMPLES / "qspinlock_pending_loops.c"
     out = smpnet.ab(example, cpus=allowed[:1], contended=False, algo="qspinlock",
@@ -89,6 +89,7 @@ def test_the_qspinlock_is_x86s_instructions(allowed):
         slow = fns[next(f for f in fns if re.fullmatch(rf"{name}(\.\w+)*", f))]
         assert re.search(r"\block btsl +\$0x8,", slow), slow
         assert re.search(r"\txchg +%\w+w,0x2\(%\w+\)", slow), slow    # the tail's half
+        assert re.search(r"\tprefetchw ", slow), slow      # the next node's, as the kernel's
         assert bool(re.search(r"\$0x(1ff|200|201),", slow)) == bounded, (name, slow)
 
 
