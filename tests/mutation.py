@@ -149,6 +149,16 @@ MUTANTS = [
            "for (int j = 0; j < TB_PROG_OPS; j++) {", "for (int j = 0; j < TB_UNROLL; j++) {",
            ["tests/test_referee.py::test_the_models_helper_call_is_calls_back_to_back_as_the_kernels"],
            "the model's helper calls 16 to a loop iteration, not a run of 128 as the programs'"),
+    Mutant("pv-no-prefetchw", "smpnet/kernel/spinlock.h",
+           "\t\tif (next)\n\t\t\tprefetchw(decode_tail(c, next));\n\t}\n\tif (pv_wait_head_or_lock",
+           "\t}\n\tif (pv_wait_head_or_lock",
+           ["tests/test_paravirt_locks.py::test_the_slow_paths_prefetch_the_next_node_for_writing"],
+           "the PV slow path not fetching the next node's line for writing, as qspinlock.c does"),
+    Mutant("referee-slot-offsets-512", "smpnet/experiments/kernel/referee_contended.py",
+           "s * locks.strides[0]) % mmap.PAGESIZE", "s * locks.strides[0]) % 512",
+           ["tests/test_referee_contended.py::test_the_model_has_a_lock_slot_at_every_line_of_a_page"],
+           "the model's lock slots matched to the kernel's by a line's offset in 512 bytes, "
+           "not its page offset"),
 ]
 
 # Left out: no test can kill them, the program behaving the same with or without them
