@@ -64,9 +64,10 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* prefetchw(): fetch a line for writing, as the kernel's on x86 (its
- * alternative picks `prefetchw` on X86_FEATURE_3DNOWPREFETCH, which every
- * x86-64 CPU this runs on has; older ones run the opcode as a NOP). */
+/* prefetchw(): fetch a line for writing, as the kernel's on x86: its
+ * alternative picks `prefetchw` on X86_FEATURE_3DNOWPREFETCH (every AMD
+ * x86-64, Intel since Broadwell), `prefetcht0` without it; older Intel CPUs
+ * run the `prefetchw` opcode as a NOP, so it stands for both here. */
 static inline void prefetchw(const void *p)
 {
 #if defined(__x86_64__) || defined(__i386__)

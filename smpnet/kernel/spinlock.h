@@ -315,7 +315,7 @@ static __attribute__((noinline)) int virt_spin_lock(struct cpu_ctx *c, spinlock_
 #define _Q_SLOW_VAL		(3U << 0)
 #define PV_SPIN_THRESHOLD	(1 << 15)
 #define PV_PREV_CHECK_MASK	0xff
-enum vcpu_state { vcpu_running = 0, vcpu_halted = 1 };
+enum vcpu_state { vcpu_running = 0, vcpu_halted = 1, vcpu_hashed = 2 };
 
 /* 1 when the CPU slept (woken, or its 10 ms ran out), 0 when the word had
  * changed already: only a sleep counts as a halt (pv_halts). */
@@ -368,11 +368,14 @@ static inline int pv_wait_node(struct cpu_ctx *c, struct qnode *node, struct qno
 			if (spin_wait(c))
 				return -1;
 		}
+		uint32_t halted = vcpu_halted;
+
 		__atomic_store_n(&node->pv_state, vcpu_halted, __ATOMIC_SEQ_CST);	/* smp_store_mb */
 		if (!__atomic_load_n(&node->locked, __ATOMIC_SEQ_CST) &&
 		    pv_wait(&node->pv_state, vcpu_halted))
 			c->irq->pv_halts++;
-		__atomic_store_n(&node->pv_state, vcpu_running, __ATOMIC_RELAXED);
+		__atomic_compare_exchange_n(&node->pv_state, &halted, vcpu_running, 0,
+					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 	}
 }
 
@@ -386,16 +389,18 @@ static inline void pv_kick_node(struct qnode *next)
 		pv_kick(&next->pv_state);
 }
 
-/* pv_wait_head_or_lock(): the queue head reads its state (the kernel's
- * test for vcpu_hashed, which the eager kick here never leaves; the read
- * stays, it is the kernel's access to the node's line), marks itself
+/* pv_wait_head_or_lock(): the queue head reads its state (vcpu_hashed:
+ * the lock is marked slow already; the eager kick here never leaves it,
+ * but the read is the kernel's access to the node's line), marks itself
  * running, sets pending (no more stealing) and spins for the lock; past
- * SPIN_THRESHOLD it makes the locked byte _Q_SLOW_VAL and halts until the
- * unlock kicks it. Returns 0 holding the lock (locked byte set), or -1
- * when stopped. */
+ * SPIN_THRESHOLD, once, it makes the locked byte _Q_SLOW_VAL (where the
+ * kernel hashes the lock too), then marks itself hashed and halts until
+ * the unlock kicks it. Returns 0 holding the lock (locked byte set), or
+ * -1 when stopped. */
 static inline int pv_wait_head_or_lock(struct cpu_ctx *c, spinlock_t *l, struct qnode *node)
 {
-	(void)READ_ONCE(node->pv_state);
+	int hashed = READ_ONCE(node->pv_state) == vcpu_hashed;	/* the kernel's `lp` */
+
 	for (;;) {
 		int loop;
 
@@ -413,11 +418,15 @@ static inline int pv_wait_head_or_lock(struct cpu_ctx *c, spinlock_t *l, struct 
 				goto stopped;
 		}
 		__atomic_store_n(&l->pending, 0, __ATOMIC_RELAXED);	/* clear_pending */
-		if (__atomic_exchange_n(&l->locked, (uint8_t)_Q_SLOW_VAL, __ATOMIC_ACQUIRE) == 0) {
-			__atomic_store_n(&l->locked, (uint8_t)_Q_LOCKED_VAL, __ATOMIC_RELAXED);
-			return 0;
+		if (!hashed) {
+			hashed = 1;
+			if (__atomic_exchange_n(&l->locked, (uint8_t)_Q_SLOW_VAL,
+						__ATOMIC_ACQUIRE) == 0) {
+				__atomic_store_n(&l->locked, (uint8_t)_Q_LOCKED_VAL, __ATOMIC_RELAXED);
+				return 0;
+			}
 		}
-		WRITE_ONCE(node->pv_state, vcpu_halted);
+		WRITE_ONCE(node->pv_state, vcpu_hashed);
 		if (pv_wait(&l->val, READ_ONCE(l->val) | _Q_SLOW_VAL))
 			c->irq->pv_halts++;
 		if (spin_wait(c))
@@ -429,7 +438,8 @@ stopped:
 }
 
 /* __pv_queued_spin_lock_slowpath(): kernel/locking/qspinlock.c with
- * pv_enabled(), access for access on the lock's and the nodes' lines */
+ * pv_enabled(), its accesses to the lock's and the nodes' lines; what
+ * differs is the PV hash's (above) and the head's futex on the whole word */
 static __attribute__((noinline)) int pv_queued_spin_lock_slowpath(struct cpu_ctx *c,
 								   spinlock_t *l)
 {
