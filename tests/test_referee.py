@@ -16,7 +16,7 @@ from conftest import code_of, drop_capabilities, loop_tag, thunk_addresses
 from smpnet import Machine, _core
 from smpnet.cli import main
 from smpnet.experiments.common import bpf
-from smpnet.experiments.kernel import kernel_text, referee, referee_contended
+from smpnet.experiments.kernel import kernel_btf, kernel_text, referee, referee_contended
 from smpnet.machine import kernel_build, layout
 
 def _insns(code):
@@ -277,20 +277,20 @@ def test_the_kernels_btf_names_its_functions_and_a_missing_one_is_left_out(tmp_p
     names = b"\0int\0f_one\0f_two\0"
     types = (struct.pack("<IIII", 1, bpf.BTF_KIND_INT << 24, 4, 32)
              + struct.pack("<III", 0, 13 << 24 | 1, 1) + struct.pack("<II", 0, 1)   # proto(int)
-             + struct.pack("<III", names.index(b"f_one"), bpf.BTF_KIND_FUNC << 24, 2)
-             + struct.pack("<III", names.index(b"f_two"), bpf.BTF_KIND_FUNC << 24, 2))
+             + struct.pack("<III", names.index(b"f_one"), kernel_btf.BTF_KIND_FUNC << 24, 2)
+             + struct.pack("<III", names.index(b"f_two"), kernel_btf.BTF_KIND_FUNC << 24, 2))
     hdr = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(names))
     path = tmp_path / "vmlinux"
     path.write_bytes(hdr + types + names)
-    assert bpf.vmlinux_func_ids(["f_two", "f_one", "f_three"], str(path)) == {
+    assert kernel_btf.vmlinux_func_ids(["f_two", "f_one", "f_three"], str(path)) == {
         "f_one": 3, "f_two": 4}
     path.write_bytes(b"\0" * 32)
     with pytest.raises(bpf.BpfError, match="not BTF"):
-        bpf.vmlinux_func_ids(["f_one"], str(path))
+        kernel_btf.vmlinux_func_ids(["f_one"], str(path))
 
 
 def test_without_the_irq_kfuncs_the_row_is_left_out_with_a_reason(monkeypatch):
-    monkeypatch.setattr(bpf, "vmlinux_func_ids", lambda names: {})
+    monkeypatch.setattr(kernel_btf, "vmlinux_func_ids", lambda names: {})
     tests, why, ids = referee.available()
     assert ids == {}
     left = ["spin_lock_pair_irqs_off", "irq_save_restore"]

@@ -12,7 +12,8 @@ import platform
 import struct
 
 # include/uapi/linux/bpf.h
-BPF_MAP_CREATE, BPF_MAP_LOOKUP_ELEM, BPF_PROG_LOAD, BPF_PROG_TEST_RUN, BPF_BTF_LOAD = 0, 1, 5, 10, 18
+BPF_MAP_CREATE, BPF_MAP_LOOKUP_ELEM, BPF_PROG_LOAD = 0, 1, 5
+BPF_PROG_TEST_RUN, BPF_BTF_LOAD = 10, 18
 BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_PERCPU_ARRAY = 2, 6
 BPF_F_MMAPABLE = 1 << 10    # an array map user space can map: its values page-aligned
 # The programs' type: a tc classifier. Its test run (bpf_prog_test_run_skb()
@@ -168,40 +169,6 @@ def btf_spin_lock_value(at=0, size=16):
     return header + types + names, 1, 4
 
 
-# The kernel's own BTF: which type is which kernel function (a kfunc's id)
-VMLINUX_BTF = "/sys/kernel/btf/vmlinux"
-# the bytes each BTF kind's record carries after its 12-byte head (vlen: its count)
-_BTF_EXTRA = {1: lambda n: 4, 3: lambda n: 12, 4: lambda n: 12 * n, 5: lambda n: 12 * n,
-              6: lambda n: 8 * n, 13: lambda n: 8 * n, 14: lambda n: 4, 15: lambda n: 12 * n,
-              17: lambda n: 4, 19: lambda n: 12 * n}
-BTF_KIND_FUNC = 12
-
-
-def vmlinux_func_ids(names, path=VMLINUX_BTF):
-    """{name: BTF id} of the kernel functions among `names` the running
-    kernel's BTF declares (those it lacks are left out); OSError where it
-    cannot be read, BpfError where it is not BTF."""
-    with open(path, "rb") as f:
-        data = f.read()
-    magic, _, _, hdr_len, type_off, type_len, str_off, _ = struct.unpack_from("<HBBIIIII", data)
-    if magic != 0xEB9F:
-        raise BpfError(f"{path}: not BTF", errno.EINVAL)
-    types, strings = hdr_len + type_off, hdr_len + str_off
-    wanted = {n.encode(): n for n in names}
-    out, pos, type_id = {}, types, 1
-    while pos < types + type_len:
-        name_off, info, _ = struct.unpack_from("<III", data, pos)
-        kind, vlen = info >> 24 & 0x1F, info & 0xFFFF
-        if kind == BTF_KIND_FUNC:
-            at = strings + name_off
-            name = data[at:data.index(b"\0", at)]
-            if name in wanted:
-                out[wanted[name]] = type_id
-        pos += 12 + _BTF_EXTRA.get(kind, lambda n: 0)(vlen)
-        type_id += 1
-    return out
-
-
 IRQ_KFUNCS = ("bpf_local_irq_save", "bpf_local_irq_restore")
 
 
@@ -324,7 +291,9 @@ class Bpf:
     def value_address(self, m, at=0):
         """Where map `m`'s value lies in the kernel: a program stores the
         value's address in it, `at` bytes in (a pointer leak: root's)."""
-        test_run(self.prog(lookup_or_exit(m, stx_dw(R6, R6, at)), b"value_address"), 1)
+        prog = self.prog(lookup_or_exit(m, stx_dw(R6, R6, at)), b"value_address")
+        test_run(prog, 1)
+        self.drop(prog)
         return struct.unpack_from("<Q", self.lookup(m), at)[0]
 
     def prog(self, insns, name=b"smpnet"):

@@ -12,6 +12,7 @@ from ...machine.machine import Machine
 from ...measure import stats
 from ...measure.time_bench import calibrate_loops, clean_round, pass_order
 from ..common import bpf, lockbench
+from . import kernel_btf
 
 # ops per program run (the contended rows'); the uncontended op is the
 # difference of a program of 2 * UNROLL ops and its twin of UNROLL, over UNROLL
@@ -78,7 +79,7 @@ def _op(test, ids=None, at=0):
     if test == "helper_call":
         return bpf.call(bpf.FUNC_get_numa_node_id)
     if test == "irq_save_restore":
-        return bpf.irq_save_restore(ids or bpf.vmlinux_func_ids(bpf.IRQ_KFUNCS))
+        return bpf.irq_save_restore(ids or kernel_btf.vmlinux_func_ids(bpf.IRQ_KFUNCS))
     raise ValueError(test)
 
 
@@ -87,9 +88,9 @@ def available():
     kfuncs' BTF ids): the IRQ kfuncs need Linux 6.14 or later and the
     kernel's BTF, read once here for the run."""
     try:
-        ids = bpf.vmlinux_func_ids(bpf.IRQ_KFUNCS)
+        ids = kernel_btf.vmlinux_func_ids(bpf.IRQ_KFUNCS)
     except (OSError, bpf.BpfError) as e:
-        ids, why = {}, f"the kernel's BTF ({bpf.VMLINUX_BTF}) not read: {e}"
+        ids, why = {}, f"the kernel's BTF ({kernel_btf.VMLINUX_BTF}) not read: {e}"
     else:
         why = f"this kernel has no {', '.join(bpf.IRQ_KFUNCS)} kfuncs (Linux 6.14 on)"
     if len(ids) == len(bpf.IRQ_KFUNCS):
@@ -133,7 +134,7 @@ def map_programs(k, m, at, test, ids=None, ops=(UNROLL, 0)):
     (as _op()'s); a test with IRQs off runs its ops inside bpf.irqs_off()."""
     irqs_off = next(t for t in TESTS if t.name == test).irqs_off
     if irqs_off:
-        ids = ids or bpf.vmlinux_func_ids(bpf.IRQ_KFUNCS)
+        ids = ids or kernel_btf.vmlinux_func_ids(bpf.IRQ_KFUNCS)
     name, op = test.encode()[:15], _op(test, ids, at)
 
     def body(n):
