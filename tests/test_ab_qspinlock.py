@@ -72,8 +72,9 @@ def test_the_qspinlock_is_x86s_instructions(allowed):
     """examples/qspinlock_pending_loops.c runs (its checks hold); the fast
     path is a `lock cmpxchg` of the word; the pending bit set by `lock
     bts`; xchg_tail() a 16-bit `xchg` (x86's xchg is locked); the next
-    node fetched with `prefetchw`; the unlock a byte store; the pending wait bounded by 512 in the header's slow path
-    and by 1 in the example's generic one."""
+    node fetched with `prefetchw`; the unlock a byte store; the pending
+    wait bounded by 512 in the header's slow path and by 1 in the
+    example's generic one."""
     example = EXAMPLES / "qspinlock_pending_loops.c"
     out = smpnet.ab(example, cpus=allowed[:1], contended=False, algo="qspinlock",
                     kernel_build="inline", loops=2000, rounds=2)

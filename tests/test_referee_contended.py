@@ -1,6 +1,7 @@
 """The kernel as referee, contended: the model's hammers on the kernel's
 own lines, the runs every CPU overlapped, the lines' turns, the counter's
 check. Timing is the benchmarks' and the note's, never asserted here."""
+import mmap
 import struct
 
 import pytest
@@ -116,14 +117,15 @@ def test_the_model_has_a_lock_slot_at_every_line_of_a_page(allowed):
     at the offset its address says."""
     from smpnet import Machine
     from smpnet.experiments.common import lockbench
-    slots = 4096 // 64
+    from smpnet.machine import layout
+    slots = 2 * layout.LOCK_INFO_PER_CPU    # what the rows take on two CPUs
     with Machine(cpus=allowed[:1], regions=lockbench.locks_region(slots)) as m:
         at = referee_contended.lock_slots_by_offset(m, slots)
-        assert sorted(at) == list(range(0, 4096, 64))
+        assert sorted(at) == list(range(0, mmap.PAGESIZE, bpf.LINE))
         locks = m.region("locks")
         for offset, s in at.items():
-            assert locks[s:s + 1].ctypes.data % 4096 == offset
-        assert len(referee_contended.lock_slots_by_offset(m, slots // 2)) == slots // 2
+            assert locks[s:s + 1].ctypes.data % mmap.PAGESIZE == offset
+        assert len(referee_contended.lock_slots_by_offset(m, 8)) == 8
 
 
 @root
@@ -137,7 +139,8 @@ def test_the_kernel_says_where_a_maps_lock_lies():
         address = k.value_address(a, at)
         assert address >= 0xffff800000000000 and address != k.value_address(b, at)
         assert (address + k.line_start()) % bpf.LINE == 0
-        assert referee_contended.lock_page_offset(k, a) == (address + k.line_start()) % 4096
+        assert referee_contended.lock_page_offset(k, a) == ((address + k.line_start())
+                                                             % mmap.PAGESIZE)
         # stored past the lock and its counter: the counted program still counts
         prog = referee_contended.counted_programs(k)
         assert bpf.test_run(prog[0], 1)[1] == bpf.DONE
@@ -145,7 +148,7 @@ def test_the_kernel_says_where_a_maps_lock_lies():
         assert referee_contended.kernel_count(k, prog[2]) == referee.UNROLL
 
 
-def test_each_contended_round_times_a_line_round_trip_first(allowed):
+def test_each_contended_round_times_a_line_round_trip_first(allowed, monkeypatch):
     """Where the host runs the CPUs can change under a run (here a line's
     round trip went from 140 to 900 cycles and back): each round measures
     it before its sides; a row whose trips part several-fold is warned of."""
@@ -164,9 +167,22 @@ def test_each_contended_round_times_a_line_round_trip_first(allowed):
     assert kernel == [100.0] * 3 and model == [90.0] * 3 and ops == {"kernel": 24, "model": 24}
     assert len(trips) == (3 if len(allowed) > 1 else 0)
     assert all(t > 0 for t in trips)
+    # a round trip that cannot be timed leaves the round's figures standing
+    def fails(*args, **kwargs):
+        raise RuntimeError("no cache line round trip finished")
+    monkeypatch.setattr(referee_contended._core, "line_round_trip_cycles", fails)
+    trips = []
+    assert referee_contended._contended_rounds(FakeMachine(), side(100.0), side(90.0), 0.1, 2,
+                                               ops, trips) == ([100.0] * 2, [90.0] * 2)
+    assert trips == [] and referee_contended._trip_fields(trips) == {}
     row = {"test": "x_contended", **referee_contended._trip_fields([140.0, 150.0, 900.0])}
     assert row["line_round_trip_cycles"] == 150.0
     (w,) = referee_contended.moved([row])
     assert "went from 140 to 900 cycles" in w
     assert referee_contended.moved([{**row, "line_round_trip_cycles_max": 200.0}]) == []
     assert referee_contended.moved([{"test": "y_contended"}]) == []
+
+
+def test_the_contended_rows_refuse_one_cpu_before_they_load_anything():
+    with pytest.raises(ValueError, match="need two CPUs or more"):
+        referee_contended.measure_contended([0], 1e9, "qspinlock", "inline", 6)
