@@ -142,7 +142,7 @@ MUTANTS = [
            ["tests/test_referee.py::test_an_op_is_a_program_of_twice_the_ops_less_its_twin"],
            "the kernel's op less an empty program, which hides the test run's cost"),
     Mutant("referee-pair-irqs-on", "smpnet/experiments/kernel/referee.py",
-           "    if t.irqs_off:\n        ids = ids or", "    if False:\n        ids = ids or",
+           "return bpf.irqs_off(ids, op * n) if irqs_off else op * n", "return op * n",
            ["tests/test_referee.py::test_the_pair_with_irqs_off_runs_between_the_irq_save_and_restore"],
            "the pair with IRQs off run with them on"),
     Mutant("referee-calls-16", "smpnet/kernel/time_bench.h",
