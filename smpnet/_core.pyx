@@ -40,7 +40,8 @@ from smpnet.kernel.irqflags cimport (IRQ_TEST, IPI_NET_RX, HI_SOFTIRQ, NET_RX_SO
 from smpnet.kernel.lockdep cimport lockdep_end, lock_info_of
 from smpnet.kernel.spinlock_types cimport (spinlock_t, lock_info, lock_slot, SPIN_NR_ALGOS,
                                            spin_algo_names, LOCK_INFO_PER_CPU)
-from smpnet.kernel.spinlock cimport spin_lock_init, _Q_PENDING_LOOPS
+from smpnet.kernel.spinlock cimport spin_lock_init
+from smpnet.kernel.qspinlock cimport _Q_PENDING_LOOPS
 from smpnet.kernel.mcs_spinlock cimport mcs_nodes_reset
 from smpnet.kernel.spinlock_api_smp cimport (
     spin_lock, spin_unlock, spin_lock_bh, spin_unlock_bh, spin_lock_irq, spin_unlock_irq,

@@ -3,6 +3,4 @@ from smpnet.kernel.percpu cimport smp_header
 from smpnet.kernel.spinlock_types cimport spinlock_t
 
 cdef extern from "spinlock.h" nogil:
-    enum: _Q_PENDING_LOOPS
-
     int spin_lock_init(smp_header *hdr, spinlock_t *l, int algo, uint32_t id)
