@@ -100,7 +100,7 @@ def test_a_file_may_define_the_kernels_lock_names(capsys, tmp_path):
     names = ("queued_spin_lock_slowpath", "queued_spin_lock", "queued_spin_unlock",
              "queued_spin_trylock", "queued_fetch_set_pending_acquire", "encode_tail",
              "decode_tail", "arch_spin_lock", "arch_spin_unlock", "virt_spin_lock", "pv_wait",
-             "pv_kick", "mcs_spin_lock", "mcs_spin_unlock")
+             "pv_kick", "mcs_spin_lock", "mcs_spin_unlock", "prefetchw")
     src = ("#include <smpnet.h>\n#define _Q_PENDING_LOOPS 3\n#define MAX_NODES 4\n"
            "struct qnode { int x; };\n"
            + "".join(f"static int {n}(int a) {{ return a + 1; }}\n" for n in names)

@@ -50,3 +50,6 @@
 #define queued_spin_unlock	smpnet_model_queued_spin_unlock
 #define virt_spin_lock	smpnet_model_virt_spin_lock
 #define xchg_tail_and_link	smpnet_model_xchg_tail_and_link
+/* and compiler.h's prefetchw(): the kernel's name, which a file may define
+ * (or take smpnet_qspinlock.h's, which is this one) */
+#define prefetchw	smpnet_model_prefetchw

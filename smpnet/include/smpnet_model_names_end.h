@@ -45,6 +45,7 @@
 #undef queued_spin_unlock
 #undef virt_spin_lock
 #undef xchg_tail_and_link
+#undef prefetchw
 /* qspinlock_types.h's constants are the file's (smpnet_qspinlock.h has them) */
 #undef _Q_LOCKED_VAL
 #undef _Q_PENDING_VAL

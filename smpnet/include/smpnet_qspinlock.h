@@ -99,13 +99,7 @@ static DEFINE_PER_CPU_ALIGNED(struct qnode, qnodes[_Q_MAX_NODES]);
 #define lockevent_cond_inc(ev, c)	do { } while (0)
 #define trace_contention_begin(lock, flags)	do { } while (0)
 #define trace_contention_end(lock, ret)	do { } while (0)
-/* x86's prefetchw(), the model's (kernel/compiler.h): the instruction, which
- * __builtin_prefetch() emits only with -mprfchw (prefetcht0 otherwise) */
-#if defined(__x86_64__) || defined(__i386__)
-#define prefetchw(p)	__asm__ __volatile__("prefetchw %0" :: "m" (*(const char *)(p)))
-#else
-#define prefetchw(p)			__builtin_prefetch((p), 1)
-#endif
+#define prefetchw(p)			smpnet_model_prefetchw(p)	/* kernel/compiler.h's */
 
 static inline u32 encode_tail(int cpu, int idx)
 {
