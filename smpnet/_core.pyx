@@ -62,8 +62,8 @@ from smpnet.kernel.time_bench cimport (tb_empty_function, tb_function_ptr, tb_lo
                                        TB_OP_LOCAL_BH_DISABLE_ENABLE, TB_OP_LOCAL_IRQ_SAVE_RESTORE,
                                        TB_OP_CALLS_EMPTY, TB_OP_CALLS_IRQ_SAVE_RESTORE,
                                        TB_UNROLL_C, TB_PROG_OPS_C, tb_atomics_unrolled,
-                                       tb_atomic_hammer, TB_ATOMIC_FETCH_ADD, TB_ATOMIC_CMPXCHG,
-                                       TB_ATOMIC_XCHG)
+                                       tb_this_cpu_inc_unrolled, tb_atomic_hammer,
+                                       TB_ATOMIC_FETCH_ADD, TB_ATOMIC_CMPXCHG, TB_ATOMIC_XCHG)
 
 include "core/clock.pyx"
 include "core/wakeup.pyx"

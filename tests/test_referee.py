@@ -174,6 +174,14 @@ def test_the_models_atomics_are_unrolled_as_the_kernels_programs(core_functions)
         assert len(ops) == _core.TB_UNROLL, (name, insns)
         first, last = insns.index(ops[0]), len(insns) - insns[::-1].index(ops[-1])
         assert not any(x.startswith("j") for x in insns[first:last]), name
+    # the per-CPU increment's too: TB_UNROLL loads, adds and stores (of a
+    # value on the stack), no branch between
+    t = next(t for t in referee.TESTS if t.name == "this_cpu_inc")
+    assert t.per_loop == _core.TB_UNROLL
+    insns = _insns_of(code_of(core_functions, f"__pyx_f_6smpnet_5_core_tb_{t.model}"))
+    stores = [i for i, x in enumerate(insns) if re.fullmatch(r"mov +%r\w+,(0x\w+)?\(%rsp\)", x)]
+    assert len(stores) == _core.TB_UNROLL, insns
+    assert not any(x.startswith("j") for x in insns[stores[0]:stores[-1]])
     # and the contended rows' hammer (inlined into atomic_hammer, each op's
     # loop there): the same TB_UNROLL ops between two branches
     (name,) = [n for n in core_functions if re.fullmatch(r"__pyx_pw_\w+_core_\d+atomic_hammer", n)]

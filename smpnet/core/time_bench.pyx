@@ -89,13 +89,8 @@ cdef uint64_t tb_atomic_xchg_unrolled(tb_ctx *t, uint64_t loops) noexcept nogil:
 
 
 cdef uint64_t tb_this_cpu_inc(tb_ctx *t, uint64_t loops) noexcept nogil:
-    # this_cpu_inc(): one unlocked RMW of this CPU's copy (the kernel's is
-    # incl %gs:off; the referee's per-CPU map value is a load, add and store)
-    cdef uint64_t i, t0 = tsc_start()
-    cdef volatile uint32_t *p = &t.word
-    for i in range(loops):
-        p[0] = p[0] + 1
-    return tsc_stop() - t0
+    # the referee's per-CPU map value + 1, unrolled as its program (time_bench.h)
+    return tb_this_cpu_inc_unrolled(loops)
 
 
 cdef uint64_t tb_function_call_cost(tb_ctx *t, uint64_t loops) noexcept nogil:
