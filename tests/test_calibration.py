@@ -53,6 +53,14 @@ def test_a_profile_keeps_the_referees_figures_and_says_none_without_them(tmp_pat
     kept = calibration.from_kernel(ROWS + [ref, off], {}, 2.6e9)["referee"]
     assert kept["spin_lock_pair_irqs_off"]["irqs_off"] is True
     assert "irqs_off" not in kept["spin_lock_pair"]
+    # a row whose model figure is one test less another keeps the other
+    less = {**ref, "test": "irq_save_restore_in_pair", "model_less": "spin_lock_unlock"}
+    kept = calibration.from_kernel(ROWS + [ref, less], {}, 2.6e9)["referee"]
+    assert kept["irq_save_restore_in_pair"]["model_less"] == "spin_lock_unlock"
+    assert "model_less" not in kept["spin_lock_pair"]
+    assert (calibration.referee_model_test(kept["irq_save_restore_in_pair"])
+            == "spin_lock_unlock_irqsave less spin_lock_unlock")
+    assert calibration.referee_model_test(kept["spin_lock_pair"]) == "spin_lock_unlock_irqsave"
 
 
 @pytest.mark.parametrize("change,why", [

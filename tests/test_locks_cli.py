@@ -190,6 +190,15 @@ def test_locks_shows_a_profiles_referee_beside_its_rows_of_the_same_path():
     text = "\n".join(locks_cmd.referee_lines({"referee": off}, rows))
     assert text.splitlines()[-1].split()[0] == "spin_lock_pair_irqs_off"
     assert text.endswith("not run")
+    # a row of one test less another: this run's two rows of the path, the loop in both
+    less = {"irq_save_restore_in_pair": {**REFEREE["spin_lock_pair"], "kernel_cycles": 20.0,
+                                         "model_less": "spin_lock_unlock"}}
+    plain = row("spin_lock_unlock", 37.0, "ticket", "x86-preempt")
+    text = "\n".join(locks_cmd.referee_lines({"referee": less}, rows + [plain]))
+    assert text.splitlines()[-1].split()[-6:] == [
+        "spin_lock_unlock_irqsave", "less", "spin_lock_unlock", "0.950", "8.000", "0.400"]
+    text = "\n".join(locks_cmd.referee_lines({"referee": less}, rows))     # plain not run
+    assert text.endswith("not run")
     without = locks_cmd.referee_lines({"referee": REFEREE}, rows[1:])   # no empty loop: none
     assert all(line.endswith("not run") for line in without[-1].splitlines()[2:])
     assert locks_cmd.referee_lines(None, rows) == []

@@ -63,12 +63,14 @@ def test_an_op_is_a_program_of_twice_the_ops_less_its_twin():
     # the uncontended op is the difference of 2 * UNROLL ops and UNROLL:
     # the test run's own cost is in both, where an empty twin would take
     # off time the ops hid (referee.programs())
-    ids = dict(zip(bpf.IRQ_KFUNCS, (1, 2)))
+    ids = dict(zip(bpf.IRQ_KFUNCS + bpf.RES_KFUNCS, range(1, 7)))
     for t in referee.TESTS:
         k = _Loader()
         assert referee.programs(k, t.name, ids) == (1, 2)
         prog, twin = k.loaded
         op = len(_insns(referee._op(t.name, ids, 56)))
+        if t.twin:      # UNROLL of each op: tested below
+            continue
         assert len(prog) - len(twin) == referee.UNROLL * op, t.name
         around = len(_insns(bpf.irqs_off(ids, b""))) if t.irqs_off else 0
         assert len(twin) == len(_insns(bpf.lookup_or_exit(3, b""))) + referee.UNROLL * op + around
@@ -89,6 +91,31 @@ def test_the_pair_with_irqs_off_runs_between_the_irq_save_and_restore():
     t = {t.name: t for t in referee.TESTS}
     assert t["spin_lock_pair_irqs_off"].model == t["spin_lock_pair"].model
     assert t["spin_lock_pair_irqs_off"].irqs_off and not t["spin_lock_pair"].irqs_off
+
+
+def test_irq_save_restore_inside_a_pair_is_a_pair_with_them_less_one_without():
+    # kernel/bpf/rqspinlock.c's pairs with and without local_irq_save() and
+    # _restore(), UNROLL of each; every lock's failure returns its error
+    # (the verifier holds the lock only where it returned 0)
+    ids = dict(zip(bpf.RES_KFUNCS, (11, 12, 13, 14)))
+    k = _Loader()
+    referee.programs(k, "irq_save_restore_in_pair", ids)
+    for prog, (lock, unlock) in zip(k.loaded, ((13, 14), (11, 12))):
+        calls = [(i, x[1] >> 4, x[3]) for i, x in enumerate(prog) if x[0] == 0x85]
+        assert [c[1:] for c in calls[1:]] == [(2, lock), (2, unlock)] * referee.UNROLL
+        for i, _, imm in calls[1:]:
+            if imm == lock:     # if r0 == 0 skip the exit
+                assert prog[i + 1] == (0x15, 0, 1, 0) and prog[i + 2][0] == 0x95
+            # the lock's address (and, with IRQs saved, the flags' on the stack)
+            flags = [x[:2] for x in prog[i - 2:i]]
+            assert (flags == [(0xbf, 0xa << 4 | 2), (0x07, 2)]) == (imm in (13, 14))
+    t = next(t for t in referee.TESTS if t.name == "irq_save_restore_in_pair")
+    assert t.emulated and t.kfuncs == referee.RES and t.locked
+    # the model's side: its irqsave pair less its plain pair, on the same lock
+    variants = dict(_core.TIME_BENCH_SUITE)
+    assert (variants[t.model], variants[t.model_twin]) == ("irqsave", "plain")
+    blob = bpf.btf_spin_lock_value(56, bpf.LINE_VALUE, bpf.RES_SPIN_LOCK)[0]
+    assert b"\0bpf_res_spin_lock\0" in blob and b"\0bpf_spin_lock\0" not in blob
 
 
 def _insns_of(body):
@@ -297,14 +324,22 @@ def test_the_kernels_btf_names_its_functions_and_a_missing_one_is_left_out(tmp_p
         kernel_btf.vmlinux_func_ids(["f_one"], str(path))
 
 
-def test_without_the_irq_kfuncs_the_row_is_left_out_with_a_reason(monkeypatch):
+def test_without_the_kfuncs_a_row_is_left_out_with_a_reason(monkeypatch):
+    # a 6.14 kernel: the IRQ kfuncs, not rqspinlock's
+    monkeypatch.setattr(kernel_btf, "vmlinux_func_ids",
+                        lambda names: {n: 7 for n in names if n in bpf.IRQ_KFUNCS})
+    tests, why, ids = referee.available()
+    assert set(ids) == set(bpf.IRQ_KFUNCS)
+    assert [t.name for t in referee.TESTS if t not in tests] == ["irq_save_restore_in_pair"]
+    assert why == ["irq_save_restore_in_pair: this kernel has no bpf_res_spin_lock, "
+                   "bpf_res_spin_unlock, bpf_res_spin_lock_irqsave, "
+                   "bpf_res_spin_unlock_irqrestore kfuncs (Linux 6.15 on)"]
     monkeypatch.setattr(kernel_btf, "vmlinux_func_ids", lambda names: {})
     tests, why, ids = referee.available()
-    assert ids == {}
-    left = ["spin_lock_pair_irqs_off", "irq_save_restore"]
+    left = ["spin_lock_pair_irqs_off", "irq_save_restore", "irq_save_restore_in_pair"]
     assert [t.name for t in referee.TESTS if t not in tests] == left
-    assert why == [f"{name}: this kernel has no bpf_local_irq_save, "
-                   "bpf_local_irq_restore kfuncs (Linux 6.14 on)" for name in left]
+    assert why[:2] == [f"{name}: this kernel has no bpf_local_irq_save, "
+                       "bpf_local_irq_restore kfuncs (Linux 6.14 on)" for name in left[:2]]
 
 
 def _row(test, kernel, model, **extra):
@@ -354,6 +389,23 @@ def test_an_emulated_row_is_not_judged_and_says_what_it_leaves_out():
            "model_over_kernel_lo": 0.2, "model_over_kernel_hi": 0.3, "emulated": "cli and sti"}
     assert referee.within(row) is None and referee.within({**row, "emulated": ""}) is False
     assert next(t for t in referee.TESTS if t.name == "irq_save_restore").emulated
+    # the text: what the emulation leaves out, alone or inside a lock pair
+    p = {"referee_algo": "pvqspinlock", "kernel_build": "x86-preempt"}
+    alone = _row("irq_save_restore", 23.6, 6.1, emulated="cli and sti")
+    pair = _row("irq_save_restore_in_pair", 17.6, 4.5, emulated="cli and sti",
+                model_test="spin_lock_unlock_irqsave", model_less="spin_lock_unlock")
+    text = referee.text(p, [alone, pair])
+    assert "spin_lock_unlock_irqsave less spin_lock_unlock" in text     # the model's test
+    assert ("irq_save_restore: emulated, not judged: cli and sti; the kernel's op costs 17.5 "
+            "cycles more than the model's: what the emulation leaves out, on its own") in text
+    assert ("irq_save_restore_in_pair: emulated, not judged: cli and sti; the kernel's op "
+            "costs 13.1 cycles more than the model's: what the emulation leaves out, inside "
+            "a lock pair") in text
+    # the pair as the model's would cost with them: only where both rows ran
+    lock = _row("spin_lock_pair", 113.9, 109.7)
+    assert ("the model's pair would cost 122.8 against the kernel's 113.9: 1.078"
+            in referee.text(p, [lock, alone, pair]))
+    assert "would cost" not in referee.text(p, [lock, alone])
 
 
 def test_a_row_is_judged_on_its_whole_interval_and_not_under_a_cycle():
@@ -392,6 +444,9 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
         # each round's programs loaded anew: a placement each (referee._measure)
         assert r.get("loads", r["rounds"]) == r["rounds"] == env["params"]["referee_rounds"]
         assert ("loads" in r) != bool(r.get("contended"))
+        # the IRQ save and restore inside a pair: the model's irqsave pair less its plain one
+        assert r.get("model_less") == ("spin_lock_unlock" if r["test"] ==
+                                       "irq_save_restore_in_pair" else None)
         assert r["cpus"] == (",".join(map(str, cpus)) if r.get("contended") else str(cpus[0]))
     assert rows[0]["algo"] == env["params"]["referee_algo"]
     # what the programs run, listed from the kernel's text (where objdump is)

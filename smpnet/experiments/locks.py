@@ -207,6 +207,18 @@ def _same_path(row, ref):
                                              row.get("kernel_build") == ref.get("kernel_build"))))
 
 
+def _this_run(rows, ref, loop):
+    """This run's cycles of the path a referee row's model timed: its
+    test's row less the empty loop `loop`, or less its twin test's row
+    (`model_less`: the loop is in both); None where either did not run."""
+    def cycles(test):
+        return next((row["cycles"] for row in rows
+                     if _same_path(row, {**ref, "model_test": test})), None)
+    mine, less = cycles(ref.get("model_test")), (cycles(ref["model_less"])
+                                                 if ref.get("model_less") else loop)
+    return None if mine is None or less is None else mine - less
+
+
 def referee_lines(cal, rows):
     """The kernel as referee from a profile (--calibration, or `all`'s):
     each op the kernel timed inside itself then, and this run's row of the
@@ -220,11 +232,11 @@ def referee_lines(cal, rows):
     loop = next((row["cycles"] for row in rows if row["test"] == "for_loop"), None)
     cells = []
     for op, r in ref.items():
-        mine = next((row["cycles"] - loop for row in rows if _same_path(row, r)), None) \
-            if loop is not None else None
+        mine = _this_run(rows, r, loop)
         cells.append((op, locktext.figure(r["kernel_cycles"], (r["kernel_cycles_lo"],
                                                                  r["kernel_cycles_hi"]), 2),
-                      r.get("model_test") or "-", f"{r['model_over_kernel']:.3f}", mine,
+                      calibration.referee_model_test(r) if r.get("model_test") else "-",
+                      f"{r['model_over_kernel']:.3f}", mine,
                       f"{mine / r['kernel_cycles']:.3f}" if mine is not None else "not run"))
     return ["", f"Kernel as referee, from the profile {cal.get('source', '')} (measured "
             f"{cal.get('created', '?')} on CPU {next(iter(ref.values())).get('cpus')}): each op "

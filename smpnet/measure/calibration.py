@@ -67,10 +67,16 @@ def referee_summary(rows):
     keys = ("kernel_cycles", "kernel_cycles_lo", "kernel_cycles_hi", "model_cycles",
             "model_over_kernel", "model_over_kernel_lo", "model_over_kernel_hi", "cpus",
             "model_test", "algo", "kernel_build")
-    out = {r["test"]: {k: r.get(k) for k in keys} | ({"irqs_off": True} if r.get("irqs_off")
-                                                     else {})
+    out = {r["test"]: {k: r.get(k) for k in keys}
+           | {k: r[k] for k in ("irqs_off", "model_less") if r.get(k)}
            for r in rows if "model_over_kernel" in r}
     return out or None
+
+
+def referee_model_test(row):
+    """What a referee row's model ran: its test, less its twin test (the
+    row's `model_less`) where it has one."""
+    return row["model_test"] + (f" less {row['model_less']}" if row.get("model_less") else "")
 
 
 def veth_summary(rows):

@@ -139,12 +139,12 @@ BTF_INT_SIGNED = 1
 SPIN_LOCK_CNT = 8
 
 
-def btf_spin_lock_value(at=0, size=16):
+def btf_spin_lock_value(at=0, size=16, lock=b"bpf_spin_lock"):
     """The BTF of `struct val { struct bpf_spin_lock lock; int pad; long cnt; }`
     with the lock `at` bytes into a value of `size` (a map value the verifier
-    lets bpf_spin_lock() take: the lock is found by its struct's name) and of
-    `int`: (blob, int's id, struct val's id)."""
-    names = b"\0int\0bpf_spin_lock\0val\0lock\0pad\0cnt\0long\0"
+    lets bpf_spin_lock() take: the lock is found by its struct's name, `lock`)
+    and of `int`: (blob, int's id, struct val's id)."""
+    names = b"\0int\0" + lock + b"\0val\0lock\0pad\0cnt\0long\0"
 
     def name(text):
         return names.index(b"\0" + text + b"\0") + 1
@@ -154,7 +154,7 @@ def btf_spin_lock_value(at=0, size=16):
         struct.pack("<III", name(b"int"), BTF_KIND_INT << 24, 4),
         struct.pack("<I", BTF_INT_SIGNED << 24 | 32),
         # 2: struct bpf_spin_lock { int val; }
-        struct.pack("<III", name(b"bpf_spin_lock"), BTF_KIND_STRUCT << 24 | 1, 4),
+        struct.pack("<III", name(lock), BTF_KIND_STRUCT << 24 | 1, 4),
         struct.pack("<III", name(b"val"), 1, 0),
         # 3: long
         struct.pack("<III", name(b"long"), BTF_KIND_INT << 24, 8),
@@ -186,6 +186,27 @@ def irqs_off(ids, body, flags_at=-8):
     flags = mov64_reg(R1, R10) + add64_imm(R1, flags_at)
     return (flags + kfunc_call(ids["bpf_local_irq_save"]) + body
             + flags + kfunc_call(ids["bpf_local_irq_restore"]))
+
+
+# kernel/bpf/rqspinlock.c's lock pairs (Linux 6.15 on): the same lock with
+# IRQs saved and restored around it or not, so that their difference is
+# what local_irq_save() and local_irq_restore() cost inside a pair
+RES_KFUNCS = ("bpf_res_spin_lock", "bpf_res_spin_unlock", "bpf_res_spin_lock_irqsave",
+              "bpf_res_spin_unlock_irqrestore")
+
+
+def res_spin_lock_pair(ids, at=0, irqsave=False):
+    """bpf_res_spin_lock() and bpf_res_spin_unlock() (or their _irqsave and
+    _irqrestore, of flags on the stack) of the lock `at` bytes into the value
+    at r6 (a map value of spin_lock_map(k, at, RES_SPIN_LOCK)); `ids`: their
+    BTF ids. The lock can fail (a deadlock or a timeout found): the program
+    then returns its error, and the verifier knows the lock is held only where
+    it returned 0."""
+    lock = mov64_reg(R1, R6) + (add64_imm(R1, at) if at else b"")
+    flags = mov64_reg(R2, R10) + add64_imm(R2, -8) if irqsave else b""
+    fns = RES_KFUNCS[2:] if irqsave else RES_KFUNCS[:2]
+    return (lock + flags + kfunc_call(ids[fns[0]]) + jeq_imm(R0, 0, 1) + exit_insn()
+            + lock + flags + kfunc_call(ids[fns[1]]))
 
 
 def spin_lock_pair(at=0, counted=False):
@@ -326,12 +347,15 @@ class Bpf:
         return self._keep(fd)
 
 
-def spin_lock_map(k, at=0):
+RES_SPIN_LOCK = b"bpf_res_spin_lock"      # res_spin_lock_pair()'s lock's struct
+
+
+def spin_lock_map(k, at=0, lock=b"bpf_spin_lock"):
     """An array map, through `k` (a Bpf), whose value's BTF declares the
-    struct bpf_spin_lock that spin_lock_pair(at) takes, `at` bytes into a
-    LINE_VALUE-byte value (k.line_start(): the lock and its counter alone
-    in one cache line, as a lock slot of the model's)."""
-    blob, key_id, value_id = btf_spin_lock_value(at, LINE_VALUE)
+    struct bpf_spin_lock that spin_lock_pair(at) takes (or `lock`), `at`
+    bytes into a LINE_VALUE-byte value (k.line_start(): the lock and its
+    counter alone in one cache line, as a lock slot of the model's)."""
+    blob, key_id, value_id = btf_spin_lock_value(at, LINE_VALUE, lock)
     return k.map(BPF_MAP_TYPE_ARRAY, LINE_VALUE, (k.btf(blob), key_id, value_id))
 
 

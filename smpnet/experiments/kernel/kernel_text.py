@@ -12,9 +12,12 @@ import tempfile
 
 from ..common import bpf
 
-HELPERS = ("bpf_spin_lock", "bpf_spin_unlock", "bpf_get_numa_node_id", "bpf_local_irq_save",
-           "bpf_local_irq_restore")
-MAX_FUNCTIONS = 16      # the helpers and what they call, breadth first
+HELPERS = ("bpf_spin_lock", "bpf_spin_unlock", "bpf_get_numa_node_id") + bpf.IRQ_KFUNCS
+# listed, what they call named, not followed: rqspinlock's pairs differ by
+# their IRQ save and restore, in their own bodies (its slow path and error
+# report would crowd out the helpers' callees)
+BODIES = bpf.RES_KFUNCS
+MAX_FUNCTIONS = 20      # the helpers and what they call, breadth first
 MAX_DEPTH = 2           # the helpers' callees and theirs: the slow path named, not walked
 MAX_BYTES = 1024        # of one function: a lock's slow path is listed by name, not followed
 TEXT_CHUNK = 512        # bytes of kernel memory one read_kernel() test run copies
@@ -70,7 +73,7 @@ def _disassemble(code, address):
     return lines
 
 
-def listing(helpers=HELPERS):
+def listing(helpers=HELPERS, bodies=BODIES):
     """(functions, why): functions maps each name to its instructions, each
     "address: instruction" with a branch's target named (<name+off>), the
     helpers first, then what they call or jump to, breadth first; why is
@@ -93,7 +96,9 @@ def listing(helpers=HELPERS):
         a, name = syms[i]
         return name if a == target else f"{name}+{target - a:#x}"
 
-    todo, out = [(h, 0) for h in helpers if h in start], {}
+    todo = [(h, 0) for h in helpers if h in start] + [(h, MAX_DEPTH) for h in bodies
+                                                       if h in start]
+    out = {}
     try:
         with bpf.Bpf() as k:
             while todo and len(out) < MAX_FUNCTIONS:

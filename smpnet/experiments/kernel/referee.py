@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ... import _core
 from ...machine.machine import Machine
-from ...measure import stats
+from ...measure import calibration, stats
 from ...measure.time_bench import calibrate_loops, clean_round, pass_order
 from ..common import bpf, lockbench
 from . import kernel_btf
@@ -30,6 +30,13 @@ class Test:
     per_loop: int = 1   # ops in one iteration of the model's loop: the empty loop is shared
     emulated: str = ""  # what the model emulates here and user space cannot run: not judged
     irqs_off: bool = False  # the ops inside bpf_local_irq_save() and _restore(), both sides
+    kfuncs: tuple = ()  # the kernel functions its programs call by BTF id: (names, since)
+    twin: str = ""      # the kernel's twin runs UNROLL of this op, not UNROLL of its own
+    model_twin: str = ""    # the model's figure is its test's less this test's
+
+
+IRQ = (bpf.IRQ_KFUNCS, "Linux 6.14 on")
+RES = (bpf.RES_KFUNCS, "Linux 6.15 on")
 
 
 TESTS = (
@@ -40,7 +47,7 @@ TESTS = (
     Test("spin_lock_pair_irqs_off",
          "the same pair with IRQs already off, inside bpf_local_irq_save() and "
          "bpf_local_irq_restore() (kfuncs, Linux 6.14 on): its cli run, its sti not (the "
-         "saved flags have IF clear)", "bpf_spin_lock_pair", True, irqs_off=True),
+         "saved flags have IF clear)", "bpf_spin_lock_pair", True, irqs_off=True, kfuncs=IRQ),
     Test("fetch_add", "BPF_ATOMIC BPF_ADD | BPF_FETCH on a map value: lock xadd",
          "atomic_fetch_add_unrolled", False, _core.TB_UNROLL),
     Test("cmpxchg", "the map value read, then BPF_ATOMIC BPF_CMPXCHG of it to itself + 1: "
@@ -54,7 +61,15 @@ TESTS = (
     Test("irq_save_restore", "bpf_local_irq_save() + bpf_local_irq_restore() (kfuncs, Linux "
          "6.14 on): two calls, pushf; pop; cli, the flags tested, sti; the pairs back to back",
          "irq_save_restore_calls", False, _core.TB_PROG_OPS,
-         "cli and sti (privileged): the model keeps the mask in memory"),
+         "cli and sti (privileged): the model keeps the mask in memory", kfuncs=IRQ),
+    Test("irq_save_restore_in_pair",
+         "bpf_res_spin_lock_irqsave() + bpf_res_spin_unlock_irqrestore() less "
+         "bpf_res_spin_lock() + bpf_res_spin_unlock() (kfuncs of kernel/bpf/rqspinlock.c, "
+         "Linux 6.15 on), a pair each: local_irq_save() and local_irq_restore() inside a lock "
+         "pair: pushf; pop; cli, the flags kept on the stack, tested, sti",
+         "spin_lock_unlock_irqsave", True,
+         emulated="cli and sti (privileged): the model keeps the mask in memory",
+         kfuncs=RES, twin="res_spin_lock_pair", model_twin="spin_lock_unlock"),
 )
 
 
@@ -79,25 +94,29 @@ def _op(test, ids=None, at=0):
     if test == "helper_call":
         return bpf.call(bpf.FUNC_get_numa_node_id)
     if test == "irq_save_restore":
-        return bpf.irq_save_restore(ids or kernel_btf.vmlinux_func_ids(bpf.IRQ_KFUNCS))
+        return bpf.irq_save_restore(ids or kernel_btf.vmlinux_func_ids(KFUNCS))
+    if test in ("irq_save_restore_in_pair", "res_spin_lock_pair"):
+        return bpf.res_spin_lock_pair(ids or kernel_btf.vmlinux_func_ids(KFUNCS), at,
+                                      test == "irq_save_restore_in_pair")
     raise ValueError(test)
 
 
+KFUNCS = tuple(sorted({f for t in TESTS if t.kfuncs for f in t.kfuncs[0]}))   # all tests'
+
+
 def available():
-    """(the tests this kernel can run, [why each other cannot], the IRQ
-    kfuncs' BTF ids): the IRQ kfuncs need Linux 6.14 or later and the
-    kernel's BTF, read once here for the run."""
+    """(the tests this kernel can run, [why each other cannot], the kfuncs'
+    BTF ids): a test whose programs call kfuncs needs them in this kernel
+    (its Test.kfuncs say since when) and the kernel's BTF, read once here
+    for the run."""
     try:
-        ids = kernel_btf.vmlinux_func_ids(bpf.IRQ_KFUNCS)
+        ids, why = kernel_btf.vmlinux_func_ids(KFUNCS), None
     except (OSError, bpf.BpfError) as e:
         ids, why = {}, f"the kernel's BTF ({kernel_btf.VMLINUX_BTF}) not read: {e}"
-    else:
-        why = f"this kernel has no {', '.join(bpf.IRQ_KFUNCS)} kfuncs (Linux 6.14 on)"
-    if len(ids) == len(bpf.IRQ_KFUNCS):
-        return TESTS, [], ids
-    irq = [t for t in TESTS if t.name == "irq_save_restore" or t.irqs_off]
-    return (tuple(t for t in TESTS if t not in irq),
-            [f"{t.name}: {why}" for t in irq], ids)
+    missing = {t: why or f"this kernel has no {', '.join(t.kfuncs[0])} kfuncs ({t.kfuncs[1]})"
+               for t in TESTS if t.kfuncs and not set(t.kfuncs[0]) <= set(ids)}
+    return (tuple(t for t in TESTS if t not in missing),
+            [f"{t.name}: {why}" for t, why in missing.items()], ids)
 
 
 def programs(k, test, ids=None):
@@ -124,6 +143,8 @@ def op_map(k, test):
     if test == "this_cpu_inc":
         return k.map(bpf.BPF_MAP_TYPE_PERCPU_ARRAY, 16), 0
     at = k.line_start()
+    if test == "irq_save_restore_in_pair":
+        return bpf.spin_lock_map(k, at, bpf.RES_SPIN_LOCK), at
     return (bpf.spin_lock_map(k, at) if test.startswith("spin_lock_pair")
             else k.map(bpf.BPF_MAP_TYPE_ARRAY, bpf.LINE_VALUE)), at
 
@@ -131,14 +152,18 @@ def op_map(k, test):
 def map_programs(k, m, at, test, ids=None, ops=(UNROLL, 0)):
     """A program of `test` on map `m` for each count of `ops` (by default
     the op's program and its empty twin), its line `at` bytes into the value
-    (as _op()'s); a test with IRQs off runs its ops inside bpf.irqs_off()."""
-    irqs_off = next(t for t in TESTS if t.name == test).irqs_off
-    if irqs_off:
-        ids = ids or kernel_btf.vmlinux_func_ids(bpf.IRQ_KFUNCS)
+    (as _op()'s); a test with IRQs off runs its ops inside bpf.irqs_off().
+    A test with a `twin` op: UNROLL of its op and UNROLL of the twin's."""
+    t = next(t for t in TESTS if t.name == test)
+    if t.kfuncs:
+        ids = ids or kernel_btf.vmlinux_func_ids(KFUNCS)
     name, op = test.encode()[:15], _op(test, ids, at)
+    if t.twin:
+        return tuple(k.prog(bpf.lookup_or_exit(m, o * UNROLL), name)
+                     for o in (op, _op(t.twin, ids, at)))
 
     def body(n):
-        return bpf.irqs_off(ids, op * n) if irqs_off else op * n
+        return bpf.irqs_off(ids, op * n) if t.irqs_off else op * n
     return tuple(k.prog(bpf.lookup_or_exit(m, body(n)), name) for n in ops)
 
 
@@ -176,7 +201,20 @@ def _measure(ctx, tests, ids, rounds, algo, build):
     for t, (_, where) in zip(tests, entries):
         where["irqs_off"] = t.irqs_off
     loops = [calibrate_loops(test, **where) for test, where in entries]
+    twin_loops = [calibrate_loops(t.model_twin, **where) if t.model_twin else None
+                  for t, (_, where) in zip(tests, entries)]
     empty = calibrate_loops("for_loop")
+
+    def model_round(i, loop):
+        """The model's figure for tests[i]: its round's cycles per op less
+        the empty loop's, or less its twin test's (whose loop is the same)."""
+        (test, where), twin = entries[i], tests[i].model_twin
+
+        def per_op(name, n):
+            return clean_round(lambda k: _core.time_bench_round(name, k, **where), n).per_op
+        return per_op(test, loops[i]) - (per_op(twin, twin_loops[i]) if twin
+                                         else loop / tests[i].per_loop)
+
     with bpf.Bpf() as k:
         maps = [op_map(k, t.name) for t in tests]
 
@@ -202,10 +240,7 @@ def _measure(ctx, tests, ids, rounds, algo, build):
                 loads[i] += 1
                 kernel_ns[i].append(_kernel_round(*progs, repeats[i], r % 2 == 1))
                 k.drop(*progs)
-                test, where = entries[i]
-                model[i].append(clean_round(
-                    lambda n, test=test, where=where: _core.time_bench_round(test, n, **where),
-                    loops[i]).per_op - loop / tests[i].per_loop)
+                model[i].append(model_round(i, loop))
     return kernel_ns, model, repeats, loads
 
 
@@ -238,6 +273,8 @@ def measure(cpu, tsc_hz, algo, build, rounds, warnings):
             row["emulated"] = t.emulated
         if t.irqs_off:
             row["irqs_off"] = True
+        if t.model_twin:
+            row["model_less"] = t.model_twin
         rows.append(row)
     return rows
 
@@ -310,7 +347,7 @@ def text(p, rows):
     lines.append(table([(r["test"], f"{r['kernel_cycles']:.2f} [{r['kernel_cycles_lo']:.2f} .. "
                          f"{r['kernel_cycles_hi']:.2f}]",
                          f"{r['model_cycles']:.2f} [{r['model_cycles_lo']:.2f} .. "
-                         f"{r['model_cycles_hi']:.2f}]", r["model_test"],
+                         f"{r['model_cycles_hi']:.2f}]", calibration.referee_model_test(r),
                          f"{r['model_over_kernel']:.3f} [{r['model_over_kernel_lo']:.3f} .. "
                          f"{r['model_over_kernel_hi']:.3f}]",
                          {True: "yes", False: "no", None: "emulated" if r.get("emulated")
@@ -326,22 +363,37 @@ def text(p, rows):
               f"{r['line_round_trip_cycles_min']:.0f} .. {r['line_round_trip_cycles_max']:.0f}): "
               "where the host runs them, which a contended op's cost turns on"
               for r in rows if "line_round_trip_cycles" in r]
-    lines += _sti_lines(rows)
+    lines += _irq_lines(rows)
     lines += [f"  {r['test']}: emulated, not judged: {r['emulated']}; the kernel's op costs "
               f"{r['kernel_cycles'] - r['model_cycles']:.1f} cycles more than the model's: what "
-              "the emulation leaves out, on its own (beside locked ops it can hide)"
+              "the emulation leaves out, " + ("inside a lock pair" if r.get("model_less")
+                                              else "on its own (beside locked ops it can hide)")
               for r in rows if r.get("emulated")]
     return "\n".join(lines)
 
 
-def _sti_lines(rows):
+def _irq_lines(rows):
     """What the kernel's lock pair's sti costs inside it: the pair less the
-    pair with IRQs already off (where both ran)."""
+    pair with IRQs already off; and the model's pair with what its emulation
+    leaves out inside a pair added (where the rows ran)."""
     by = {r["test"]: r for r in rows if not r.get("contended")}
     on, off = by.get("spin_lock_pair"), by.get("spin_lock_pair_irqs_off")
-    if not (on and off):
-        return []
-    return [f"  spin_lock_pair: with IRQs already off (its sti not run) the kernel's pair costs "
+    inside = by.get("irq_save_restore_in_pair")
+    lines = []
+    if on and off:
+        lines.append(
+            f"  spin_lock_pair: with IRQs already off (its sti not run) the kernel's pair costs "
             f"{on['kernel_cycles'] - off['kernel_cycles']:.1f} cycles less, the model's "
             f"{on['model_cycles'] - off['model_cycles']:.1f}: what sti costs inside the kernel's "
-            "pair here, which the model emulates (its cli stays in both)"]
+            "pair here, which the model emulates (its cli stays in both)")
+    if on and inside:
+        # an estimate from two figures of this run: rqspinlock's IRQ save and
+        # restore stand for the pair's own (the same calls of irqflags.h)
+        left_out = inside["kernel_cycles"] - inside["model_cycles"]
+        full = on["model_cycles"] + left_out
+        lines.append(
+            f"  spin_lock_pair: with what the emulation leaves out inside a pair added "
+            f"({left_out:.1f} cycles, irq_save_restore_in_pair) the model's pair would cost "
+            f"{full:.1f} against the kernel's {on['kernel_cycles']:.1f}: "
+            f"{full / on['kernel_cycles']:.3f}")
+    return lines
