@@ -164,6 +164,12 @@ MUTANTS = [
            "\t}\n\tif (pv_wait_head_or_lock",
            ["tests/test_paravirt_locks.py::test_the_slow_paths_prefetch_the_next_node_for_writing"],
            "the PV slow path not fetching the next node's line for writing, as qspinlock.c does"),
+    Mutant("referee-one-lock-page", "smpnet/experiments/kernel/referee_contended.py",
+           'return (pages[r % len(pages)][0] if test == "spin_lock_pair" else m, _model_side,',
+           "return (m, _model_side,",
+           ["tests/test_referee.py::test_kernel_prints_the_referee_beside_the_model"],
+           "the model's contended lock pair in one segment's page for the whole run, where the "
+           "kernel's fresh maps take a page or two a round"),
     Mutant("referee-slot-offsets-512", "smpnet/experiments/kernel/referee_contended.py",
            "s * locks.strides[0]) % mmap.PAGESIZE", "s * locks.strides[0]) % 512",
            ["tests/test_referee_contended.py::test_the_model_has_a_lock_slot_at_every_line_of_a_page"],

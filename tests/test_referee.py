@@ -435,6 +435,10 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
         if r["test"] == "spin_lock_pair_contended":
             # every critical section counted, on both sides: the ops are what ran
             assert r["counted"] == {"kernel": True, "model": True} and min(r["ops"].values()) > 0
+            # the model's lines in pages of their own each round (a segment's page
+            # or two), as the kernel's fresh maps
+            rounds = min(r["rounds"], referee_contended.LOCK_PAGES)
+            assert rounds <= r["model_pages"] <= 2 * rounds
             assert not [w for w in env["warnings"] if "counter is not the ops" in w]
     for r in rows:
         assert len(r["kernel_samples"]) == len(r["model_samples"]) == env["params"][

@@ -159,7 +159,7 @@ def test_each_contended_round_times_a_line_round_trip_first(allowed, monkeypatch
             return fn(*args)
 
     def side(cycles):
-        return lambda r: (lambda: [[[(0.0, 1.0, (cycles, 4))]]] * 2,)
+        return lambda r: (FakeMachine(), lambda: [[[(0.0, 1.0, (cycles, 4))]]] * 2)
 
     ops, trips = {"kernel": 0, "model": 0}, []
     kernel, model = referee_contended._contended_rounds(FakeMachine(), side(100.0), side(90.0),

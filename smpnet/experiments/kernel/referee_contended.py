@@ -3,6 +3,7 @@ selected CPU at once, in the kernel (BPF test runs) and in the model,
 kernel and model in alternate order round by round. Docs:
 docs/experiments/kernel.md, "The kernel as referee".
 """
+import contextlib
 import mmap
 import statistics
 import struct
@@ -25,6 +26,13 @@ CONTENDED_S = 0.2       # each side's hammer in a lock pair's round, every CPU a
 # are the physical ones; a lock pair's cost went with the line's offset in
 # 512 bytes (Zen 4: 322-392 cycles by offset, the same offset the same).
 LINES = {"spin_lock_pair": 8}
+# The kernel's maps of a round lie in a slab page or two, a run's in
+# twenty or more; the model's lock slots, a page's worth, in a page or two
+# of its segment. Where the host runs the two CPUs on two dies, a line's
+# cost turns on its page (a Zen 4 guest: one segment's model / kernel 1.30
+# where seven in turn gave 1.17, the same minutes): so the model's round r
+# takes its lines in segment r % LOCK_PAGES, each of its own pages.
+LOCK_PAGES = 8
 LOCK_ADDRESS_AT = bpf.LINE_VALUE - 8    # where a map's value address is stored: past its lock
 SHARED_LINES = 4
 # A timed run, each side. Between two runs a CPU does other work, and the
@@ -130,6 +138,17 @@ def lock_slots_by_offset(m, slots):
     return {(locks.ctypes.data + s * locks.strides[0]) % mmap.PAGESIZE: s for s in range(slots)}
 
 
+def counted_pages(machines):
+    """The pages the model's lock pair ran in: those of a lock slot whose
+    counter moved, in the lock regions of `machines`."""
+    pages = set()
+    for pm in machines:
+        locks = pm.region("locks")
+        for s in locks["counter"].nonzero()[0]:
+            pages.add((locks.ctypes.data + int(s) * locks.strides[0]) // mmap.PAGESIZE)
+    return len(pages)
+
+
 def lock_page_offset(k, m):
     """The page offset of the line that holds map `m`'s lock (a
     counted_programs() map: the lock begins it, where line_start() holds)."""
@@ -168,25 +187,32 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
         raise ValueError("the contended rows need two CPUs or more")
     # as many lock slots as the lock side table holds: a page's, or more
     slots = len(cpus) * layout.LOCK_INFO_PER_CPU
-    with bpf.Bpf() as k, Machine(cpus=cpus, regions=lockbench.locks_region(slots)) as m:
-        region = lockbench.init_locks(m, [algo] * slots)
-        slot_at = lock_slots_by_offset(m, slots)
-        if len(slot_at) < mmap.PAGESIZE // bpf.LINE:
+    with bpf.Bpf() as k, contextlib.ExitStack() as machines:
+        # the lock pair's pages (LOCK_PAGES): [(machine, its lock slot at each page offset)]
+        pages = [machines.enter_context(Machine(cpus=cpus, regions=lockbench.locks_region(slots)))
+                 for _ in range(LOCK_PAGES if "spin_lock_pair" in tests else 1)]
+        m = pages[0]
+        for pm in pages:
+            region = lockbench.init_locks(pm, [algo] * slots)     # the same in each
+        pages = [(pm, lock_slots_by_offset(pm, slots)) for pm in pages]
+        if len(pages[0][1]) < mmap.PAGESIZE // bpf.LINE:
             raise ValueError(f"{slots} lock slots do not cover a page's lines")
         for test in tests:
             seconds = CONTENDED_S if test == "spin_lock_pair" else CONTENDED_ATOMIC_S
             lines = LINES.get(test, SHARED_LINES)
             ops = {"kernel": 0, "model": 0}
-            m.region("locks")["counter"] = 0     # the lock pair's count starts here
+            for pm, _ in pages:
+                pm.region("locks")["counter"] = 0     # the lock pair's count starts here
             made = {}       # round -> its lines: [(program, empty twin, map, mapping)]
 
             def round_lines(r):
                 """Round r's lines, fresh: the lock pair's a new map each (the
-                model's the lock slot at its lock's page offset), an atomic's
-                mapped maps, each hammered by the kernel's program and, through
-                the mapping, the model's loop."""
+                model's the lock slot at its lock's page offset, in page r %
+                LOCK_PAGES), an atomic's mapped maps, each hammered by the
+                kernel's program and, through the mapping, the model's loop."""
                 if r not in made:
                     made[r] = []
+                    slot_at = pages[r % len(pages)][1]
                     for _ in range(lines):
                         if test == "spin_lock_pair":
                             prog, empty, fd = counted_programs(k)
@@ -197,13 +223,13 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
                 return made[r]
 
             def kernel_side(r):
-                return (_kernel_side, [(prog, empty) for prog, empty, *_ in round_lines(r)],
+                return (m, _kernel_side, [(prog, empty) for prog, empty, *_ in round_lines(r)],
                         repeat, seconds / lines, tsc_hz)
 
             def model_side(r):
                 turn = [slot_or_mapping for *_, slot_or_mapping in round_lines(r)]
-                return (_model_side, region, turn, seconds / lines, test,
-                        _core.KERNEL_BUILDS[build])
+                return (pages[r % len(pages)][0] if test == "spin_lock_pair" else m, _model_side,
+                        region, turn, seconds / lines, test, _core.KERNEL_BUILDS[build])
 
             # a contended test run about CHUNK_S: several a line, each long beside
             # the test run's own set-up between two; calibrated on a program of
@@ -219,7 +245,8 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
                    "kernel_runs": f"{KERNEL_RUNS[test]}, on CPUs {','.join(map(str, cpus))} at "
                                   f"once, {lines} "
                                   + ("new maps a round (the model: the lock slot at each "
-                                     "one's lock's page offset)" if test == "spin_lock_pair"
+                                     "one's lock's page offset, in a segment of "
+                                     f"{LOCK_PAGES} in turn)" if test == "spin_lock_pair"
                                      else "fresh cache lines a round, each hammered by both "
                                      "sides (mmapable maps)")
                                   + f", {seconds / lines * 1e3:g} ms a line: cycles per op, "
@@ -230,8 +257,9 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
                    "lines": lines, "ops": ops, **_trip_fields(trips)}
             if test == "spin_lock_pair":
                 counts = sum(kernel_count(k, fd) for lns in made.values() for _, _, fd, _ in lns)
-                row["counted"] = {"kernel": counts == ops["kernel"],
-                                  "model": int(m.region("locks")["counter"].sum()) == ops["model"]}
+                model = sum(int(pm.region("locks")["counter"].sum()) for pm, _ in pages)
+                row["counted"] = {"kernel": counts == ops["kernel"], "model": model == ops["model"]}
+                row["model_pages"] = counted_pages(pm for pm, _ in pages)
             rows.append(row)
     return rows
 
@@ -278,7 +306,7 @@ MODEL_CONTENDED = {"spin_lock_pair": "lock_hammer bpf_spin_lock, a counter + 1 i
 
 def _contended_rounds(m, kernel_side, model_side, seconds, rounds, ops, trips):
     """`rounds` rounds of one contended op, each side on every CPU at once
-    (kernel_side(r), model_side(r): round r's function and arguments), in
+    (kernel_side(r), model_side(r): round r's machine, function and arguments), in
     alternate order: ([kernel cycles per op], [model's]), a round counted
     whole so that the ratios pair its sides; `ops` gains each side's ops,
     `trips` a cache line's round trip between the first two CPUs before
@@ -293,8 +321,8 @@ def _contended_rounds(m, kernel_side, model_side, seconds, rounds, ops, trips):
                 pass        # a diagnostic beside the row: its figures stand without it
         got = {}
         for side, args in (sides if r % 2 == 0 else sides[::-1]):
-            fn, *args = args(r)
-            per_cpu = m.run(fn, *args, expected=seconds + 0.3)
+            machine, fn, *args = args(r)
+            per_cpu = machine.run(fn, *args, expected=seconds + 0.3)
             ops[side] += sum(n for lines in per_cpu for runs in lines for *_, (_, n) in runs)
             per_line = [_overlapped([lines[i] for lines in per_cpu])
                         for i in range(len(per_cpu[0]))]
