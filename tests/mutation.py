@@ -175,6 +175,16 @@ MUTANTS = [
            ["tests/test_referee_contended.py::test_the_model_has_a_lock_slot_at_every_line_of_a_page"],
            "the model's lock slots matched to the kernel's by a line's offset in 512 bytes, "
            "not its page offset"),
+    Mutant("ab-shared-copies-a-line-apart", "smpnet/experiments/ab/rounds.py",
+           '("ab_shared", _record(_whole_pages(obj.shared_size)), copies)',
+           '("ab_shared", _record(obj.shared_size), copies)',
+           ["tests/test_ab_percpu.py::test_every_copy_of_the_state_lies_at_the_same_page_offset"],
+           "each copy's shared state a cache line after the last, at another page offset, "
+           "where a contended line's cost goes with its page offset"),
+    Mutant("ab-percpu-copies-unpadded", "smpnet/experiments/ab/rounds.py",
+           "    while n * stride % PAGE:\n        n += 1\n", "",
+           ["tests/test_ab_percpu.py::test_every_copy_of_the_state_lies_at_the_same_page_offset"],
+           "each copy's per-CPU records right after the last copy's, not on pages of their own"),
 ]
 
 # Left out: no test can kill them, the program behaving the same with or without them

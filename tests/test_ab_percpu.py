@@ -248,3 +248,44 @@ def test_the_netdev_refcnt_example_balances_on_every_cpu(allowed):
                     duration=0.01, **extra)
     rows = [(r["mode"], r["variant"]) for r in out.rows if r["role"] == "variant"]
     assert rows == [(m, v) for m in ("uncontended", "contended") for v in ("refcount", "pcpu")]
+
+
+COPIES = """#include <smpnet.h>
+struct shared { unsigned long n; };
+struct pcpu { unsigned long n; };
+SMPNET_STATE(struct shared, struct pcpu);
+SMPNET_VARIANT(count) { shared->n++; this_cpu->n++; }
+SMPNET_VARIANT(other) { }
+"""
+
+
+@pytest.mark.parametrize("nr_cpus", [1, 3])
+def test_every_copy_of_the_state_lies_at_the_same_page_offset(allowed, nr_cpus):
+    """Each variant's copy of the state (and the A/A control's) at the same
+    offset in a page, its shared record and each CPU's record: a contended
+    line's cost goes with its place in a page, and the copies must differ
+    by their code alone. Checked where the core's ops land: copy c's ops,
+    run as CPU cpu, are found in its shared record and its per-CPU record
+    and nowhere else, at copy 0's page offsets."""
+    import mmap
+
+    from smpnet import Machine
+    from smpnet.experiments.ab import rounds
+
+    obj = build.build(COPIES, "copies.c", smpnet._core.LOCK_ALGOS["qspinlock"])
+    copies, cpu = 3, nr_cpus - 1
+    with Machine(cpus=allowed[:1], ncpus=nr_cpus, oversubscribe=True,
+                 regions=rounds.regions(obj, copies, nr_cpus)) as m:
+        where = rounds.Where(m, [obj] * copies)
+        for copy in range(copies):
+            smpnet._core.ab_round(obj.variants[0].loop, 10 + copy, m.segment.buf, cpu,
+                                  **where.state(copy))
+        places = {}
+        for name in ("ab_shared", "ab_percpu"):
+            region = m.region(name)
+            counts = [int.from_bytes(r["bytes"][:8].tobytes(), "little") for r in region]
+            ran = {i: n for i, n in enumerate(counts) if n}
+            assert sorted(ran.values()) == [10, 11, 12], name       # each copy's ops, once
+            places[name] = {(region.ctypes.data + i * region.strides[0]) % mmap.PAGESIZE
+                            for i in ran}
+        assert len(places["ab_shared"]) == 1 and len(places["ab_percpu"]) == 1, places

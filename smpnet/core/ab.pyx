@@ -19,8 +19,10 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, net_ctx *n, unsigned char[::1
                      uintptr_t build_info, int pcpu_area_region, net_regions,
                      int net_strategy) except -1:
     """e: emulated CPU `cpu` on copy `copy` of the state: record `copy` of
-    the shared region, records copy * nr_cpus .. of the per-CPU one and of
-    the object's per-CPU section's (every object has one); the CPU set
+    the shared region, its block of the per-CPU one (the region's records
+    over the copies, the shared region's count: each copy's block whole
+    pages, experiments/ab/rounds.py) and records copy * nr_cpus .. of the
+    object's per-CPU section's (every object has one); the CPU set
     up as the object was built (its lock algorithm, checker, restore mode
     and kernel build, read from `build_info`). With `net_regions` (the
     object takes the model's skbs, smpnet_skbuff.h) the CPU's network model
@@ -33,7 +35,8 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, net_ctx *n, unsigned char[::1
             raise ValueError(f"no state region {region} in this segment")
     if copy < 0 or <uint32_t>copy >= hdr.regions[shared_region].count:
         raise IndexError(f"no state copy {copy}")
-    if <uint64_t>(copy + 1) * hdr.nr_cpus > hdr.regions[percpu_region].count:
+    cdef uint64_t per_copy = hdr.regions[percpu_region].count // hdr.regions[shared_region].count
+    if per_copy < hdr.nr_cpus:
         raise IndexError(f"no per-CPU state for copy {copy}")
     if (pcpu_area_region < percpu.REGION_NR_BUILTIN
             or <uint32_t>pcpu_area_region >= hdr.nr_regions
@@ -50,7 +53,7 @@ cdef int ab_env_init(ab.smpnet_env *e, cpu_ctx *c, net_ctx *n, unsigned char[::1
     memset(e, 0, sizeof(ab.smpnet_env))
     e.c = c
     e.shared = per_cpu_ptr(hdr, shared_region, copy)
-    e.percpu = <char *>per_cpu_ptr(hdr, percpu_region, copy * hdr.nr_cpus)
+    e.percpu = <char *>per_cpu_ptr(hdr, percpu_region, copy * per_copy)
     e.percpu_stride = hdr.regions[percpu_region].stride
     e.pcpu_area = <char *>per_cpu_ptr(hdr, pcpu_area_region, copy * hdr.nr_cpus)
     e.pcpu_area_stride = hdr.regions[pcpu_area_region].stride

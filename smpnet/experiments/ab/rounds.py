@@ -3,6 +3,8 @@ of the file's state, its timed rounds (uncontended: one CPU, ABBA order;
 contended: every CPU at once), its SMPNET_CHECK. The loops are the user's
 object's (build.py); the core calls them (core/ab.pyx), in workers that
 may not make a process (contain.py)."""
+import mmap
+
 import numpy as np
 
 from ... import _core
@@ -22,15 +24,39 @@ def _record(size):
     return np.dtype([("bytes", "u1", (max(1, size),))])
 
 
+# Every copy of the state lies at the same page offset: a copy's shared
+# record is whole pages, and its per-CPU records too, together. A contended
+# line's cost goes with where it lies in a page (Zen 4: a lock pair's by the
+# line's offset in 512 bytes, docs/experiments/kernel.md): with copies a
+# line apart, an A/A control's two copies of one contended atomic (26
+# cycles an op) came out up to 8.5 cycles apart, and a variant's verdict
+# had the same part of its copy's place in it. docs/experiments/ab.md.
+PAGE = mmap.PAGESIZE
+
+
+def _whole_pages(size):
+    return -(-max(1, size) // PAGE) * PAGE
+
+
+def percpu_records(obj, nr_cpus):
+    """Per-CPU records a copy takes: nr_cpus, and more to fill its last
+    page (each a whole number of cache lines, layout.stride)."""
+    stride, n = layout.stride(_record(obj.percpu_size)), nr_cpus
+    while n * stride % PAGE:
+        n += 1
+    return n
+
+
 def regions(obj, copies, nr_cpus):
-    """The state's regions: one shared record per copy, nr_cpus per-CPU
-    records per copy (each record rounded up to whole cache lines by the
-    machine, layout.stride), where each CPU is, and nr_cpus copies per copy
+    """The state's regions: one shared record per copy (whole pages),
+    percpu_records() per copy, where each CPU is, and nr_cpus copies per copy
     of the object's per-CPU section (DEFINE_PER_CPU, alloc_percpu; every
     object has one, this_cpu_off at least), on whole pages (the segment
-    starts them on a page); the model's skb pool where the file takes it."""
-    return [("ab_shared", _record(obj.shared_size), copies),
-            ("ab_percpu", _record(obj.percpu_size), copies * nr_cpus),
+    starts them on a page); the model's skb pool where the file takes it.
+    The core finds a copy's per-CPU records by the shared region's count
+    (core/ab.pyx)."""
+    return [("ab_shared", _record(_whole_pages(obj.shared_size)), copies),
+            ("ab_percpu", _record(obj.percpu_size), copies * percpu_records(obj, nr_cpus)),
             ("ab_now", NOW, nr_cpus),
             ("ab_pcpu_area", _record(len(obj.pcpu_template)), copies * nr_cpus)] + \
         skbs.regions(obj, nr_cpus)
@@ -38,9 +64,9 @@ def regions(obj, copies, nr_cpus):
 
 def state_bytes(obj, copies, nr_cpus):
     """What the state's regions take in the segment."""
-    return copies * (layout.stride(_record(obj.shared_size))
-                     + nr_cpus * (layout.stride(_record(obj.percpu_size))
-                                  + len(obj.pcpu_template)))
+    return copies * (_whole_pages(obj.shared_size)
+                     + percpu_records(obj, nr_cpus) * layout.stride(_record(obj.percpu_size))
+                     + nr_cpus * len(obj.pcpu_template))
 
 
 class Where:
