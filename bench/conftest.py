@@ -18,8 +18,8 @@ import time
 import pytest
 
 from smpnet import Machine, _core
+from smpnet.experiments.common import lockbench
 from smpnet.experiments.common.lockbench import ALGOS
-from smpnet.machine import layout
 from smpnet.machine.tsc import tsc_hz
 from smpnet.measure.time_bench import clean_round
 
@@ -52,11 +52,8 @@ def pinned():
 @pytest.fixture(scope="session")
 def lock_machine():
     """A one-CPU machine on BENCH_CPU with lock i initialised for ALGOS[i]."""
-    with Machine(cpus=[BENCH_CPU], regions=[("locks", layout.LOCK_SLOT, len(ALGOS))]) as m:
-        region = m.segment.region_names.index("locks")
-        for i, algo in enumerate(ALGOS):
-            _core.lock_init(m.segment.buf, region, i, _core.LOCK_ALGOS[algo], i)
-        yield m, region
+    with Machine(cpus=[BENCH_CPU], regions=lockbench.locks_region(len(ALGOS))) as m:
+        yield m, lockbench.init_locks(m, ALGOS)
 
 
 @pytest.fixture

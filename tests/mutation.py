@@ -175,6 +175,12 @@ MUTANTS = [
            ["tests/test_referee_contended.py::test_the_model_has_a_lock_slot_at_every_line_of_a_page"],
            "the model's lock slots matched to the kernel's by a line's offset in 512 bytes, "
            "not its page offset"),
+    Mutant("locks-a-line-apart", "smpnet/experiments/common/lockbench.py",
+           "layout.LOCK_SLOT if dense else layout.padded",
+           "layout.LOCK_SLOT if True else layout.padded",
+           ["tests/test_contended.py::test_every_algorithms_lock_lies_at_the_same_page_offset"],
+           "each algorithm's lock a cache line after the last, at another page offset, where a "
+           "contended lock's cost goes with its page offset"),
     Mutant("ab-shared-copies-a-line-apart", "smpnet/experiments/ab/rounds.py",
            '("ab_shared", _record(_whole_pages(obj.shared_size)), copies)',
            '("ab_shared", _record(obj.shared_size), copies)',

@@ -236,3 +236,26 @@ def test_a_narrow_table_numbers_its_rows_when_the_repeated_name_does_not_tell_th
     blocks = [ln for ln in lines if ln.startswith("#")]
     assert len(blocks) >= 2   # every block carries the number
     assert sum(ln.lstrip().startswith("3  locks") for ln in lines) == len(blocks)
+
+
+def test_every_algorithms_lock_lies_at_the_same_page_offset(allowed):
+    """The lock experiments give each lock a page of its own, at the same
+    offset in it: a contended lock's cost goes with its line's place in a
+    page, and two algorithms must differ by their code alone. Checked where
+    the core's acquisitions land: each lock's counter, at one page offset."""
+    import mmap
+
+    from smpnet import Machine, _core
+    from smpnet.experiments.common import lockbench
+
+    algos = ["ticket", "qspinlock", "tas"]
+    with Machine(cpus=allowed[:1], regions=lockbench.locks_region(len(algos))) as m:
+        region = lockbench.init_locks(m, algos)
+        for i in range(len(algos)):
+            n, _, _, _ = _core.lock_hammer(m.segment.buf, 0, region, i,
+                                           _core.LOCK_VARIANTS["plain"], 5 + i, 0, 0)
+            assert n == 5 + i
+        locks = m.region("locks")
+        assert locks["counter"].tolist() == [5, 6, 7]
+        assert len({(locks.ctypes.data + i * locks.strides[0]) % mmap.PAGESIZE
+                    for i in range(len(algos))}) == 1

@@ -119,7 +119,7 @@ def test_the_model_has_a_lock_slot_at_every_line_of_a_page(allowed):
     from smpnet.experiments.common import lockbench
     from smpnet.machine import layout
     slots = 2 * layout.LOCK_INFO_PER_CPU    # what the rows take on two CPUs
-    with Machine(cpus=allowed[:1], regions=lockbench.locks_region(slots)) as m:
+    with Machine(cpus=allowed[:1], regions=lockbench.locks_region(slots, dense=True)) as m:
         at = referee_contended.lock_slots_by_offset(m, slots)
         assert sorted(at) == list(range(0, mmap.PAGESIZE, bpf.LINE))
         locks = m.region("locks")

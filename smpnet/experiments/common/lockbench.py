@@ -4,6 +4,8 @@ uncontended time_bench suite run on one pinned CPU.
 The library under the lock experiments (`locks`, `contended`) and `defer`,
 which measures seed 003's per-op cost the way the seed did.
 """
+import mmap
+
 from ... import _core
 from ...machine import layout
 from ...machine.machine import Machine
@@ -78,8 +80,16 @@ def suite_seconds(n_tests, loops=None, rounds=10, op_s=TYPICAL_OP_S):
     return n_tests * (rounds + 4) * loops * op_s
 
 
-def locks_region(nr):
-    return [("locks", layout.LOCK_SLOT, nr)]
+def locks_region(nr, dense=False):
+    """`nr` lock slots, each on a page of its own at the same offset in it:
+    a contended lock's cost goes with where its line lies in a page (a
+    ticket lock on the two CPUs of a Zen 4 guest, one slot after another of
+    a dense region: 143-145 cycles an op on slots 0, 3 and 64, 176-183 on
+    1, 2 and 65), and two algorithms' locks a line apart would compare two
+    places as well as two algorithms. `dense`: a line each (the referee's
+    contended pair, which picks a slot by its page offset)."""
+    return [("locks", layout.LOCK_SLOT if dense else layout.padded(layout.LOCK_SLOT,
+                                                                   mmap.PAGESIZE), nr)]
 
 
 def init_locks(m, algos):
