@@ -3,6 +3,7 @@ helpers' bodies and the functions they call, as this boot patched them
 (alternatives, return thunks), disassembled. Docs:
 docs/experiments/kernel.md, "The kernel as referee".
 """
+import bisect
 import errno
 import os
 import re
@@ -88,10 +89,13 @@ def listing(helpers=HELPERS, bodies=BODIES):
         return {}, "/proc/kallsyms hides the addresses (kptr_restrict)"
     start = {name: a for a, name in syms}
     ends = {a: b for (a, _), (b, _) in zip(syms, syms[1:])}
+    addresses = [a for a, _ in syms]
 
     def named(target):
-        i = max((i for i, (a, _) in enumerate(syms) if a <= target), default=None)
-        if i is None:
+        # the last symbol at or below target (syms is sorted): a search, not
+        # a scan of the 40,000 or more a kernel has, for each of the branches
+        i = bisect.bisect_right(addresses, target) - 1
+        if i < 0:
             return hex(target)
         a, name = syms[i]
         return name if a == target else f"{name}+{target - a:#x}"
