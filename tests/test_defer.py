@@ -30,7 +30,7 @@ ROW_KEYS = {"strategy", "cpus", "allocated", "freed", "lost", "double_free", "sk
        data=st.data())
 def test_conservation(allowed, strategy, defer_max, batch, ncpus, data):
     rx = data.draw(st.integers(1, ncpus - 1), label="rx")
-    skbs = data.draw(st.integers(rx, 30000), label="skbs")  # at least one per RX CPU
+    skbs = data.draw(st.integers(rx, 8000), label="skbs")  # at least one per RX CPU
     rows, verdicts, _ = defer.run(allowed, [strategy], rx=rx, skbs=skbs, defer_max=defer_max,
                                   batch=batch, repeat=1, ncpus=ncpus, oversubscribe=True)
     (r,) = rows
