@@ -189,7 +189,8 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
     slots = len(cpus) * layout.LOCK_INFO_PER_CPU
     with bpf.Bpf() as k, contextlib.ExitStack() as machines:
         # the lock pair's pages (LOCK_PAGES): [(machine, its lock slot at each page offset)]
-        pages = [machines.enter_context(Machine(cpus=cpus, regions=lockbench.locks_region(slots, dense=True)))
+        lock_region = lockbench.locks_region(slots, dense=True)   # slots picked by page offset
+        pages = [machines.enter_context(Machine(cpus=cpus, regions=lock_region))
                  for _ in range(LOCK_PAGES if "spin_lock_pair" in tests else 1)]
         m = pages[0]
         for pm in pages:
