@@ -175,6 +175,11 @@ MUTANTS = [
            ["tests/test_referee_contended.py::test_the_model_has_a_lock_slot_at_every_line_of_a_page"],
            "the model's lock slots matched to the kernel's by a line's offset in 512 bytes, "
            "not its page offset"),
+    Mutant("kernel-text-padded", "smpnet/experiments/kernel/kernel_text.py",
+           "while end and _PADDING.match(body[end - 1][1]):",
+           "while False:",
+           ["tests/test_referee.py::test_a_functions_padding_is_left_out_of_its_listing"],
+           "a function's listing runs on through the int3 that pad it to the next symbol"),
     Mutant("locks-a-line-apart", "smpnet/experiments/common/lockbench.py",
            "layout.LOCK_SLOT if dense else layout.padded",
            "layout.LOCK_SLOT if True else layout.padded",

@@ -500,6 +500,19 @@ def test_the_summary_names_where_each_function_branches_out():
         "its_return_thunk: 1 instructions"]
 
 
+def test_a_functions_padding_is_left_out_of_its_listing():
+    # srso_alias_return_thunk as a Zen 4 boot has it: a thousand int3 up to the next symbol
+    thunk = [(0x10b, "call 0xffffffff81104104"), (0x110, "ud2")] + [(0x112 + i, "int3")
+                                                                    for i in range(1000)]
+    assert kernel_text.unpadded(thunk) == thunk[:2]
+    # alignment nops after the last jump go; a nop something branches to, before it, stays
+    body = [(0x90, "je 0x9d"), (0x98, "jmp 0xffffffff8110410b"), (0x9d, "nopl 0x0(%rax,%rax,1)"),
+            (0xa2, "jmp 0x92"), (0xa4, "nop"), (0xa5, "data16 cs nopw 0x0(%rax,%rax,1)"),
+            (0xb0, "xchg %ax,%ax"), (0xb2, "int3")]
+    assert kernel_text.unpadded(body) == body[:4]
+    assert kernel_text.unpadded([(0, "int3")]) == []
+
+
 @root
 def test_the_helpers_are_read_back_from_the_kernel_and_a_bad_address_is_refused():
     functions, why = kernel_text.listing()
@@ -514,6 +527,9 @@ def test_the_helpers_are_read_back_from_the_kernel_and_a_bad_address_is_refused(
         assert functions[helper][0].startswith(f"{syms[helper]:x}: ")
         assert any(" <" in x or x.endswith(": ret") for x in functions[helper]), helper
     assert len(functions) <= kernel_text.MAX_FUNCTIONS
+    # each ends at its last instruction, not in the padding up to the next symbol
+    assert not [name for name, body in functions.items()
+                if kernel_text._PADDING.match(body[-1].split(": ", 1)[1])]
     with bpf.Bpf() as k:
         with pytest.raises(bpf.BpfError, match="read of kernel memory at 0x0"):
             kernel_text.read_kernel(k, 0, 16)

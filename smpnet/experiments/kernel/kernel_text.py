@@ -23,6 +23,9 @@ MAX_DEPTH = 2           # the helpers' callees and theirs: the slow path named, 
 MAX_BYTES = 1024        # of one function: a lock's slow path is listed by name, not followed
 TEXT_CHUNK = 512        # bytes of kernel memory one read_kernel() test run copies
 _BRANCH = re.compile(r"\b(call|jmp)q?\s+0x([0-9a-f]+)$")
+# what fills the bytes from a function's last instruction to the next symbol:
+# int3 (the kernel pads with it) and nops of alignment; never run
+_PADDING = re.compile(r"^(int3|((data16|cs) )*(nop[a-z]*|xchg %ax,%ax))( |$)")
 
 
 def read_kernel(k, address, size):
@@ -120,11 +123,21 @@ def listing(helpers=HELPERS, bodies=BODIES):
                         if (target in ends and not a <= target < a + size
                                 and depth < MAX_DEPTH):
                             todo.append((named(target), depth + 1))
-                    body.append(f"{at:x}: {insn}")
-                out[name] = body
+                    body.append((at, insn))
+                out[name] = [f"{at:x}: {insn}" for at, insn in unpadded(body)]
     except (bpf.BpfError, subprocess.SubprocessError, OSError) as e:
         return {}, f"kernel text not read: {e}"
     return out, None
+
+
+def unpadded(body):
+    """A function's [(address, instruction)] without the padding after its
+    last instruction: a thunk in a section of its own is followed by a
+    thousand int3 up to the next symbol."""
+    end = len(body)
+    while end and _PADDING.match(body[end - 1][1]):
+        end -= 1
+    return body[:end]
 
 
 def summary(functions):
