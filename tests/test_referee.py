@@ -425,9 +425,13 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
     cpus = allowed[:2]
     assert main(["kernel", "--json", "--cpus", ",".join(map(str, cpus)), "--transactions", "20",
                  "--rounds", "1", "--trials", "1"]) == 0
-    env = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    env = json.loads(out)
     rows = [r for r in env["results"] if r["placement"] == referee.PLACEMENT]
     contended = [f"{t}_contended" for t in referee_contended.CONTENDED] if len(cpus) == 2 else []
+    # progress: a step for the uncontended rows, then one for each contended op
+    steps = re.findall(r"\] the kernel as referee: (\S+)", err)
+    assert steps == [str(len(referee.TESTS))] + list(referee_contended.CONTENDED)[:len(contended)]
     assert [r["test"] for r in rows] == [t.name for t in referee.available()[0]] + contended
     assert (("kernel referee: no contended rows: they need two CPUs and one is selected"
              in env["warnings"]) == (not contended))

@@ -195,6 +195,10 @@ def transact(ctx, listener, port, n):
 def run(cpus, p, progress=None):
     n, rounds, placements = p.transactions, p.rounds, p.placements
     refereed = p.referee_rounds is not None
+    referee_steps = ([f"the kernel as referee: {len(referee.TESTS)} ops, CPU {cpus[0]}"]
+                     + [f"the kernel as referee: {t} contended, CPUs {format_cpus(cpus)}"
+                        for t in (p.referee_contended if len(cpus) > 1 else ())]
+                     if refereed else [])
     warnings, decided = [], {}      # decided: what the run adds to its params' record
     if len(placements) < len(PLACEMENTS):
         warnings.append("two-cpus skipped: it needs two CPUs and one is selected")
@@ -211,8 +215,9 @@ def run(cpus, p, progress=None):
         port = listener.getsockname()[1]
         plan = [(None, pl) for pl in placements] + \
                [(r, pl) for r, pls in enumerate(order(rounds, placements)) for pl in pls]
-        # one count over both parts: the veth ping's warm-up and trials follow
-        steps = len(plan) + refereed + (0 if p.veth_skipped else p.trials + 1)
+        # one count over every part: the referee's (uncontended, then each
+        # contended op), then the veth ping's warm-up and trials
+        steps = len(plan) + len(referee_steps) + (0 if p.veth_skipped else p.trials + 1)
         for i, (r, pl) in enumerate(plan):
             if progress:
                 progress(i, steps, f"{pl} " + ("warm-up" if r is None else f"round {r + 1}"))
@@ -237,11 +242,12 @@ def run(cpus, p, progress=None):
     if rounds < stats.MIN_SAMPLES:
         warnings.append(f"the intervals cover less than 95 %: give --rounds "
                         f"{stats.MIN_SAMPLES} or more")
-    done = len(plan) + refereed     # the referee is one step
-    if refereed and progress:
-        progress(len(plan), steps, f"the kernel as referee: {len(referee.TESTS)} ops in the "
-                                   "kernel and in the model")
-    rows += referee_part(cpus, p, warnings, decided)
+    done = len(plan) + len(referee_steps)
+
+    def referee_progress(i):
+        if progress:
+            progress(len(plan) + i, steps, referee_steps[i])
+    rows += referee_part(cpus, p, warnings, decided, referee_progress)
     veth_progress = progress and (lambda i, n, what: progress(done + i, done + n, what))
     note = referee.seed_003_note(rows)
     rows += veth_part(cpus, p, veth_progress, warnings, decided)
@@ -272,13 +278,15 @@ def save_profile(path, text):
             + (f"it was saved to {saved}" if saved else "it could not be saved anywhere"))
 
 
-def referee_part(cpus, p, warnings, decided):
+def referee_part(cpus, p, warnings, decided, progress):
     """The referee's rows on the first CPU, or none and a warning saying why;
-    the kernel's listing of what it ran goes to `decided`."""
+    the kernel's listing of what it ran goes to `decided`. progress(i): its
+    i-th step begins (the uncontended rows, then each contended op)."""
     if p.referee_rounds is None:
         warnings.append(f"kernel referee skipped: {p.referee_skipped or 'not planned'}")
         return []
     tsc_hz, algo = tsc_info()["tsc_hz"], p.referee_algo
+    progress(0)
     rows = referee.measure(cpus[0], tsc_hz, algo, p.kernel_build, p.referee_rounds, warnings)
     functions, why = kernel_text.listing()
     decided["kernel_text"] = functions
@@ -289,7 +297,8 @@ def referee_part(cpus, p, warnings, decided):
                         "selected")
         return rows
     contended = referee_contended.measure_contended(
-        cpus, tsc_hz, algo, p.kernel_build, p.referee_rounds, p.referee_contended)
+        cpus, tsc_hz, algo, p.kernel_build, p.referee_rounds, p.referee_contended,
+        lambda i: progress(1 + i))
     warnings += referee_contended.miscounted(contended) + referee_contended.moved(contended)
     return rows + contended
 

@@ -173,7 +173,7 @@ def contended_seconds(rounds, tests=CONTENDED):
                             for t in tests)
 
 
-def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
+def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED, progress=None):
     """The contended rows: each op of `tests` (of CONTENDED) on every CPU
     of `cpus` at once, in the kernel (its BPF program's test runs on a map
     value) and in the model (lock_hammer of a lock; atomic_hammer of a
@@ -181,7 +181,7 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
     alternate order round by round: cycles per op while all contend, the
     mean over the CPUs, then over the lines. The lock pair's counters, on
     each side, must sum to the ops it ran (`counted`: a lost update would
-    be a broken lock, or a miscount)."""
+    be a broken lock, or a miscount). progress(i): tests[i] begins."""
     rows = []
     if len(cpus) < 2:
         raise ValueError("the contended rows need two CPUs or more")
@@ -198,7 +198,9 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED):
         pages = [(pm, lock_slots_by_offset(pm, slots)) for pm in pages]
         if len(pages[0][1]) < mmap.PAGESIZE // bpf.LINE:
             raise ValueError(f"{slots} lock slots do not cover a page's lines")
-        for test in tests:
+        for i, test in enumerate(tests):
+            if progress:
+                progress(i)
             seconds = CONTENDED_S if test == "spin_lock_pair" else CONTENDED_ATOMIC_S
             lines = LINES.get(test, SHARED_LINES)
             ops = {"kernel": 0, "model": 0}
