@@ -9,7 +9,7 @@ import pytest
 from conftest import bpf_root as root
 from smpnet import _core
 from smpnet.experiments.common import bpf
-from smpnet.experiments.kernel import referee, referee_contended
+from smpnet.experiments.kernel import referee, referee_contended, referee_text
 
 
 @root
@@ -181,6 +181,13 @@ def test_each_contended_round_times_a_line_round_trip_first(allowed, monkeypatch
     assert "went from 140 to 900 cycles" in w
     assert referee_contended.moved([{**row, "line_round_trip_cycles_max": 200.0}]) == []
     assert referee_contended.moved([{"test": "y_contended"}]) == []
+    # such a row is not judged: its figure is neither placement's
+    judged = {"kernel_cycles": 400.0, "contended": True, "model_over_kernel_lo": 0.9,
+              "model_over_kernel_hi": 1.1}
+    assert referee_text.within({**judged, **row}) is None
+    assert referee_text.within({**judged, **row, "line_round_trip_cycles_max": 200.0}) is True
+    assert referee_text._judged({**judged, **row, "model_over_kernel_hi": 2.0}) == \
+        "placements mixed"
 
 
 def test_the_contended_rows_refuse_one_cpu_before_they_load_anything():

@@ -145,15 +145,15 @@ def test_all_says_each_seeds_machine_fact_under_the_table_within_80_columns_by_m
 def test_a_stages_note_on_a_seed_goes_under_that_seeds_fact():
     """The kernel stage's referee row: its line under seed 003, after the
     seed's own fact, and within 80 columns by mail."""
-    from smpnet.experiments.kernel import referee
+    from smpnet.experiments.kernel import referee_text
     row = {"test": "spin_lock_pair", "cpus": "1", "algo": "pvqspinlock",
            "kernel_build": "x86-preempt", "kernel_cycles": 48.33, "kernel_cycles_lo": 47.96,
            "kernel_cycles_hi": 52.37, "model_cycles": 46.1, "model_over_kernel": 0.955,
            "model_over_kernel_lo": 0.937, "model_over_kernel_hi": 0.958}
-    note = referee.seed_003_note([dict(row, contended=True, test="spin_lock_pair_contended"),
-                                  row])
+    note = referee_text.seed_003_note([dict(row, contended=True,
+                                            test="spin_lock_pair_contended"), row])
     assert "48.3 [48.0 .. 52.4] cycles" in note and "0.955 [0.937 .. 0.958]" in note
-    assert referee.seed_003_note([]) is None
+    assert referee_text.seed_003_note([]) is None
     env = all_env(table_verdicts())
     env["results"] = [{"stage": "kernel", "seed_notes": {"003": note}},
                       {"stage": "other", "seed_notes": {"000": "a word on 000"}}]

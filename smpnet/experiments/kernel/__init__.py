@@ -33,7 +33,7 @@ from ...measure import calibration, stats
 from ...report import output
 from ...report.report import table
 from ..common import bpf, lockopts
-from . import kernel_text, netns, ping_veth, referee, referee_contended
+from . import kernel_text, netns, ping_veth, referee, referee_contended, referee_text
 
 PLACEMENTS = ("same-cpu", "two-cpus")
 SERVER, CLIENT = 0, 1           # the emulated CPU each end runs on
@@ -249,7 +249,7 @@ def run(cpus, p, progress=None):
             progress(len(plan) + i, steps, referee_steps[i])
     rows += referee_part(cpus, p, warnings, decided, referee_progress)
     veth_progress = progress and (lambda i, n, what: progress(done + i, done + n, what))
-    note = referee.seed_003_note(rows)
+    note = referee_text.seed_003_note(rows)
     rows += veth_part(cpus, p, veth_progress, warnings, decided)
     out = Outcome(p.record(**decided), rows, [], warnings,
                   {"seed_notes": {"003": note}} if note else {})
@@ -337,7 +337,7 @@ def text(env, extra):
         f"{k} = {v} ({_core.NET_CORE_MODEL.get(k.rsplit('.', 1)[-1], '?')})"
         for k, v in sysctls.items()) or "none readable"))
     if ref:    # else the warnings say why there is none, in one line
-        lines.append(referee.text(p, ref))
+        lines.append(referee_text.text(p, ref))
         if p.get("kernel_text"):
             lines.append("  what the helpers run here, read from this kernel's text (the "
                          "listing: params.kernel_text in the JSON):")

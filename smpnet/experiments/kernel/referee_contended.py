@@ -13,6 +13,7 @@ from ... import _core
 from ...machine import layout, workers
 from ...machine.machine import Machine
 from ..common import bpf, lockbench
+from . import referee_text
 from .referee import PLACEMENT, TESTS, UNROLL, _figures, _repeat, map_programs, programs
 
 CONTENDED_S = 0.2       # each side's hammer in a lock pair's round, every CPU at once
@@ -274,20 +275,14 @@ def _trip_fields(trips):
             "line_round_trip_cycles_max": max(trips)} if trips else {}
 
 
-# a row whose round trips part by more than this: the host moved its CPUs
-TRIP_MOVED = 2.0
-
-
 def moved(rows):
-    """A warning per contended row whose rounds saw the line's round trip
-    change several-fold: the host ran the CPUs in two placements (another
-    core, another die), and the row's rounds mix them."""
+    """A warning per contended row whose rounds mixed two placements of the
+    CPUs (referee_text.placements_mixed(): not judged)."""
     return [f"kernel referee: {r['test']}: a cache line's round trip between the CPUs went "
             f"from {r['line_round_trip_cycles_min']:.0f} to "
             f"{r['line_round_trip_cycles_max']:.0f} cycles during the row: the host moved "
-            "them, and its rounds mix two placements"
-            for r in rows if r.get("line_round_trip_cycles_max", 0)
-            > TRIP_MOVED * r.get("line_round_trip_cycles_min", float("inf"))]
+            "them, and its rounds mix two placements (not judged)"
+            for r in rows if referee_text.placements_mixed(r)]
 
 
 def miscounted(rows):
