@@ -190,6 +190,13 @@ def test_each_contended_round_times_a_line_round_trip_first(allowed, monkeypatch
         "placements mixed"
 
 
+def test_the_model_takes_a_fresh_segment_each_round_as_the_kernel_fresh_maps():
+    # its lock pair's page a round: as many segments as rounds, up to LOCK_PAGES
+    assert [referee_contended.lock_segments(r) for r in (1, 6, 10, 20)] == [1, 6, 10, 20]
+    cap = referee_contended.LOCK_PAGES
+    assert referee_contended.lock_segments(cap + 5) == cap and referee_contended.lock_segments(0) == 1
+
+
 def test_the_contended_rows_refuse_one_cpu_before_they_load_anything():
     with pytest.raises(ValueError, match="need two CPUs or more"):
         referee_contended.measure_contended([0], 1e9, "qspinlock", "inline", 6)

@@ -31,9 +31,12 @@ LINES = {"spin_lock_pair": 8}
 # twenty or more; the model's lock slots, a page's worth, in a page or two
 # of its segment. Where the host runs the two CPUs on two dies, a line's
 # cost turns on its page (a Zen 4 guest: one segment's model / kernel 1.30
-# where seven in turn gave 1.17, the same minutes): so the model's round r
-# takes its lines in segment r % LOCK_PAGES, each of its own pages.
-LOCK_PAGES = 8
+# where seven in turn gave 1.17, the same minutes; twelve segments' pages,
+# the same all run, were cheap in 0 % to 65 % of their lines, the kernel's
+# fresh maps in 41 %): so the model's round r takes its lines in a segment
+# of its own, a fresh page as the kernel's fresh maps, up to LOCK_PAGES
+# (past that, segment r % LOCK_PAGES).
+LOCK_PAGES = 64
 LOCK_ADDRESS_AT = bpf.LINE_VALUE - 8    # where a map's value address is stored: past its lock
 SHARED_LINES = 4
 # A timed run, each side. Between two runs a CPU does other work, and the
@@ -169,6 +172,11 @@ CONTENDED = ("spin_lock_pair", "fetch_add", "cmpxchg", "xchg")
 CONTENDED_ATOMIC_S = 0.1
 
 
+def lock_segments(rounds):
+    """The lock pair's segments in a run of `rounds`: one a round (LOCK_PAGES)."""
+    return max(1, min(rounds, LOCK_PAGES))
+
+
 def contended_seconds(rounds, tests=CONTENDED):
     return rounds * 2 * sum((CONTENDED_S if t == "spin_lock_pair" else CONTENDED_ATOMIC_S) + 0.3
                             for t in tests)
@@ -189,10 +197,10 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED, progre
     # as many lock slots as the lock side table holds: a page's, or more
     slots = len(cpus) * layout.LOCK_INFO_PER_CPU
     with bpf.Bpf() as k, contextlib.ExitStack() as machines:
-        # the lock pair's pages (LOCK_PAGES): [(machine, its lock slot at each page offset)]
+        # the lock pair's pages, a segment a round: [(machine, its lock slot at each page offset)]
         lock_region = lockbench.locks_region(slots, dense=True)   # slots picked by page offset
         pages = [machines.enter_context(Machine(cpus=cpus, regions=lock_region))
-                 for _ in range(LOCK_PAGES if "spin_lock_pair" in tests else 1)]
+                 for _ in range(lock_segments(rounds) if "spin_lock_pair" in tests else 1)]
         m = pages[0]
         for pm in pages:
             region = lockbench.init_locks(pm, [algo] * slots)     # the same in each
@@ -211,8 +219,8 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED, progre
 
             def round_lines(r):
                 """Round r's lines, fresh: the lock pair's a new map each (the
-                model's the lock slot at its lock's page offset, in page r %
-                LOCK_PAGES), an atomic's mapped maps, each hammered by the
+                model's the lock slot at its lock's page offset, in round r's
+                segment), an atomic's mapped maps, each hammered by the
                 kernel's program and, through the mapping, the model's loop."""
                 if r not in made:
                     made[r] = []
@@ -249,8 +257,8 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED, progre
                    "kernel_runs": f"{KERNEL_RUNS[test]}, on CPUs {','.join(map(str, cpus))} at "
                                   f"once, {lines} "
                                   + ("new maps a round (the model: the lock slot at each "
-                                     "one's lock's page offset, in a segment of "
-                                     f"{LOCK_PAGES} in turn)" if test == "spin_lock_pair"
+                                     "one's lock's page offset, in a segment of its "
+                                     "own each round)" if test == "spin_lock_pair"
                                      else "fresh cache lines a round, each hammered by both "
                                      "sides (mmapable maps)")
                                   + f", {seconds / lines * 1e3:g} ms a line: cycles per op, "
