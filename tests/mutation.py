@@ -170,6 +170,12 @@ MUTANTS = [
            ["tests/test_referee.py::test_kernel_prints_the_referee_beside_the_model"],
            "the model's contended lock pair in one segment's page for the whole run, where the "
            "kernel's fresh maps take a page or two a round"),
+    Mutant("referee-eight-lock-segments", "smpnet/experiments/kernel/referee_contended.py",
+           "return max(1, min(rounds, LOCK_PAGES))", "return max(1, min(rounds, 8))",
+           ["tests/test_referee_contended.py::"
+            "test_the_model_takes_a_fresh_segment_each_round_as_the_kernel_fresh_maps"],
+           "the model's lock pair on 8 segments' pages all run, where the kernel's rounds "
+           "draw fresh maps"),
     Mutant("referee-slot-offsets-512", "smpnet/experiments/kernel/referee_contended.py",
            "s * locks.strides[0]) % mmap.PAGESIZE", "s * locks.strides[0]) % 512",
            ["tests/test_referee_contended.py::test_the_model_has_a_lock_slot_at_every_line_of_a_page"],
