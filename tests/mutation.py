@@ -171,7 +171,8 @@ MUTANTS = [
            "the model's contended lock pair in one segment's page for the whole run, where the "
            "kernel's fresh maps take a page or two a round"),
     Mutant("referee-eight-lock-segments", "smpnet/experiments/kernel/referee_contended.py",
-           "return max(1, min(rounds, LOCK_PAGES))", "return max(1, min(rounds, 8))",
+           'range(lock_segments(rounds) if "spin_lock_pair" in tests else 1)',
+           'range(8 if "spin_lock_pair" in tests else 1)',
            ["tests/test_referee_contended.py::"
             "test_the_model_takes_a_fresh_segment_each_round_as_the_kernel_fresh_maps"],
            "the model's lock pair on 8 segments' pages all run, where the kernel's rounds "

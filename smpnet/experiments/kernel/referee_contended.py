@@ -173,7 +173,9 @@ CONTENDED_ATOMIC_S = 0.1
 
 
 def lock_segments(rounds):
-    """The lock pair's segments in a run of `rounds`: one a round (LOCK_PAGES)."""
+    """The lock pair's segments in a run of `rounds`, each a page or two of
+    lock slots: one a round, LOCK_PAGES at most (then round r takes r's
+    modulo them)."""
     return max(1, min(rounds, LOCK_PAGES))
 
 
