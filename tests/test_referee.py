@@ -516,6 +516,11 @@ def test_a_functions_padding_is_left_out_of_its_listing():
             (0xb0, "xchg %ax,%ax"), (0xb2, "int3")]
     assert kernel_text.unpadded(body) == body[:4]
     assert kernel_text.unpadded([(0, "int3")]) == []
+    # the kernel's 8-byte nop (BYTES_NOP8) is padding too; real instructions are not
+    assert kernel_text.unpadded([(0, "ret"), (1, "ds nopl 0x0(%rax,%rax,1)")]) == [(0, "ret")]
+    real = [(i, insn) for i, insn in enumerate(["int $0x3", "int1", "ud2", "pause",
+                                                 "notrack jmp *%rax", "ret"])]
+    assert all(kernel_text.unpadded(real[:i + 1]) == real[:i + 1] for i in range(len(real)))
 
 
 @root
@@ -534,7 +539,7 @@ def test_the_helpers_are_read_back_from_the_kernel_and_a_bad_address_is_refused(
     assert len(functions) <= kernel_text.MAX_FUNCTIONS
     # each ends at its last instruction, not in the padding up to the next symbol
     assert not [name for name, body in functions.items()
-                if kernel_text._PADDING.match(body[-1].split(": ", 1)[1])]
+                if not body or kernel_text._PADDING.match(body[-1].split(": ", 1)[1])]
     with bpf.Bpf() as k:
         with pytest.raises(bpf.BpfError, match="read of kernel memory at 0x0"):
             kernel_text.read_kernel(k, 0, 16)

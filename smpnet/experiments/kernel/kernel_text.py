@@ -25,7 +25,7 @@ TEXT_CHUNK = 512        # bytes of kernel memory one read_kernel() test run copi
 _BRANCH = re.compile(r"\b(call|jmp)q?\s+0x([0-9a-f]+)$")
 # what fills the bytes from a function's last instruction to the next symbol:
 # int3 (the kernel pads with it) and nops of alignment; never run
-_PADDING = re.compile(r"^(int3|((data16|cs) )*(nop[a-z]*|xchg %ax,%ax))( |$)")
+_PADDING = re.compile(r"^(int3|((data16|cs|ds) )*(nop[a-z]*|xchg %ax,%ax))( |$)")
 
 
 def read_kernel(k, address, size):
