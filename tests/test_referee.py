@@ -430,9 +430,13 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
     env = json.loads(out)
     rows = [r for r in env["results"] if r["placement"] == referee.PLACEMENT]
     contended = [f"{t}_contended" for t in referee_contended.CONTENDED] if len(cpus) == 2 else []
-    # progress: a step for the uncontended rows, then one for each contended op
+    # progress: a step for the uncontended rows, then one for each contended op,
+    # on one counter from 1 to its total with the run's other steps
     steps = re.findall(r"\] the kernel as referee: (\S+)", err)
-    assert steps == [str(len(referee.TESTS))] + list(referee_contended.CONTENDED)[:len(contended)]
+    assert steps == ["uncontended"] + list(referee_contended.CONTENDED)[:len(contended)]
+    counts = [(int(n), int(total)) for n, total in re.findall(r"\[(\d+)/(\d+)\]", err)]
+    assert [n for n, _ in counts] == list(range(1, len(counts) + 1))
+    assert {total for _, total in counts} == {len(counts)}
     assert [r["test"] for r in rows] == [t.name for t in referee.available()[0]] + contended
     assert (("kernel referee: no contended rows: they need two CPUs and one is selected"
              in env["warnings"]) == (not contended))

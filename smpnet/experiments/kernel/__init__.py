@@ -195,7 +195,7 @@ def transact(ctx, listener, port, n):
 def run(cpus, p, progress=None):
     n, rounds, placements = p.transactions, p.rounds, p.placements
     refereed = p.referee_rounds is not None
-    referee_steps = ([f"the kernel as referee: {len(referee.TESTS)} ops, CPU {cpus[0]}"]
+    referee_steps = ([f"the kernel as referee: uncontended ops, CPU {cpus[0]}"]
                      + [f"the kernel as referee: {t} contended, CPUs {format_cpus(cpus)}"
                         for t in (p.referee_contended if len(cpus) > 1 else ())]
                      if refereed else [])
