@@ -1,7 +1,8 @@
 """The kernel as referee: the running kernel's own spin lock pair, atomics,
 per-CPU increment and helper call, timed inside it (BPF test runs of
 hand-assembled programs), beside smpnet's model of the same op on the same
-CPU in the same rounds (the contended rows: referee_contended.py).
+CPU in the same rounds (the contended rows: referee_contended.py; the
+judgement and the table: referee_text.py).
 Docs: docs/experiments/kernel.md, "The kernel as referee".
 """
 import errno
