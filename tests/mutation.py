@@ -185,7 +185,7 @@ MUTANTS = [
     Mutant("kernel-text-padded", "smpnet/experiments/kernel/kernel_text.py",
            "while end and _PADDING.match(body[end - 1][1]):",
            "while False:",
-           ["tests/test_referee.py::test_a_functions_padding_is_left_out_of_its_listing"],
+           ["tests/test_kernel_text.py::test_a_functions_padding_is_left_out_of_its_listing"],
            "a function's listing runs on through the int3 that pad it to the next symbol"),
     Mutant("locks-a-line-apart", "smpnet/experiments/common/lockbench.py",
            "layout.LOCK_SLOT if dense else layout.padded",

@@ -16,8 +16,7 @@ from conftest import code_of, drop_capabilities, loop_tag, thunk_addresses
 from smpnet import Machine, _core
 from smpnet.cli import main
 from smpnet.experiments.common import bpf
-from smpnet.experiments.kernel import (kernel_btf, kernel_text, referee, referee_contended,
-                                       referee_text)
+from smpnet.experiments.kernel import kernel_btf, kernel_text, referee, referee_contended
 from smpnet.machine import kernel_build, layout
 
 def _insns(code):
@@ -343,37 +342,6 @@ def test_without_the_kfuncs_a_row_is_left_out_with_a_reason(monkeypatch):
                        "bpf_local_irq_restore kfuncs (Linux 6.14 on)" for name in left[:2]]
 
 
-def _row(test, kernel, model, **extra):
-    return {"test": test, "kernel_cycles": kernel, "kernel_cycles_lo": kernel,
-            "kernel_cycles_hi": kernel, "model_cycles": model, "model_cycles_lo": model,
-            "model_cycles_hi": model, "model_test": "t", "model_over_kernel": model / kernel,
-            "model_over_kernel_lo": model / kernel, "model_over_kernel_hi": model / kernel,
-            "cpus": "1", "rounds": 6, "unroll": referee.UNROLL, "kernel_runs": "k", **extra}
-
-
-def test_the_text_gives_what_sti_costs_inside_the_pair_and_how_each_row_was_timed():
-    p = {"referee_algo": "pvqspinlock", "kernel_build": "x86-preempt"}
-    rows = [_row("spin_lock_pair", 116.0, 110.0, twin_ops=referee.UNROLL),
-            _row("spin_lock_pair_irqs_off", 109.5, 107.5, twin_ops=referee.UNROLL,
-                 irqs_off=True)]
-    text = referee_text.text(p, rows)
-    assert "the kernel's pair costs 6.5 cycles less, the model's 2.5" in text
-    assert "a program of 256 ops unrolled less its twin of 128)" in text
-    # contended rows are still timed against an empty twin: the heading says so
-    text = referee_text.text(p, rows + [_row("fetch_add_contended", 20.0, 21.0, contended=True,
-                                        line_round_trip_cycles=139.4,
-                                        line_round_trip_cycles_min=131.0,
-                                        line_round_trip_cycles_max=228.0)])
-    assert "its twin of 128; contended: 128 ops less an empty twin" in text
-    assert "round trip between the first two CPUs, before each round: 139 cycles (median; " \
-           "131 .. 228)" in text
-    assert "round trip" not in referee_text.text(p, rows)
-    # without the IRQs-off row, no line; a row saved before the twin says so
-    assert "what sti costs" not in referee_text.text(p, rows[:1])
-    old = [_row("xchg", 5.0, 5.4)]
-    assert "128 ops unrolled per run, its empty twin subtracted" in referee_text.text(p, old)
-
-
 def test_a_kernel_round_below_zero_leaves_the_rows_cost_at_zero_and_its_samples_whole():
     # a loaded machine can make a round's program run faster than its twin's:
     # compare reads `cycles` as a cost and refuses one below zero
@@ -383,42 +351,6 @@ def test_a_kernel_round_below_zero_leaves_the_rows_cost_at_zero_and_its_samples_
     assert row["cycles"] == row["kernel_cycles"] > 0 and row["cycles_hi"] == row["kernel_cycles_hi"]
     assert row["cycles_samples"] == row["kernel_samples"] == kernel
     assert referee._figures([-1.0] * 6, model)["cycles"] == 0.0
-
-
-def test_an_emulated_row_is_not_judged_and_says_what_it_leaves_out():
-    row = {"test": "irq_save_restore", "kernel_cycles": 23.6, "model_cycles": 6.1,
-           "model_over_kernel_lo": 0.2, "model_over_kernel_hi": 0.3, "emulated": "cli and sti"}
-    assert referee_text.within(row) is None and referee_text.within({**row, "emulated": ""}) is False
-    assert next(t for t in referee.TESTS if t.name == "irq_save_restore").emulated
-    # the text: what the emulation leaves out, alone or inside a lock pair
-    p = {"referee_algo": "pvqspinlock", "kernel_build": "x86-preempt"}
-    alone = _row("irq_save_restore", 23.6, 6.1, emulated="cli and sti")
-    pair = _row("irq_save_restore_in_pair", 17.6, 4.5, emulated="cli and sti",
-                model_test="spin_lock_unlock_irqsave", model_less="spin_lock_unlock")
-    text = referee_text.text(p, [alone, pair])
-    assert "spin_lock_unlock_irqsave less spin_lock_unlock" in text     # the model's test
-    assert ("irq_save_restore: emulated, not judged: cli and sti; the kernel's op costs 17.5 "
-            "cycles more than the model's: what the emulation leaves out, on its own") in text
-    assert ("irq_save_restore_in_pair: emulated, not judged: cli and sti; the kernel's op "
-            "costs 13.1 cycles more than the model's: what the emulation leaves out, inside "
-            "a lock pair") in text
-    # the pair as the model's would cost with them: only where both rows ran
-    lock = _row("spin_lock_pair", 113.9, 109.7)
-    assert ("the model's pair would cost 122.8 against the kernel's 113.9: 1.078"
-            in referee_text.text(p, [lock, alone, pair]))
-    assert "would cost" not in referee_text.text(p, [lock, alone])
-
-
-def test_a_row_is_judged_on_its_whole_interval_and_not_under_a_cycle():
-    row = {"kernel_cycles": 12.0, "model_over_kernel_lo": 0.95, "model_over_kernel_hi": 1.05}
-    assert referee_text.within(row) is True
-    assert referee_text.within({**row, "model_over_kernel_hi": 1.11}) is False
-    assert referee_text.within({**row, "model_over_kernel_lo": 0.89}) is False
-    assert referee_text.within({**row, "kernel_cycles": referee_text.JUDGED_CYCLES * 0.9}) is None
-    # contended: the wider bounds
-    wide = {**row, "contended": True, "model_over_kernel_lo": 0.81, "model_over_kernel_hi": 1.24}
-    assert referee_text.within(wide) is True and referee_text.within({**wide, "contended": False}) is False
-    assert referee_text.within({**wide, "model_over_kernel_hi": 1.26}) is False
 
 
 @root
@@ -494,56 +426,3 @@ def test_info_says_whether_the_kernel_can_referee_here(capsys, allowed):
     assert main(["info", *cpus]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("Kernel referee"))
     assert (why or "available: `smpnet-bench kernel`") in line
-
-
-# ------------------------------------------------------------ the kernel's text
-
-def test_the_summary_names_where_each_function_branches_out():
-    f = {"bpf_spin_lock": ["ffffffff81000000: call 0xffffffff81000100 <__bpf_spin_lock_irqsave>",
-                           "ffffffff81000005: xor %eax,%eax",
-                           "ffffffff81000007: jne 0xffffffff81000009 <bpf_spin_lock+0x9>",
-                           "ffffffff81000009: jmp 0xffffffff82000000 <its_return_thunk>"],
-         "its_return_thunk": ["ffffffff82000000: ret"]}
-    assert kernel_text.summary(f) == [
-        "bpf_spin_lock: 4 instructions; call __bpf_spin_lock_irqsave, jmp its_return_thunk",
-        "its_return_thunk: 1 instructions"]
-
-
-def test_a_functions_padding_is_left_out_of_its_listing():
-    # srso_alias_return_thunk as a Zen 4 boot has it: a thousand int3 up to the next symbol
-    thunk = [(0x10b, "call 0xffffffff81104104"), (0x110, "ud2")] + [(0x112 + i, "int3")
-                                                                    for i in range(1000)]
-    assert kernel_text.unpadded(thunk) == thunk[:2]
-    # alignment nops after the last jump go; a nop something branches to, before it, stays
-    body = [(0x90, "je 0x9d"), (0x98, "jmp 0xffffffff8110410b"), (0x9d, "nopl 0x0(%rax,%rax,1)"),
-            (0xa2, "jmp 0x92"), (0xa4, "nop"), (0xa5, "data16 cs nopw 0x0(%rax,%rax,1)"),
-            (0xb0, "xchg %ax,%ax"), (0xb2, "int3")]
-    assert kernel_text.unpadded(body) == body[:4]
-    assert kernel_text.unpadded([(0, "int3")]) == []
-    # the kernel's 8-byte nop (BYTES_NOP8) is padding too; real instructions are not
-    assert kernel_text.unpadded([(0, "ret"), (1, "ds nopl 0x0(%rax,%rax,1)")]) == [(0, "ret")]
-    real = [(i, insn) for i, insn in enumerate(["int $0x3", "int1", "ud2", "pause",
-                                                 "notrack jmp *%rax", "ret"])]
-    assert all(kernel_text.unpadded(real[:i + 1]) == real[:i + 1] for i in range(len(real)))
-
-
-@root
-def test_the_helpers_are_read_back_from_the_kernel_and_a_bad_address_is_refused():
-    functions, why = kernel_text.listing()
-    if why and why.startswith("no objdump"):
-        assert not functions
-        return
-    assert why is None, why
-    syms = dict((name, a) for a, name in kernel_text.kallsyms())
-    for helper in kernel_text.HELPERS:
-        # the listing starts at the symbol's own address, and every helper
-        # branches somewhere by name (its body, a return thunk) or returns
-        assert functions[helper][0].startswith(f"{syms[helper]:x}: ")
-        assert any(" <" in x or x.endswith(": ret") for x in functions[helper]), helper
-    assert len(functions) <= kernel_text.MAX_FUNCTIONS
-    # each ends at its last instruction, not in the padding up to the next symbol
-    assert not [name for name, body in functions.items()
-                if not body or kernel_text._PADDING.match(body[-1].split(": ", 1)[1])]
-    with bpf.Bpf() as k:
-        with pytest.raises(bpf.BpfError, match="read of kernel memory at 0x0"):
-            kernel_text.read_kernel(k, 0, 16)
