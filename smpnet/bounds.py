@@ -28,6 +28,7 @@ LONG_RUN_GRACE = 1.05
 #   --ncpus      Machine.MAX_CPUS (qspinlock's tail field allows 16383)
 #   --numa-nodes Machine.MAX_NUMNODES (x86's NODES_SHIFT of 10), and no more than ab's CPUs
 #   --loops      a round of 1e9 ops takes seconds to a minute
+#   --referee-rounds  6 (stats.MIN_SAMPLES) for a 95 % interval; 1000 rounds of ~0.3 s
 #   --hold-cycles, --think-cycles  about 4 s at 2.5 GHz; each must also fit in --duration
 #   --scale      Machine.MAX_CPUS, and no more than the CPUs given unless --oversubscribe
 #   --rng-seed   any 64-bit value numpy's generator takes
@@ -45,6 +46,7 @@ BOUNDS = {
     "--numa-nodes": (1, MAX_NUMNODES, "NUMA nodes"),
     "--loops": (1, 10**9, "ops per round"),
     "--rounds": (1, 1000, "rounds"),
+    "--referee-rounds": (6, 1000, "rounds"),
     "--hold-cycles": (0, 10**10, "TSC cycles"),
     "--think-cycles": (0, 10**10, "TSC cycles"),
     "--scale": (1, MAX_CPUS, "CPUs"),

@@ -177,6 +177,12 @@ MUTANTS = [
             "test_the_model_takes_a_fresh_segment_each_round_as_the_kernel_fresh_maps"],
            "the model's lock pair on 8 segments' pages all run, where the kernel's rounds "
            "draw fresh maps"),
+    Mutant("referee-rounds-from-run-rounds", "smpnet/experiments/kernel/referee.py",
+           '"referee_rounds": referee_rounds,',
+           '"referee_rounds": max(rounds, stats.MIN_SAMPLES),',
+           ["tests/test_referee.py::test_kernel_prints_the_referee_beside_the_model"],
+           "the referee's uncontended rows on the run's --rounds again, where --referee-rounds "
+           "gives them their own (a busy host's 10 rounds span the 2nd to 9th)"),
     Mutant("referee-slot-offsets-512", "smpnet/experiments/kernel/referee_contended.py",
            "s * locks.strides[0]) % mmap.PAGESIZE", "s * locks.strides[0]) % 512",
            ["tests/test_referee_contended.py::test_the_model_has_a_lock_slot_at_every_line_of_a_page"],

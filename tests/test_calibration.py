@@ -167,7 +167,7 @@ def test_arp_wire_costs_come_from_the_veth_ping():
 def test_kernel_saves_a_profile_that_loopback_loads(tmp_path, capsys, allowed):
     path = tmp_path / "profile.json"
     assert main(["kernel", "--json", "--transactions", "50", "--rounds", "1", "--trials", "1",
-                 "--cpus", str(allowed[0]), "--save", str(path)]) == 0
+                 "--referee-rounds", "6", "--cpus", str(allowed[0]), "--save", str(path)]) == 0
     env = json.loads(capsys.readouterr().out)
     p = calibration.load(str(path))
     same = next(r for r in env["results"] if r["placement"] == "same-cpu")
@@ -206,7 +206,7 @@ def test_a_save_path_gone_during_the_run_loses_neither_the_run_nor_the_profile(
     from smpnet.experiments import kernel
 
     # the referee is test_referee.py's: here bpf(2) is refused (3-4 s saved)
-    monkeypatch.setattr(kernel.bpf, "refused", lambda: "not under test here")
+    monkeypatch.setattr(kernel.referee.bpf, "refused", lambda: "not under test here")
     d = tmp_path / "d"
     d.mkdir()
     real_save = kernel.save_profile

@@ -41,7 +41,7 @@ RUNS = {
     "null": (["null", "--rounds", "12", "--loops", "2000"], {"null"}, {"null"}),
     # one CPU: the referee's contended rows (10 s a run at 3 rounds) are not compare's matter
     "kernel": (["kernel", "--cpus", "0", "--transactions", "200", "--rounds", "3", "--trials",
-                "3"], {"kernel"}, {"kernel"}),
+                "3", "--referee-rounds", "6"], {"kernel"}, {"kernel"}),
     "ab": (["ab", EXAMPLES + "/aa.c", "--loops", "2000", "--rounds", "3", "--duration", "0.01",
             "--repeat", "3"] + ONE_CPU_PAIR, {"ab"}, {"ab"}),
 }

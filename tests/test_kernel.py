@@ -28,7 +28,7 @@ GUARD_S = 10.0   # no test may hang: a loop still running after this has failed
 def no_referee(monkeypatch):
     """The referee is tests/test_referee.py's: in process, `kernel` runs here
     as where bpf(2) is refused (about 4 s a run saved, ten runs)."""
-    monkeypatch.setattr(kernel.bpf, "refused", lambda: "not under test here")
+    monkeypatch.setattr(kernel.referee.bpf, "refused", lambda: "not under test here")
 
 
 def in_thread(fn, *args):
@@ -263,7 +263,8 @@ def test_a_real_run_without_capabilities_skips_the_veth_part(tmp_path):
 
 # a run that pings for long: one CPU, so that the referee has no contended
 # rows to run before the ping (7 s of each test's 9)
-PINGING = ["kernel", "--cpus", "0", "--transactions", "20", "--rounds", "1", "--trials", "5000"]
+PINGING = ["kernel", "--cpus", "0", "--transactions", "20", "--rounds", "1", "--trials", "5000",
+           "--referee-rounds", "6"]
 
 
 def _until_pinging(p):

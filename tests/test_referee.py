@@ -356,8 +356,10 @@ def test_a_kernel_round_below_zero_leaves_the_rows_cost_at_zero_and_its_samples_
 @root
 def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
     cpus = allowed[:2]
+    # the uncontended ops' rounds (--referee-rounds) apart from the contended
+    # ones' (--rounds, 6 at least)
     assert main(["kernel", "--json", "--cpus", ",".join(map(str, cpus)), "--transactions", "20",
-                 "--rounds", "1", "--trials", "1"]) == 0
+                 "--rounds", "1", "--trials", "1", "--referee-rounds", "7"]) == 0
     out, err = capsys.readouterr()
     env = json.loads(out)
     rows = [r for r in env["results"] if r["placement"] == referee.PLACEMENT]
@@ -381,13 +383,15 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
             rounds = min(r["rounds"], referee_contended.LOCK_PAGES)
             assert rounds <= r["model_pages"] <= 2 * rounds
             assert not [w for w in env["warnings"] if "counter is not the ops" in w]
+    assert (env["params"]["referee_rounds"], env["params"]["referee_contended_rounds"]) == (7, 6)
     for r in rows:
-        assert len(r["kernel_samples"]) == len(r["model_samples"]) == env["params"][
-            "referee_rounds"]
+        rounds = env["params"]["referee_contended_rounds" if r.get("contended") else
+                               "referee_rounds"]
+        assert len(r["kernel_samples"]) == len(r["model_samples"]) == r["rounds"] == rounds
         assert r["model_over_kernel_lo"] <= r["model_over_kernel"] <= r["model_over_kernel_hi"]
         assert r["cycles"] == r["kernel_cycles"] and r["unroll"] == referee.UNROLL
         # each round's programs loaded anew: a placement each (referee._measure)
-        assert r.get("loads", r["rounds"]) == r["rounds"] == env["params"]["referee_rounds"]
+        assert r.get("loads", rounds) == rounds
         assert ("loads" in r) != bool(r.get("contended"))
         # the IRQ save and restore inside a pair: the model's irqsave pair less its plain one
         assert r.get("model_less") == ("spin_lock_unlock" if r["test"] ==

@@ -26,6 +26,12 @@ def test_the_text_gives_what_sti_costs_inside_the_pair_and_how_each_row_was_time
                                         line_round_trip_cycles_min=131.0,
                                         line_round_trip_cycles_max=228.0)])
     assert "its twin of 128; contended: 128 ops less an empty twin" in text
+    # the contended rows' rounds (kernel --rounds) in the heading where they are not
+    # the uncontended ones' (--referee-rounds)
+    assert "x86-preempt), 6 rounds, TSC cycles" in text
+    trips = {f"line_round_trip_cycles{s}": 139.4 for s in ("", "_min", "_max")}
+    assert "x86-preempt), 6 rounds (contended: 10), TSC cycles" in referee_text.text(
+        p, rows + [_row("xchg_contended", 20.0, 21.0, contended=True, rounds=10, **trips)])
     assert "round trip between the first two CPUs, before each round: 139 cycles (median; " \
            "131 .. 228)" in text
     assert "round trip" not in referee_text.text(p, rows)

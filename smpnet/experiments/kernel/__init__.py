@@ -32,7 +32,6 @@ from ...machine.tsc import tsc_info
 from ...measure import calibration, stats
 from ...report import output
 from ...report.report import table
-from ..common import bpf, lockopts
 from . import kernel_text, netns, ping_veth, referee, referee_contended, referee_text
 
 PLACEMENTS = ("same-cpu", "two-cpus")
@@ -48,7 +47,11 @@ def add_options(p):
     p.add_argument("--transactions", type=bounded("--transactions"), default=20000,
                    metavar="N", help="transactions per round (default: 20000)")
     p.add_argument("--rounds", type=bounded("--rounds"), default=10, metavar="R",
-                   help="measured rounds per placement, after one warm-up round (default: 10)")
+                   help="measured rounds per placement, after one warm-up round; the "
+                        "referee's contended rounds too (default: 10)")
+    p.add_argument("--referee-rounds", type=bounded("--referee-rounds"), default=referee.ROUNDS,
+                   metavar="R", help="the referee's rounds of its uncontended ops, about 0.3 s "
+                   f"each (default: {referee.ROUNDS})")
     p.add_argument("--trials", type=bounded("--trials"), default=20, metavar="T",
                    help="veth ping trials, after one warm-up trial (default: 20; needs root)")
     p.add_argument("--count", type=bounded("--count"), default=3, metavar="N",
@@ -82,7 +85,8 @@ def params(args, cpus):
         if out is not None and os.path.realpath(out) == os.path.realpath(args.save):
             raise BadInput(f"--save and --output are the same file ({args.save}): the result "
                            "would overwrite the profile")
-    return _params(cpus, args.transactions, args.rounds, args.trials, args.count, args.save)
+    return _params(cpus, args.transactions, args.rounds, args.trials, args.count, args.save,
+                   referee_rounds=args.referee_rounds)
 
 
 @dataclass(frozen=True)
@@ -100,42 +104,33 @@ class KernelParams(Params):
     neigh_model: dict
     # the referee's plan, or why it cannot run here (referee_skipped)
     referee_skipped: Optional[str] = None
-    referee_rounds: Optional[int] = None
+    referee_rounds: Optional[int] = None            # its uncontended ops'
+    referee_contended_rounds: Optional[int] = None
     referee_contended: Optional[list] = None
     referee_algo: Optional[str] = None
     kernel_build: Optional[str] = None
     kernel_build_record: Optional[dict] = None
-    OPTIONAL = ("referee_skipped", "referee_rounds", "referee_contended", "referee_algo",
-                "kernel_build", "kernel_build_record")
+    OPTIONAL = ("referee_skipped", "referee_rounds", "referee_contended_rounds",
+                "referee_contended", "referee_algo", "kernel_build", "kernel_build_record")
 
 
 def _params(cpus, transactions, rounds, trials, count, save=None,
-            contended=referee_contended.CONTENDED):
+            contended=referee_contended.CONTENDED, referee_rounds=referee.ROUNDS):
     placements = list(PLACEMENTS if len(cpus) >= 2 else PLACEMENTS[:1])
     return KernelParams(cpus=format_cpus(cpus), transactions=transactions,
                         rounds=rounds, placements=placements, sysctls=read_sysctls(),
                         trials=trials, count=count, save=save,
                         veth_skipped=netns.can_admin_net(), **ping_veth.neigh_params(),
-                        **_referee_params(rounds, contended))
-
-
-def _referee_params(rounds, contended):
-    """The referee's plan: its rounds, its contended ops, and the lock and
-    kernel build the model's side runs (the host's), or why it cannot run here."""
-    why = bpf.refused()
-    if why:
-        return {"referee_skipped": why}
-    return {"referee_rounds": max(rounds, stats.MIN_SAMPLES), "referee_contended":
-            list(contended), "referee_algo": lockopts.host_algo()["algo"],
-            **lockopts.host_build()}
+                        **referee.plan(rounds, referee_rounds, contended))
 
 
 def plan(cpus, quick):
     """Inside `all`: a profile for the calibrated stages after it (a few
     seconds in quick mode, most of them the two-CPU round trips); quick,
-    the referee's contended rows are the lock pair's alone."""
+    the referee's rounds are 6 and its contended rows the lock pair's alone."""
     return _params(cpus, 3000 if quick else 20000, 6 if quick else 10, 10 if quick else 20, 3,
-                   contended=("spin_lock_pair",) if quick else referee_contended.CONTENDED)
+                   contended=("spin_lock_pair",) if quick else referee_contended.CONTENDED,
+                   referee_rounds=stats.MIN_SAMPLES if quick else referee.ROUNDS)
 
 
 def profile(cpus, params, outcome):
@@ -152,7 +147,8 @@ def seconds(p, cpus):
     per_round = 0.05 + (p.transactions + warm(p.transactions)) * 20e-6
     veth = 0 if p.veth_skipped else ping_veth.seconds(p.trials, p.count)
     ref = (referee.seconds(p.referee_rounds)
-           + referee_contended.contended_seconds(p.referee_rounds, p.referee_contended)
+           + referee_contended.contended_seconds(p.referee_contended_rounds,
+                                                 p.referee_contended)
            if p.referee_rounds else 0)
     return len(p.placements) * (p.rounds + 1) * per_round + veth + ref
 
@@ -297,7 +293,7 @@ def referee_part(cpus, p, warnings, decided, progress):
                         "selected")
         return rows
     contended = referee_contended.measure_contended(
-        cpus, tsc_hz, algo, p.kernel_build, p.referee_rounds, p.referee_contended,
+        cpus, tsc_hz, algo, p.kernel_build, p.referee_contended_rounds, p.referee_contended,
         lambda i: progress(1 + i))
     warnings += referee_contended.miscounted(contended) + referee_contended.moved(contended)
     return rows + contended

@@ -12,7 +12,7 @@ from ... import _core
 from ...machine.machine import Machine
 from ...measure import stats
 from ...measure.time_bench import calibrate_loops, clean_round, pass_order
-from ..common import bpf, lockbench
+from ..common import bpf, lockbench, lockopts
 from . import kernel_btf
 
 # ops per program run (the contended rows'); the uncontended op is the
@@ -20,6 +20,10 @@ from . import kernel_btf
 UNROLL = _core.TB_PROG_OPS
 RUN_NS = 5e6            # a test run lasts about this long (its repeat is calibrated to it)
 PLACEMENT = "in-kernel"  # the rows' placement: the kernel's figure is the row's `cycles`
+# rounds of the uncontended ops (kernel --referee-rounds), about 0.3 s each: a
+# round's ratio scatters by some 10 % on a busy host, and the median's 95 %
+# interval of 10 rounds spans the 2nd to 9th of them (kernel.md, "Rounds")
+ROUNDS = 40
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,19 @@ def _op(test, ids=None, at=0):
         return bpf.res_spin_lock_pair(ids or kernel_btf.vmlinux_func_ids(KFUNCS), at,
                                       test == "irq_save_restore_in_pair")
     raise ValueError(test)
+
+
+def plan(rounds, referee_rounds, contended):
+    """The referee's plan: its rounds (its contended ops take the run's
+    --rounds, 6 at least), its contended ops, and the lock and kernel build
+    the model's side runs (the host's), or why it cannot run here."""
+    why = bpf.refused()
+    if why:
+        return {"referee_skipped": why}
+    return {"referee_rounds": referee_rounds,
+            "referee_contended_rounds": max(rounds, stats.MIN_SAMPLES),
+            "referee_contended": list(contended), "referee_algo": lockopts.host_algo()["algo"],
+            **lockopts.host_build()}
 
 
 KFUNCS = tuple(sorted({f for t in TESTS if t.kfuncs for f in t.kfuncs[0]}))   # all tests'

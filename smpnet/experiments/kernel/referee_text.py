@@ -63,9 +63,12 @@ def text(p, rows):
            else f"{u} ops unrolled per run, its empty twin subtracted")   # before twin_ops
     if first.get("twin_ops") and any(r.get("contended") for r in rows):
         how += f"; contended: {u} ops less an empty twin"
+    rounds = f"{first['rounds']} rounds" + "".join(sorted(
+        {f" (contended: {r['rounds']})" for r in rows if r.get("contended")
+         and r["rounds"] != first["rounds"]}))
     lines = [f"# the kernel as referee, CPU {first['cpus']}: each op timed inside the running "
              f"kernel (BPF test runs, {how}) and in smpnet's model ({p['referee_algo']}, kernel build "
-             f"{p['kernel_build']}), {first['rounds']} rounds, TSC cycles, median [95 % interval]"]
+             f"{p['kernel_build']}), {rounds}, TSC cycles, median [95 % interval]"]
     lines.append(table([(r["test"], f"{r['kernel_cycles']:.2f} [{r['kernel_cycles_lo']:.2f} .. "
                          f"{r['kernel_cycles_hi']:.2f}]",
                          f"{r['model_cycles']:.2f} [{r['model_cycles_lo']:.2f} .. "
