@@ -183,6 +183,13 @@ MUTANTS = [
            ["tests/test_referee.py::test_kernel_prints_the_referee_beside_the_model"],
            "the referee's uncontended rows on the run's --rounds again, where --referee-rounds "
            "gives them their own (a busy host's 10 rounds span the 2nd to 9th)"),
+    Mutant("referee-round-across-a-move-judged", "smpnet/experiments/kernel/referee_contended.py",
+           "if None not in span and (span[0] < far) == (span[1] < far):",
+           "if None not in span:",
+           ["tests/test_referee_contended.py::"
+            "test_a_row_whose_cpus_moved_is_figured_on_one_placements_rounds"],
+           "a round across a move of the CPUs placed by its first trip, though its two sides "
+           "may have run at two placements"),
     Mutant("referee-slot-offsets-512", "smpnet/experiments/kernel/referee_contended.py",
            "s * locks.strides[0]) % mmap.PAGESIZE", "s * locks.strides[0]) % 512",
            ["tests/test_referee_contended.py::test_the_model_has_a_lock_slot_at_every_line_of_a_page"],

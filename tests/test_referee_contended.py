@@ -2,6 +2,7 @@
 own lines, the runs every CPU overlapped, the lines' turns, the counter's
 check. Timing is the benchmarks' and the note's, never asserted here."""
 import mmap
+import statistics
 import struct
 
 import pytest
@@ -151,7 +152,8 @@ def test_the_kernel_says_where_a_maps_lock_lies():
 def test_each_contended_round_times_a_line_round_trip_first(allowed, monkeypatch):
     """Where the host runs the CPUs can change under a run (here a line's
     round trip went from 140 to 900 cycles and back): each round measures
-    it before its sides; a row whose trips part several-fold is warned of."""
+    it before its sides, and the last after them too; a row whose trips
+    part several-fold is warned of."""
     class FakeMachine:
         real_cpus = allowed[:2]
 
@@ -162,23 +164,28 @@ def test_each_contended_round_times_a_line_round_trip_first(allowed, monkeypatch
         return lambda r: (FakeMachine(), lambda: [[[(0.0, 1.0, (cycles, 4))]]] * 2)
 
     ops, trips = {"kernel": 0, "model": 0}, []
-    kernel, model = referee_contended._contended_rounds(FakeMachine(), side(100.0), side(90.0),
-                                                        0.1, 3, ops, trips)
+    kernel, model, spans = referee_contended._contended_rounds(
+        FakeMachine(), side(100.0), side(90.0), 0.1, 3, ops, trips)
     assert kernel == [100.0] * 3 and model == [90.0] * 3 and ops == {"kernel": 24, "model": 24}
-    assert len(trips) == (3 if len(allowed) > 1 else 0)
+    two = len(allowed) > 1
+    assert len(trips) == (4 if two else 0)
     assert all(t > 0 for t in trips)
+    # each round's trips: the one before it and the one after
+    assert spans == (list(zip(trips, trips[1:])) if two else [(None, None)] * 3)
     # a round trip that cannot be timed leaves the round's figures standing
     def fails(*args, **kwargs):
         raise RuntimeError("no cache line round trip finished")
     monkeypatch.setattr(referee_contended._core, "line_round_trip_cycles", fails)
     trips = []
     assert referee_contended._contended_rounds(FakeMachine(), side(100.0), side(90.0), 0.1, 2,
-                                               ops, trips) == ([100.0] * 2, [90.0] * 2)
-    assert trips == [] and referee_contended._trip_fields(trips) == {}
-    row = {"test": "x_contended", **referee_contended._trip_fields([140.0, 150.0, 900.0])}
-    assert row["line_round_trip_cycles"] == 150.0
+                                               ops, trips) == ([100.0] * 2, [90.0] * 2,
+                                                               [(None, None)] * 2)
+    assert trips == ([None] * 3 if two else []) and referee_contended._trip_fields(trips) == {}
+    row = {"test": "x_contended", **referee_contended._trip_fields([140.0, None, 150.0, 900.0])}
+    assert row["line_round_trip_cycles"] == 150.0 and row["line_round_trip_cycles_min"] == 140.0
+    assert row["line_round_trip_cycles_samples"] == [140.0, None, 150.0, 900.0]
     (w,) = referee_contended.moved([row])
-    assert "went from 140 to 900 cycles" in w
+    assert "went from 140 to 900 cycles" in w and w.endswith("(not judged)")
     assert referee_contended.moved([{**row, "line_round_trip_cycles_max": 200.0}]) == []
     assert referee_contended.moved([{"test": "y_contended"}]) == []
     # such a row is not judged: its figure is neither placement's
@@ -188,6 +195,39 @@ def test_each_contended_round_times_a_line_round_trip_first(allowed, monkeypatch
     assert referee_text.within({**judged, **row, "line_round_trip_cycles_max": 200.0}) is True
     assert referee_text._judged({**judged, **row, "model_over_kernel_hi": 2.0}) == \
         "placements mixed"
+    # unless it had enough rounds at one placement: judged on those, and says so
+    at_one = {**judged, **row, "judged_rounds": list(range(6)), "judged_placement": "nearer"}
+    assert referee_text.within(at_one) is True
+    assert referee_text._judged(at_one) == "yes (6 rounds, nearer)"
+    assert referee_text._judged({**at_one, "model_over_kernel_hi": 2.0}) == \
+        "no (6 rounds, nearer)"
+    (w,) = referee_contended.moved([at_one])
+    assert w.endswith("(judged on its 6 rounds at the nearer)")
+
+
+NEAR, FAR, MOVED = (140.0, 150.0), (880.0, 900.0), (150.0, 880.0)
+
+
+@pytest.mark.parametrize("spans, group", [
+    ([NEAR] * 10, None),                                    # nothing moved: every round
+    ([NEAR] * 7 + [MOVED] + [FAR] * 2, ("nearer", list(range(7)))),
+    ([FAR] * 2 + [MOVED] + [FAR] * 5 + [NEAR] * 2, ("farther", [0, 1, 3, 4, 5, 6, 7])),
+    ([NEAR] * 4 + [MOVED] * 2 + [FAR] * 4, None),           # neither has 6 rounds
+    ([NEAR] * 6 + [FAR] * 6, ("nearer", list(range(6)))),  # a tie: the nearer
+    ([NEAR] * 5 + [(None, 150.0)] + [FAR] * 4, None),       # a trip not taken: not placed
+    ([(None, None)] * 10, None),                            # one CPU: no trips
+])
+def test_a_row_whose_cpus_moved_is_figured_on_one_placements_rounds(spans, group):
+    assert referee_contended.placement_group(spans) == group
+    kernel = [100.0 + r for r in range(len(spans))]
+    model = [90.0] * len(spans)
+    fig = referee_contended._placed_figures(kernel, model, spans)
+    # the samples stay every round's; the figures are over the judged rounds
+    assert fig["kernel_samples"] == kernel and fig["model_samples"] == model
+    rounds = group[1] if group else list(range(len(spans)))
+    assert fig["kernel_cycles"] == statistics.median(kernel[r] for r in rounds)
+    assert fig.get("judged_rounds") == (group and group[1])
+    assert fig.get("judged_placement") == (group and group[0])
 
 
 def test_lock_segments_are_one_a_round_up_to_the_bound():
@@ -212,7 +252,7 @@ def test_the_model_takes_a_fresh_segment_each_round_as_the_kernel_fresh_maps(all
 
     def rounds(m, kernel_side, model_side, seconds, n, ops, trips):
         sides.extend(model_side(r)[0] for r in range(n))
-        return [1.0] * n, [1.0] * n
+        return [1.0] * n, [1.0] * n, [(None, None)] * n
     monkeypatch.setattr(referee_contended, "Machine", counted)
     monkeypatch.setattr(referee_contended, "_contended_rounds", rounds)
     (row,) = referee_contended.measure_contended(allowed[:2], 1e9, "pvqspinlock", "inline", 10,

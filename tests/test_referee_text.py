@@ -32,8 +32,8 @@ def test_the_text_gives_what_sti_costs_inside_the_pair_and_how_each_row_was_time
     trips = {f"line_round_trip_cycles{s}": 139.4 for s in ("", "_min", "_max")}
     assert "x86-preempt), 6 rounds (contended: 10), TSC cycles" in referee_text.text(
         p, rows + [_row("xchg_contended", 20.0, 21.0, contended=True, rounds=10, **trips)])
-    assert "round trip between the first two CPUs, before each round: 139 cycles (median; " \
-           "131 .. 228)" in text
+    assert "round trip between the first two CPUs, before each round and after the last: 139 " \
+           "cycles (median; 131 .. 228)" in text
     assert "round trip" not in referee_text.text(p, rows)
     # without the IRQs-off row, no line; a row saved before the twin says so
     assert "what sti costs" not in referee_text.text(p, rows[:1])

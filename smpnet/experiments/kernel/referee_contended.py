@@ -12,6 +12,7 @@ import time
 from ... import _core
 from ...machine import layout, workers
 from ...machine.machine import Machine
+from ...measure import stats
 from ..common import bpf, lockbench
 from . import referee_text
 from .referee import PLACEMENT, TESTS, UNROLL, _figures, _repeat, map_programs, programs
@@ -252,8 +253,8 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED, progre
             repeat = max(1, _repeat((counted_programs(k)[0] if test == "spin_lock_pair"
                                      else programs(k, test)[1])) // KERNEL_CHUNK)
             trips = []
-            kernel, modelled = _contended_rounds(m, kernel_side, model_side, seconds, rounds,
-                                                 ops, trips)
+            kernel, modelled, spans = _contended_rounds(m, kernel_side, model_side, seconds,
+                                                        rounds, ops, trips)
             row = {"test": f"{test}_contended", "placement": PLACEMENT, "contended": True,
                    "cpus": ",".join(map(str, cpus)),
                    "kernel_runs": f"{KERNEL_RUNS[test]}, on CPUs {','.join(map(str, cpus))} at "
@@ -267,8 +268,8 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED, progre
                                   "the mean over the CPUs, then over the lines",
                    "model_test": MODEL_CONTENDED[test], "algo": algo if test ==
                    "spin_lock_pair" else None, "kernel_build": build,
-                   **_figures(kernel, modelled), "repeat": repeat, "rounds": rounds,
-                   "lines": lines, "ops": ops, **_trip_fields(trips)}
+                   **_placed_figures(kernel, modelled, spans), "repeat": repeat,
+                   "rounds": rounds, "lines": lines, "ops": ops, **_trip_fields(trips)}
             if test == "spin_lock_pair":
                 counts = sum(kernel_count(k, fd) for lns in made.values() for _, _, fd, _ in lns)
                 model = sum(int(pm.region("locks")["counter"].sum()) for pm, _ in pages)
@@ -279,19 +280,57 @@ def measure_contended(cpus, tsc_hz, algo, build, rounds, tests=CONTENDED, progre
 
 
 def _trip_fields(trips):
-    """A row's line round trips: the median and the extremes, in cycles."""
-    return {"line_round_trip_cycles": statistics.median(trips),
-            "line_round_trip_cycles_min": min(trips),
-            "line_round_trip_cycles_max": max(trips)} if trips else {}
+    """A row's line round trips: the median and the extremes, in cycles, and
+    each one taken (before each round, and after the last: None where none
+    could be)."""
+    got = [t for t in trips if t is not None]
+    return {"line_round_trip_cycles": statistics.median(got),
+            "line_round_trip_cycles_min": min(got), "line_round_trip_cycles_max": max(got),
+            "line_round_trip_cycles_samples": trips} if got else {}
+
+
+def placement_group(spans):
+    """Where the host moved the CPUs during a row (its round trips part by
+    more than TRIP_MOVED): (the placement, [the rounds run wholly at it]),
+    the nearer or the farther, whichever has more rounds (the nearer on a
+    tie), a round being at one where the round trips before and after it
+    both are; None where nothing moved or neither has stats.MIN_SAMPLES."""
+    got = [t for span in spans for t in span if t is not None]
+    if not got or max(got) <= referee_text.TRIP_MOVED * min(got):
+        return None
+    far = referee_text.TRIP_MOVED * min(got)
+    at = {"nearer": [], "farther": []}
+    for r, span in enumerate(spans):
+        if None not in span and (span[0] < far) == (span[1] < far):
+            at["nearer" if span[0] < far else "farther"].append(r)
+    name = max(at, key=lambda k: len(at[k]))    # the nearer on a tie: first
+    return (name, at[name]) if len(at[name]) >= stats.MIN_SAMPLES else None
+
+
+def _placed_figures(kernel, model, spans):
+    """A contended row's figures: over its rounds, or where the host moved
+    the CPUs during the row, over those at one placement (placement_group();
+    a round that spans a move pairs two placements). The samples stay
+    every round's; `judged_rounds` says which the figures are over."""
+    group = placement_group(spans)
+    if group is None:
+        return _figures(kernel, model)
+    name, rounds = group
+    return {**_figures([kernel[r] for r in rounds], [model[r] for r in rounds]),
+            "kernel_samples": kernel, "model_samples": model, "judged_rounds": rounds,
+            "judged_placement": name}
 
 
 def moved(rows):
     """A warning per contended row whose rounds mixed two placements of the
-    CPUs (referee_text.placements_mixed(): not judged)."""
+    CPUs (referee_text.placements_mixed()): judged on one placement's rounds
+    where it had enough of them (judged_rounds), else not judged."""
     return [f"kernel referee: {r['test']}: a cache line's round trip between the CPUs went "
             f"from {r['line_round_trip_cycles_min']:.0f} to "
             f"{r['line_round_trip_cycles_max']:.0f} cycles during the row: the host moved "
-            "them, and its rounds mix two placements (not judged)"
+            "them, and its rounds mix two placements "
+            + (f"(judged on its {len(r['judged_rounds'])} rounds at the {r['judged_placement']})"
+               if r.get("judged_rounds") else "(not judged)")
             for r in rows if referee_text.placements_mixed(r)]
 
 
@@ -315,18 +354,18 @@ MODEL_CONTENDED = {"spin_lock_pair": "lock_hammer bpf_spin_lock, a counter + 1 i
 def _contended_rounds(m, kernel_side, model_side, seconds, rounds, ops, trips):
     """`rounds` rounds of one contended op, each side on every CPU at once
     (kernel_side(r), model_side(r): round r's machine, function and arguments), in
-    alternate order: ([kernel cycles per op], [model's]), a round counted
-    whole so that the ratios pair its sides; `ops` gains each side's ops,
-    `trips` a cache line's round trip between the first two CPUs before
-    each round (where the host runs them, which can change under a run)."""
-    kernel, model = [], []
+    alternate order: ([kernel cycles per op], [model's], [(the round trips
+    before and after it)]), a round counted whole so that the ratios pair
+    its sides; `ops` gains each side's ops, `trips` a cache line's round
+    trip between the first two CPUs before each round and after the last
+    (where the host runs them, which can change under a run; None where it
+    could not be timed, and none on one CPU)."""
+    kernel, model, spans = [], [], []
     sides = [("kernel", kernel_side), ("model", model_side)]
+    trip = _trip if len(m.real_cpus) > 1 else None
+    if trip:
+        trips.append(trip(m))
     for r in range(rounds):
-        if len(m.real_cpus) > 1:
-            try:
-                trips.append(_core.line_round_trip_cycles(*m.real_cpus[:2], blocks=10)["cycles"])
-            except (OSError, RuntimeError):
-                pass        # a diagnostic beside the row: its figures stand without it
         got = {}
         for side, args in (sides if r % 2 == 0 else sides[::-1]):
             machine, fn, *args = args(r)
@@ -337,7 +376,19 @@ def _contended_rounds(m, kernel_side, model_side, seconds, rounds, ops, trips):
             per_line = [sum(c) / len(c) for c in per_line if c]
             if per_line:
                 got[side] = sum(per_line) / len(per_line)
+        if trip:
+            trips.append(trip(m))
         if len(got) == 2:
             kernel.append(got["kernel"])
             model.append(got["model"])
-    return kernel, model
+            spans.append(tuple(trips[-2:]) if trip else (None, None))
+    return kernel, model, spans
+
+
+def _trip(m):
+    """A cache line's round trip between m's first two CPUs, in cycles, or
+    None: a diagnostic beside the row, whose figures stand without it."""
+    try:
+        return _core.line_round_trip_cycles(*m.real_cpus[:2], blocks=10)["cycles"]
+    except (OSError, RuntimeError):
+        return None

@@ -31,8 +31,10 @@ def within(row):
     """Whether a row's whole model/kernel interval is inside its BOUNDS;
     None where the kernel's op is under a cycle (JUDGED_CYCLES), the
     model emulates what user space cannot run (the row measures that), or
-    the row's rounds mixed two placements of the CPUs (placements_mixed)."""
-    if row["kernel_cycles"] < JUDGED_CYCLES or row.get("emulated") or placements_mixed(row):
+    the row's rounds mixed two placements of the CPUs (placements_mixed)
+    without enough rounds at one to judge on (its judged_rounds)."""
+    if (row["kernel_cycles"] < JUDGED_CYCLES or row.get("emulated")
+            or (placements_mixed(row) and not row.get("judged_rounds"))):
         return None
     low, high = BOUNDS[bool(row.get("contended"))]
     return low <= row["model_over_kernel_lo"] and row["model_over_kernel_hi"] <= high
@@ -83,7 +85,7 @@ def text(p, rows):
                  "[{}, {}] contended".format(*BOUNDS[False], *BOUNDS[True]))
     lines += [f"  {r['test']}: {r['kernel_runs']}" for r in rows]
     lines += [f"  {r['test']}: a cache line's round trip between the first two CPUs, before "
-              f"each round: {r['line_round_trip_cycles']:.0f} cycles (median; "
+              f"each round and after the last: {r['line_round_trip_cycles']:.0f} cycles (median; "
               f"{r['line_round_trip_cycles_min']:.0f} .. {r['line_round_trip_cycles_max']:.0f}): "
               "where the host runs them, which a contended op's cost turns on"
               for r in rows if "line_round_trip_cycles" in r]
@@ -100,7 +102,9 @@ def _judged(row):
     """The table's `within bounds` column."""
     ok = within(row)
     if ok is not None:
-        return "yes" if ok else "no"
+        at = (f" ({len(row['judged_rounds'])} rounds, {row['judged_placement']})"
+              if row.get("judged_rounds") else "")
+        return ("yes" if ok else "no") + at
     return ("emulated" if row.get("emulated") else "placements mixed" if placements_mixed(row)
             else "under a cycle")
 
