@@ -180,7 +180,7 @@ MUTANTS = [
     Mutant("referee-rounds-from-run-rounds", "smpnet/experiments/kernel/referee.py",
            '"referee_rounds": referee_rounds,',
            '"referee_rounds": max(rounds, stats.MIN_SAMPLES),',
-           ["tests/test_referee.py::test_kernel_prints_the_referee_beside_the_model"],
+           ["tests/test_referee.py::test_the_uncontended_rows_take_rounds_of_their_own"],
            "the referee's uncontended rows on the run's --rounds again, where --referee-rounds "
            "gives them their own (a busy host's 10 rounds span the 2nd to 9th)"),
     Mutant("referee-round-across-a-move-judged", "smpnet/experiments/kernel/referee_contended.py",

@@ -201,6 +201,11 @@ def test_locks_shows_a_profiles_referee_beside_its_rows_of_the_same_path():
     assert text.endswith("not run")
     without = locks_cmd.referee_lines({"referee": REFEREE}, rows[1:])   # no empty loop: none
     assert all(line.endswith("not run") for line in without[-1].splitlines()[2:])
+    # a contended row figured on one placement's rounds says which
+    placed = {"xchg_contended": {**REFEREE["cmpxchg"], "model_test": "atomic_hammer xchg",
+                                 "judged_placement": "nearer"}}
+    text = "\n".join(locks_cmd.referee_lines({"referee": placed}, rows))
+    assert text.splitlines()[-1].split()[-6:] == ["xchg", "0.950", "(nearer)", "-", "not", "run"]
     assert locks_cmd.referee_lines(None, rows) == []
     assert "the profile has none" in locks_cmd.referee_lines({"referee": None}, rows)[1]
 

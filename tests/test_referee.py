@@ -404,6 +404,23 @@ def test_kernel_prints_the_referee_beside_the_model(capsys, allowed):
         not any(w.startswith("kernel referee: what it runs not listed") for w in env["warnings"]))
 
 
+def test_the_uncontended_rows_take_rounds_of_their_own(monkeypatch, allowed):
+    """--referee-rounds for the uncontended rows; the contended ones take the
+    run's --rounds, 6 at least; `all` 40 and 10, 6 and 6 quick."""
+    from smpnet.cli import build_parser
+    from smpnet.experiments import kernel
+    from smpnet.measure import stats
+    monkeypatch.setattr(referee.bpf, "refused", lambda: None)     # as where it can run
+    p = kernel.params(build_parser().parse_args(["kernel", "--rounds", "3", "--referee-rounds",
+                                                 "9"]), allowed[:1])
+    assert (p.referee_rounds, p.referee_contended_rounds) == (9, stats.MIN_SAMPLES)
+    p = kernel.params(build_parser().parse_args(["kernel", "--rounds", "12"]), allowed[:1])
+    assert (p.referee_rounds, p.referee_contended_rounds) == (referee.ROUNDS, 12)
+    quick, full = kernel.plan(allowed[:2], True), kernel.plan(allowed[:2], False)
+    assert (quick.referee_rounds, quick.referee_contended_rounds) == (6, 6)
+    assert (full.referee_rounds, full.referee_contended_rounds) == (referee.ROUNDS, 10)
+
+
 def test_without_privilege_the_referee_is_one_skip_line(tmp_path):
     """Without a capability (root's dropped before exec, as in a locked-down
     container), one line that says why."""

@@ -236,7 +236,8 @@ def referee_lines(cal, rows):
         cells.append((op, locktext.figure(r["kernel_cycles"], (r["kernel_cycles_lo"],
                                                                  r["kernel_cycles_hi"]), 2),
                       calibration.referee_model_test(r) if r.get("model_test") else "-",
-                      f"{r['model_over_kernel']:.3f}", mine,
+                      f"{r['model_over_kernel']:.3f}" + (f" ({r['judged_placement']})" if
+                                                         r.get("judged_placement") else ""), mine,
                       f"{mine / r['kernel_cycles']:.3f}" if mine is not None else "not run"))
     return ["", f"Kernel as referee, from the profile {cal.get('source', '')} (measured "
             f"{cal.get('created', '?')} on CPU {next(iter(ref.values())).get('cpus')}): each op "

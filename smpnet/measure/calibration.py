@@ -68,7 +68,7 @@ def referee_summary(rows):
             "model_over_kernel", "model_over_kernel_lo", "model_over_kernel_hi", "cpus",
             "model_test", "algo", "kernel_build")
     out = {r["test"]: {k: r.get(k) for k in keys}
-           | {k: r[k] for k in ("irqs_off", "model_less") if r.get(k)}
+           | {k: r[k] for k in ("irqs_off", "model_less", "judged_placement") if r.get(k)}
            for r in rows if "model_over_kernel" in r}
     return out or None
 

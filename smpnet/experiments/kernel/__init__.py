@@ -48,7 +48,7 @@ def add_options(p):
                    metavar="N", help="transactions per round (default: 20000)")
     p.add_argument("--rounds", type=bounded("--rounds"), default=10, metavar="R",
                    help="measured rounds per placement, after one warm-up round; the "
-                        "referee's contended rounds too (default: 10)")
+                        "referee's contended rounds too, 6 at least (default: 10)")
     p.add_argument("--referee-rounds", type=bounded("--referee-rounds"), default=referee.ROUNDS,
                    metavar="R", help="the referee's rounds of its uncontended ops, about 0.3 s "
                    f"each (default: {referee.ROUNDS})")

@@ -329,8 +329,8 @@ def moved(rows):
             f"from {r['line_round_trip_cycles_min']:.0f} to "
             f"{r['line_round_trip_cycles_max']:.0f} cycles during the row: the host moved "
             "them, and its rounds mix two placements "
-            + (f"(judged on its {len(r['judged_rounds'])} rounds at the {r['judged_placement']})"
-               if r.get("judged_rounds") else "(not judged)")
+            + (f"(judged on its {len(r['judged_rounds'])} rounds at the "
+               f"{r['judged_placement']} placement)" if r.get("judged_rounds") else "(not judged)")
             for r in rows if referee_text.placements_mixed(r)]
 
 
