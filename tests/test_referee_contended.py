@@ -15,13 +15,22 @@ from smpnet.experiments.kernel import referee, referee_contended, referee_text
 
 
 @root
-def test_all_quick_runs_the_contended_lock_pair_alone(allowed):
+def test_all_quick_runs_no_contended_rows(allowed, monkeypatch):
     from smpnet.experiments import kernel
     quick, full = kernel.plan(allowed[:2], True), kernel.plan(allowed[:2], False)
-    assert quick.referee_contended == ["spin_lock_pair"]
+    assert quick.referee_contended == [] and quick.referee_rounds
     assert full.referee_contended == list(referee_contended.CONTENDED)
-    assert (referee_contended.contended_seconds(6, quick.referee_contended)
-            < referee_contended.contended_seconds(6, full.referee_contended))
+    assert referee_contended.contended_seconds(6, quick.referee_contended) == 0
+    # none run, none warned of (not "they need two CPUs"), on one CPU or two
+    monkeypatch.setattr(kernel.referee, "measure", lambda *a: [{"test": "xchg"}])
+    monkeypatch.setattr(kernel.kernel_text, "listing", lambda: ({}, None))
+    monkeypatch.setattr(kernel.referee_contended, "measure_contended",
+                        lambda *a, **k: pytest.fail("no contended rows planned"))
+    for cpus in (allowed[:1], allowed[:2]):
+        warnings = []
+        assert kernel.referee_part(cpus, quick, warnings, {}, lambda i: None) == [
+            {"test": "xchg"}]
+        assert warnings == []
 
 
 def test_a_contended_row_whose_counter_is_off_is_warned_of():
