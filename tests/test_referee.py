@@ -421,6 +421,23 @@ def test_the_uncontended_rows_take_rounds_of_their_own(monkeypatch, allowed):
     assert (full.referee_rounds, full.referee_contended_rounds) == (referee.ROUNDS, 10)
 
 
+def test_no_referee_leaves_it_out_without_a_warning(monkeypatch, allowed):
+    from smpnet.cli import build_parser
+    from smpnet.experiments import kernel
+    monkeypatch.setattr(referee.bpf, "refused", lambda: None)     # as where it can run
+    monkeypatch.setattr(referee, "measure", lambda *a: pytest.fail("the referee ran"))
+    p = kernel.params(build_parser().parse_args(["kernel", "--no-referee"]), allowed[:2])
+    assert p.referee_rounds is None and p.referee_skipped == referee.NOT_ASKED
+    warnings = []
+    assert kernel.referee_part(allowed[:2], p, warnings, {}, lambda i: None) == []
+    assert warnings == []
+    # where it cannot run, the warning says why
+    monkeypatch.setattr(referee.bpf, "refused", lambda: "bpf(2) not permitted")
+    p = kernel.params(build_parser().parse_args(["kernel"]), allowed[:1])
+    assert kernel.referee_part(allowed[:1], p, warnings, {}, lambda i: None) == []
+    assert warnings == ["kernel referee skipped: bpf(2) not permitted"]
+
+
 def test_without_privilege_the_referee_is_one_skip_line(tmp_path):
     """Without a capability (root's dropped before exec, as in a locked-down
     container), one line that says why."""

@@ -52,6 +52,8 @@ def add_options(p):
     p.add_argument("--referee-rounds", type=bounded("--referee-rounds"), default=referee.ROUNDS,
                    metavar="R", help="the referee's rounds of its uncontended ops, about 0.3 s "
                    f"each (default: {referee.ROUNDS})")
+    p.add_argument("--no-referee", action="store_true",
+                   help="leave the kernel as referee out (most of a default run's time)")
     p.add_argument("--trials", type=bounded("--trials"), default=20, metavar="T",
                    help="veth ping trials, after one warm-up trial (default: 20; needs root)")
     p.add_argument("--count", type=bounded("--count"), default=3, metavar="N",
@@ -86,7 +88,7 @@ def params(args, cpus):
             raise BadInput(f"--save and --output are the same file ({args.save}): the result "
                            "would overwrite the profile")
     return _params(cpus, args.transactions, args.rounds, args.trials, args.count, args.save,
-                   referee_rounds=args.referee_rounds)
+                   referee_rounds=None if args.no_referee else args.referee_rounds)
 
 
 @dataclass(frozen=True)
@@ -116,12 +118,14 @@ class KernelParams(Params):
 
 def _params(cpus, transactions, rounds, trials, count, save=None,
             contended=referee_contended.CONTENDED, referee_rounds=referee.ROUNDS):
+    """referee_rounds None: the referee left out (--no-referee)."""
     placements = list(PLACEMENTS if len(cpus) >= 2 else PLACEMENTS[:1])
     return KernelParams(cpus=format_cpus(cpus), transactions=transactions,
                         rounds=rounds, placements=placements, sysctls=read_sysctls(),
                         trials=trials, count=count, save=save,
                         veth_skipped=netns.can_admin_net(), **ping_veth.neigh_params(),
-                        **referee.plan(rounds, referee_rounds, contended))
+                        **(referee.plan(rounds, referee_rounds, contended) if referee_rounds
+                           else {"referee_skipped": referee.NOT_ASKED}))
 
 
 def plan(cpus, quick):
@@ -280,7 +284,8 @@ def referee_part(cpus, p, warnings, decided, progress):
     the kernel's listing of what it ran goes to `decided`. progress(i): its
     i-th step begins (the uncontended rows, then each contended op)."""
     if p.referee_rounds is None:
-        warnings.append(f"kernel referee skipped: {p.referee_skipped or 'not planned'}")
+        if p.referee_skipped != referee.NOT_ASKED:
+            warnings.append(f"kernel referee skipped: {p.referee_skipped or 'not planned'}")
         return []
     tsc_hz, algo = tsc_info()["tsc_hz"], p.referee_algo
     progress(0)

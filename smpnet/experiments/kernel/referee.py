@@ -24,6 +24,7 @@ PLACEMENT = "in-kernel"  # the rows' placement: the kernel's figure is the row's
 # round's ratio scatters by some 10 % on a busy host, and the median's 95 %
 # interval of 10 rounds spans the 2nd to 9th of them (kernel.md, "Rounds")
 ROUNDS = 40
+NOT_ASKED = "left out (--no-referee)"     # params.referee_skipped, and no warning
 
 
 @dataclass(frozen=True)
