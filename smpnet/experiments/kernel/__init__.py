@@ -49,11 +49,12 @@ def add_options(p):
     p.add_argument("--rounds", type=bounded("--rounds"), default=10, metavar="R",
                    help="measured rounds per placement, after one warm-up round; the "
                         "referee's contended rounds too, 6 at least (default: 10)")
-    p.add_argument("--referee-rounds", type=bounded("--referee-rounds"), default=referee.ROUNDS,
-                   metavar="R", help="the referee's rounds of its uncontended ops, about 0.3 s "
-                   f"each (default: {referee.ROUNDS})")
-    p.add_argument("--no-referee", action="store_true",
-                   help="leave the kernel as referee out (most of a default run's time)")
+    ref = p.add_mutually_exclusive_group()
+    ref.add_argument("--referee-rounds", type=bounded("--referee-rounds"), default=referee.ROUNDS,
+                     metavar="R", help="the referee's rounds of its uncontended ops, about 0.3 s "
+                     f"each (default: {referee.ROUNDS})")
+    ref.add_argument("--no-referee", action="store_true",
+                     help="leave the kernel as referee out (most of a default run's time)")
     p.add_argument("--trials", type=bounded("--trials"), default=20, metavar="T",
                    help="veth ping trials, after one warm-up trial (default: 20; needs root)")
     p.add_argument("--count", type=bounded("--count"), default=3, metavar="N",
