@@ -50,31 +50,24 @@ ALL_TABLES = {e.name for e in run_all.stages() if TWO_CPUS or e.min_cpus < 2}
 ALL_SAMPLED = {e.name for e in run_all.stages() if e.metric.samples} & ALL_TABLES
 
 
-def _start(argv, out, cwd):
-    return subprocess.Popen(PY + argv + ["--output", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=cwd)
-
-
-def _finish(p, out):
-    stdout, stderr = p.communicate(timeout=300)
-    assert p.returncode == 0, stderr
-    out.with_suffix(".txt").write_text(stdout)   # the text report, for the width test
+def _run(argv, out, cwd):
+    p = subprocess.run(PY + argv + ["--output", str(out)], capture_output=True, text=True,
+                       cwd=cwd, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out.with_suffix(".txt").write_text(p.stdout)   # the text report, for the width test
     return out
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory, all_quick):
-    """{name: (path of run 1, path of run 2)}: each command twice, the two at
-    once (compare reads what they wrote, not how fast: 12 s where one after
-    the other took 18), `all --quick` once (the session's, conftest.all_quick);
-    the second run of each, and `all`, print their text --format email."""
+    """{name: (path of run 1, path of run 2)}: each command twice, `all --quick` once
+    (the session's, conftest.all_quick); the second run of each, and `all`, print
+    their text --format email."""
     d = tmp_path_factory.mktemp("compare")
     out = {}
     for name, (argv, _, _) in RUNS.items():
-        paths = [d / f"{name}-{k}.json" for k in (1, 2)]
-        runs = [_start(argv + ["--format", "email"] * (k == 2), path, d)
-                for k, path in zip((1, 2), paths)]
-        out[name] = tuple(_finish(p, path) for p, path in zip(runs, paths))
+        out[name] = tuple(_run(argv + ["--format", "email"] * (k == 2), d / f"{name}-{k}.json",
+                               d) for k in (1, 2))
     rc, a, text, _ = all_quick
     assert rc == 0, text.read_text()
     out["all"] = (a, a)
