@@ -432,7 +432,8 @@ def test_no_referee_leaves_it_out_without_a_warning(monkeypatch, allowed):
     monkeypatch.setattr(referee.bpf, "refused", lambda: None)     # as where it can run
     monkeypatch.setattr(referee, "measure", lambda *a: pytest.fail("the referee ran"))
     p = kernel.params(build_parser().parse_args(["kernel", "--no-referee"]), allowed[:2])
-    assert main(["kernel", "--no-referee", "--referee-rounds", "9"]) == 2     # one or other
+    for rounds in ("9", str(referee.ROUNDS)):       # one or other, the default's value too
+        assert main(["kernel", "--no-referee", "--referee-rounds", rounds]) == 2
     assert p.referee_rounds is None and p.referee_skipped == referee.NOT_ASKED
     warnings = []
     assert kernel.referee_part(allowed[:2], p, warnings, {}, lambda i: None) == []

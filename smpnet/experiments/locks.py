@@ -226,7 +226,8 @@ def referee_lines(cal, rows):
     ref = (cal or {}).get("referee")
     if not ref:
         return [] if cal is None else ["", "Kernel as referee: the profile has none (it was "
-                                       "saved without root, or not on x86-64)"]
+                                       "saved without root, not on x86-64, or with "
+                                       "--no-referee)"]
     # the referee's model figures are less the empty loop, as the kernel's are
     # less a twin program; this run's rows carry it (text(): "Loop overhead")
     loop = next((row["cycles"] for row in rows if row["test"] == "for_loop"), None)

@@ -50,7 +50,9 @@ def add_options(p):
                    help="measured rounds per placement, after one warm-up round; the "
                         "referee's contended rounds too, 6 at least (default: 10)")
     ref = p.add_mutually_exclusive_group()
-    ref.add_argument("--referee-rounds", type=bounded("--referee-rounds"), default=referee.ROUNDS,
+    # default None, not ROUNDS: argparse takes a value equal to its default
+    # (a cached small int) for no value, and would let --no-referee pass beside it
+    ref.add_argument("--referee-rounds", type=bounded("--referee-rounds"), default=None,
                      metavar="R", help="the referee's rounds of its uncontended ops, about 0.3 s "
                      f"each (default: {referee.ROUNDS})")
     ref.add_argument("--no-referee", action="store_true",
@@ -89,7 +91,8 @@ def params(args, cpus):
             raise BadInput(f"--save and --output are the same file ({args.save}): the result "
                            "would overwrite the profile")
     return _params(cpus, args.transactions, args.rounds, args.trials, args.count, args.save,
-                   referee_rounds=None if args.no_referee else args.referee_rounds)
+                   referee_rounds=(None if args.no_referee
+                                   else args.referee_rounds or referee.ROUNDS))
 
 
 @dataclass(frozen=True)
