@@ -184,8 +184,8 @@ MUTANTS = [
            "the referee's uncontended rows on the run's --rounds again, where --referee-rounds "
            "gives them their own (a busy host's 10 rounds span the 2nd to 9th)"),
     Mutant("referee-round-across-a-move-judged", "smpnet/experiments/kernel/referee_contended.py",
-           "if None not in span and (span[0] < far) == (span[1] < far):",
-           "if None not in span:",
+           "if near[0] == near[1]:",
+           "if True:",
            ["tests/test_referee_contended.py::"
             "test_a_row_whose_cpus_moved_is_figured_on_one_placements_rounds"],
            "a round across a move of the CPUs placed by its first trip, though its two sides "

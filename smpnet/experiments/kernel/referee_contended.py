@@ -296,13 +296,15 @@ def placement_group(spans):
     tie), a round being at one where the round trips before and after it
     both are; None where nothing moved or neither has stats.MIN_SAMPLES."""
     got = [t for span in spans for t in span if t is not None]
-    if not got or max(got) <= referee_text.TRIP_MOVED * min(got):
+    if not got or not referee_text.trips_apart(min(got), max(got)):
         return None
-    far = referee_text.TRIP_MOVED * min(got)
     at = {"nearer": [], "farther": []}
     for r, span in enumerate(spans):
-        if None not in span and (span[0] < far) == (span[1] < far):
-            at["nearer" if span[0] < far else "farther"].append(r)
+        if None in span:
+            continue
+        near = [not referee_text.trips_apart(min(got), t) for t in span]
+        if near[0] == near[1]:
+            at["nearer" if near[0] else "farther"].append(r)
     name = max(at, key=lambda k: len(at[k]))    # the nearer on a tie: first
     return (name, at[name]) if len(at[name]) >= stats.MIN_SAMPLES else None
 

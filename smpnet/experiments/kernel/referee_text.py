@@ -19,12 +19,18 @@ BOUNDS = {False: (0.9, 1.1), True: (0.8, 1.25)}
 TRIP_MOVED = 2.0
 
 
+def trips_apart(least, most):
+    """Whether two line round trips part by more than TRIP_MOVED: the host
+    ran the CPUs in two placements (another core, another die)."""
+    return most > TRIP_MOVED * least
+
+
 def placements_mixed(row):
     """Whether a contended row's rounds saw a cache line's round trip
-    between the CPUs change several-fold: the host ran them in two
-    placements (another core, another die), and the row mixes the two."""
-    return (row.get("line_round_trip_cycles_max", 0)
-            > TRIP_MOVED * row.get("line_round_trip_cycles_min", float("inf")))
+    between the CPUs change several-fold (trips_apart): the row mixes the
+    host's two placements of its CPUs."""
+    return trips_apart(row.get("line_round_trip_cycles_min", float("inf")),
+                       row.get("line_round_trip_cycles_max", 0))
 
 
 def within(row):
