@@ -100,7 +100,7 @@ MUTANTS = [
            "no fsync before the atomic rename"),
     Mutant("compare-one-run-a-side", "smpnet/report/compare.py",
            "        if min(len(sa), len(sb)) < 2:\n            return None, None", "",
-           ["tests/test_compare.py::test_one_run_a_side_has_no_noise_to_judge"],
+           ["tests/test_compare_verdict.py::test_one_run_a_side_has_no_noise_to_judge"],
            "compare judging from one run a side"),
     Mutant("arp-jiffy-hz-minus-1", "smpnet/core/arp.pyx", "h.tick_cycles = hdr.tsc_hz / hz",
            "h.tick_cycles = hdr.tsc_hz / (hz - 1)",
