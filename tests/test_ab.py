@@ -3,17 +3,20 @@ first. Bad input is refused with one line and exit 2 before anything runs;
 a crash, a hang or a failed check names the variant; an unchanged file is
 not built twice; the examples run. No test asserts a timing."""
 import json
+import os
 import pathlib
+import shlex
 import shutil
 import subprocess
-import sys
+import sysconfig
+import time
 
 import pytest
 
 import smpnet
 from smpnet.cli import main
 from smpnet.errors import BadInput
-from smpnet.experiments.ab import build, figures
+from smpnet.experiments.ab import build, compiler, figures
 
 from ab_helpers import EXAMPLES, FAST, ROOT, cache, one_error_line, two_cpus, write  # noqa: F401
 from conftest import open_segments
@@ -308,25 +311,52 @@ def test_a_compile_error_shows_the_compilers_messages_then_one_line(capsys, tmp_
     assert err[-1] == f"smpnet-bench: {f}: does not compile (the compiler's messages are above)"
 
 
-@pytest.mark.parametrize("source, built", [("int f(void) { return 1; }", True),
-                                           ("int f(void) { return y; }", False)])
-def test_the_compile_child_answers_one_json_object_and_stderr_is_the_compilers(tmp_path,
-                                                                              source, built):
-    job = {"modname": "_t_child", "source": source, "include_dirs": [], "define_macros": [],
-           "extra_compile_args": [], "cdef": "int f(void);", "tmpdir": str(tmp_path)}
-    child = pathlib.Path(build.__file__).with_name("compile.py")
-    r = subprocess.run([sys.executable, str(child)], input=json.dumps(job),
-                       capture_output=True, text=True, timeout=120)
-    answer = json.loads(r.stdout)           # the whole of stdout: one object
-    assert list(answer) == (["path"] if built else ["error"])
-    assert (r.returncode == 0) == built
-    if built:
-        assert pathlib.Path(answer["path"]).is_file() and r.stderr == ""
-    else:
-        assert "error" in r.stderr and "'y'" in r.stderr.replace("‘", "'").replace("’", "'")
-        # the build's own lines are not there: only the compiler's
-        assert not [line for line in r.stderr.splitlines()
-                    if line.startswith(("gcc ", "running ", "building ", "Traceback"))]
+def test_the_compilers_commands_take_the_environment_as_distutils_does():
+    """CC replaces the compiler, in the link too; LDFLAGS, CFLAGS and CPPFLAGS
+    are added, in that order; the build's own flags come last, to win."""
+    cc, ldshared = sysconfig.get_config_var("CC"), sysconfig.get_config_var("LDSHARED")
+
+    def cmds(env):
+        return compiler.commands("f.c", "f.o", "f.so", ["/inc"], [("A", "1"), ("B", None)],
+                                 ["-O2"], ["-Wl,-T,x.ld"], env=env)
+    comp, link = cmds({})
+    assert comp[:len(shlex.split(cc))] == shlex.split(cc)
+    assert comp[-5:] == ["-c", "f.c", "-o", "f.o", "-O2"]
+    # the file's include path before Python's headers', as an Extension's
+    python = "-I" + sysconfig.get_path("include")
+    assert [a for a in comp if a in ("-DA=1", "-DB", "-I/inc", python)] == \
+        ["-DA=1", "-DB", "-I/inc", python]
+    assert link == shlex.split(ldshared) + ["f.o", "-o", "f.so", "-Wl,-T,x.ld"]
+    comp, link = cmds({"CC": "clang -m64", "CFLAGS": "-Dcf", "CPPFLAGS": "-Dcpp",
+                       "LDFLAGS": "-Lld"})
+    assert comp[:2] == ["clang", "-m64"] and comp.index("-Dcf") < comp.index("-Dcpp")
+    if ldshared.startswith(cc):
+        assert link[:2] == ["clang", "-m64"]
+    assert link[link.index("-Lld"):link.index("f.o")] == ["-Lld", "-Dcf", "-Dcpp"]
+    assert cmds({"LDSHARED": "ld -shared"})[1][:2] == ["ld", "-shared"]
+
+
+def test_a_compiler_past_the_bound_is_stopped_with_its_children(tmp_path):
+    """The compiler's own children (cc1, as) are in its process group: all stopped."""
+    pid_file = tmp_path / "child"
+    argv = ["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"]
+    t0 = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        compiler.run([argv], 0.5, str(tmp_path))
+    assert time.monotonic() - t0 < 30
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{child}") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not os.path.exists(f"/proc/{child}")
+
+
+def test_a_missing_compiler_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("CC", str(tmp_path / "no-cc"))
+    monkeypatch.setenv("SMPNET_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["ab", str(EXAMPLES / "aa.c"), "--cpus", "0"] + FAST) == 2
+    assert one_error_line(capsys)[-1] == (f"smpnet-bench: {EXAMPLES / 'aa.c'}: not built: "
+                                          f"{tmp_path / 'no-cc'}: No such file or directory")
 
 
 def test_a_hook_without_its_variant_and_state_too_large_are_refused(capsys, tmp_path):

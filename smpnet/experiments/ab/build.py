@@ -1,11 +1,10 @@
 """A user's C file, built at run time into an object the core can call.
 
-cffi builds it (its API mode: the file is compiled by the C compiler and
-flags Python's own extensions use, which are the core's, plus
-build_flags'): a well-kept library that compiles, links and loads a C
-extension from a string, with the compiler's own diagnostics, and hands
-back function pointers as integers. The compile runs in a child process,
-so that it can be bounded in time and its diagnostics captured whole.
+cffi writes it as a C extension (its API mode: the file, and the glue that
+hands back its function pointers as integers), and the C compiler builds
+it with the flags Python's own extensions are built with, which are the
+core's, plus build_flags' (compiler.py: distutils' two commands, without
+distutils, bounded in time, the compiler's diagnostics whole).
 
 The object is cached in the user's cache directory under a hash of the
 source, every installed header, the flags (the environment's too), the
@@ -13,8 +12,10 @@ core and the Python and cffi versions: an unchanged file does not compile
 again; a changed header, flag or build option does. Code is loaded from
 the cache only where no one else could have put it there (trusted()).
 """
+import contextlib
 import errno
 import hashlib
+import io
 import importlib.machinery
 import importlib.util
 import json
@@ -29,9 +30,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 
+import cffi
+
 from ... import _core, build_flags
 from ...errors import BadInput
-from . import cpu_roles
+from . import compiler, cpu_roles
 
 MAX_SOURCE_BYTES = 256 * 1024     # a user's file, whole
 COMPILE_TIMEOUT_S = 60.0          # one build, compiler and link
@@ -243,17 +246,13 @@ def build_key(source, macros, debug):
     h.update(source.encode())
     for p in _headers():
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    import cffi
     h.update(json.dumps([compile_args(debug), build_flags.define_macros(debug),
                          macros, sys.version, sysconfig.get_config_var("EXT_SUFFIX"),
                          sysconfig.get_config_var("CC"), sysconfig.get_config_var("CFLAGS"),
                          cffi.__version__, hex(_core.AB_ABI_HASH),
-                         {v: os.environ.get(v) for v in BUILD_ENV}, _core_identity()]).encode())
+                         {v: os.environ.get(v) for v in compiler.BUILD_ENV},
+                         _core_identity()]).encode())
     return h.hexdigest()
-
-
-# what the build takes from the environment (distutils' customize_compiler())
-BUILD_ENV = ("CC", "CXX", "CFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "AR", "ARFLAGS")
 
 
 def _core_identity():
@@ -316,40 +315,31 @@ def _compile(source, name, modname, macros, debug, cache, path, timeout, stderr)
     with tempfile.TemporaryDirectory(prefix="build-", dir=cache) as tmp:
         # the file's lines keep its own name and numbers in the diagnostics
         text = f'#line 1 "{c_string(name)}"\n{source}\n#line 1 "<smpnet ab glue>"\n'
-        job = {"modname": modname, "source": text, "include_dirs": INCLUDE_DIRS,
-               "define_macros": build_flags.define_macros(debug) + macros,
-               "extra_compile_args": compile_args(debug), "cdef": CDEF,
-               "extra_link_args": [f"-Wl,-T,{PERCPU_SCRIPT}"], "tmpdir": tmp}
+        ffi = cffi.FFI()
+        ffi.cdef(CDEF)
+        ffi.set_source(modname, text)
+        src, obj, out = (os.path.join(tmp, modname + ext)
+                         for ext in (".c", ".o", sysconfig.get_config_var("EXT_SUFFIX")))
+        with contextlib.redirect_stdout(io.StringIO()):     # cffi's "generating ..."
+            ffi.emit_c_code(src)
+        argvs = compiler.commands(src, obj, out, INCLUDE_DIRS,
+                                 build_flags.define_macros(debug) + macros, compile_args(debug),
+                                 [f"-Wl,-T,{PERCPU_SCRIPT}"])
         try:
-            # by its path: `-m` would import smpnet.experiments, every experiment
-            r = subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("compile.py"))],
-                               input=json.dumps(job), capture_output=True, text=True,
-                               timeout=timeout)
+            said = compiler.run(argvs, timeout, tmp)
         except subprocess.TimeoutExpired:
             raise BadInput(f"{name}: the build took over {timeout:g} s, the bound on one "
                            "build; stopped") from None
-        answer = _answer(r.stdout)
-        if "path" not in answer and not r.stderr.strip():
-            raise BadInput(f"{name}: not built: {answer['error']}")
-        if "path" not in answer:
-            stderr.write(r.stderr)
+        except compiler.Failed as e:
+            if not e.stderr.strip():
+                raise BadInput(f"{name}: not built: {e}") from None
+            stderr.write(e.stderr)
             raise BadInput(f"{name}: does not compile (the compiler's messages are above)"
-                           + _hint(r.stderr))
-        if "warning:" in r.stderr:
-            stderr.write(r.stderr)
-        os.chmod(answer["path"], 0o755)      # whatever the umask: no one else writes it
-        os.replace(answer["path"], path)
-
-
-def _answer(stdout):
-    """The compile child's one JSON object; an error if it wrote none (it
-    died before answering: its stderr says how)."""
-    try:
-        answer = json.loads(stdout)
-    except ValueError:
-        return {"error": "the build process gave no answer"}
-    return answer if isinstance(answer, dict) else {"error": "the build process's answer "
-                                                             "is not an object"}
+                           + _hint(e.stderr)) from None
+        if "warning:" in said:
+            stderr.write(said)
+        os.chmod(out, 0o755)      # whatever the umask: no one else writes it
+        os.replace(out, path)
 
 
 def _hint(out):

@@ -1,0 +1,79 @@
+"""The compiler's two commands for a user's file, as distutils builds a
+Python extension on Linux, run bounded in time (build.py writes the C
+source with cffi, then calls run()). docs/experiments/ab.md, "The build"."""
+import os
+import shlex
+import signal
+import subprocess
+import sysconfig
+import time
+
+# what the commands take from the environment, as distutils' customize_compiler()
+BUILD_ENV = ("CC", "CFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED")
+
+
+class Failed(Exception):
+    """A command failed: .stderr is what the compiler said (may be empty)."""
+    def __init__(self, why, stderr=""):
+        super().__init__(why)
+        self.stderr = stderr
+
+
+def commands(src, obj, out, include_dirs, macros, compile_args, link_args, env=None):
+    """[the compile's argv, the link's]: Python's own CC, CFLAGS, CCSHARED and
+    LDSHARED, with the environment's CC, LDSHARED, LDFLAGS, CFLAGS and
+    CPPFLAGS over them as customize_compiler() puts them (Lib/distutils/
+    sysconfig.py), the include path of Python's headers after `include_dirs`,
+    and `compile_args`/`link_args` last, so that they win."""
+    env = os.environ if env is None else env
+    cc, cflags, ccshared, ldshared = (sysconfig.get_config_var(v) or ""
+                                      for v in ("CC", "CFLAGS", "CCSHARED", "LDSHARED"))
+    if "CC" in env:
+        if "LDSHARED" not in env and ldshared.startswith(cc):
+            ldshared = env["CC"] + ldshared[len(cc):]
+        cc = env["CC"]
+    if "LDSHARED" in env:
+        ldshared = env["LDSHARED"]
+    if "LDFLAGS" in env:
+        ldshared += " " + env["LDFLAGS"]
+    for v in ("CFLAGS", "CPPFLAGS"):
+        if v in env:
+            cflags += " " + env[v]
+            ldshared += " " + env[v]
+    python = [sysconfig.get_path("include"), sysconfig.get_path("platinclude")]
+    dirs = list(dict.fromkeys(list(include_dirs) + python))
+    return ([*shlex.split(cc), *shlex.split(cflags), *shlex.split(ccshared),
+             *(f"-D{n}" if v is None else f"-D{n}={v}" for n, v in macros),
+             *(f"-I{d}" for d in dirs), "-c", src, "-o", obj, *compile_args],
+            [*shlex.split(ldshared), obj, "-o", out, *link_args])
+
+
+def run(argvs, timeout, cwd):
+    """Each argv in turn, in a process group of its own (a compiler's own
+    children die with it), all within `timeout` seconds: the compilers'
+    stderr, together. Raises Failed (a command failed or is missing) or
+    subprocess.TimeoutExpired."""
+    deadline = time.monotonic() + timeout
+    said = []
+    for argv in argvs:
+        try:
+            p = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, errors="replace", start_new_session=True)
+        except OSError as e:
+            raise Failed(f"{argv[0]}: {e.strerror or e}") from None
+        try:
+            out, _ = p.communicate(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            raise
+        finally:
+            if p.poll() is None:        # an interrupt: nothing left running
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        said.append(out)
+        if p.returncode:
+            raise Failed(f"{os.path.basename(argv[0])} exited with status {p.returncode}",
+                         "".join(said))
+    return "".join(said)
