@@ -1,6 +1,8 @@
 """smpnet-bench compare on every result every subcommand writes, twice, and
 under other conditions (malformed input: test_compare_input.py; the verdict
 on results made to order: test_compare_verdict.py)."""
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -50,11 +52,14 @@ ALL_TABLES = {e.name for e in run_all.stages() if TWO_CPUS or e.min_cpus < 2}
 ALL_SAMPLED = {e.name for e in run_all.stages() if e.metric.samples} & ALL_TABLES
 
 
-def _run(argv, out, cwd):
-    p = subprocess.run(PY + argv + ["--output", str(out)], capture_output=True, text=True,
-                       cwd=cwd, timeout=300)
-    assert p.returncode == 0, p.stderr
-    out.with_suffix(".txt").write_text(p.stdout)   # the text report, for the width test
+def _run(argv, out):
+    """One run in this process (the command line's own path is test_cli's
+    and `all`'s matter; a child would add 0.3 s of start-up a run)."""
+    text, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.redirect_stderr(err):
+        rc = main(argv + ["--output", str(out)])
+    assert rc == 0, err.getvalue()
+    out.with_suffix(".txt").write_text(text.getvalue())   # the text report, for the width test
     return out
 
 
@@ -66,8 +71,8 @@ def results(tmp_path_factory, all_quick):
     d = tmp_path_factory.mktemp("compare")
     out = {}
     for name, (argv, _, _) in RUNS.items():
-        out[name] = tuple(_run(argv + ["--format", "email"] * (k == 2), d / f"{name}-{k}.json",
-                               d) for k in (1, 2))
+        out[name] = tuple(_run(argv + ["--format", "email"] * (k == 2), d / f"{name}-{k}.json")
+                          for k in (1, 2))
     rc, a, text, _ = all_quick
     assert rc == 0, text.read_text()
     out["all"] = (a, a)
