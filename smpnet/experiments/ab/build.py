@@ -320,13 +320,16 @@ def _compile(source, name, modname, macros, debug, cache, path, timeout, stderr)
         ffi.set_source(modname, text)
         src, obj, out = (os.path.join(tmp, modname + ext)
                          for ext in (".c", ".o", sysconfig.get_config_var("EXT_SUFFIX")))
-        with contextlib.redirect_stdout(io.StringIO()):     # cffi's "generating ..."
-            ffi.emit_c_code(src)
-        argvs = compiler.commands(src, obj, out, INCLUDE_DIRS,
-                                 build_flags.define_macros(debug) + macros, compile_args(debug),
-                                 [f"-Wl,-T,{PERCPU_SCRIPT}"])
         try:
-            said = compiler.run(argvs, timeout, tmp)
+            with contextlib.redirect_stdout(io.StringIO()):     # cffi's "generating ..."
+                ffi.emit_c_code(src)
+        except OSError as e:
+            raise BadInput(f"{name}: not built: its C source could not be written in "
+                           f"{tmp}: {e.strerror or e}") from None
+        try:
+            said = compiler.run(compiler.commands(
+                src, obj, out, INCLUDE_DIRS, build_flags.define_macros(debug) + macros,
+                compile_args(debug), [f"-Wl,-T,{PERCPU_SCRIPT}"]), timeout, tmp)
         except subprocess.TimeoutExpired:
             raise BadInput(f"{name}: the build took over {timeout:g} s, the bound on one "
                            "build; stopped") from None

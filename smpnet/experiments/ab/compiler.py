@@ -42,10 +42,20 @@ def commands(src, obj, out, include_dirs, macros, compile_args, link_args, env=N
             ldshared += " " + env[v]
     python = [sysconfig.get_path("include"), sysconfig.get_path("platinclude")]
     dirs = list(dict.fromkeys(list(include_dirs) + python))
-    return ([*shlex.split(cc), *shlex.split(cflags), *shlex.split(ccshared),
+    return ([*_split(cc, env), *_split(cflags, env), *_split(ccshared, env),
              *(f"-D{n}" if v is None else f"-D{n}={v}" for n, v in macros),
              *(f"-I{d}" for d in dirs), "-c", src, "-o", obj, *compile_args],
-            [*shlex.split(ldshared), obj, "-o", out, *link_args])
+            [*_split(ldshared, env), obj, "-o", out, *link_args])
+
+
+def _split(flags, env):
+    """A command line's words, as a shell splits them; Failed, naming the
+    environment's flags, where they cannot be (an unclosed quote)."""
+    try:
+        return shlex.split(flags)
+    except ValueError as e:
+        where = ", ".join(v for v in BUILD_ENV if v in env) or "Python's own"
+        raise Failed(f"the build's flags ({where}) cannot be split into words: {e}") from None
 
 
 def run(argvs, timeout, cwd):
@@ -56,24 +66,28 @@ def run(argvs, timeout, cwd):
     deadline = time.monotonic() + timeout
     said = []
     for argv in argvs:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(argv, timeout)
         try:
             p = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, errors="replace", start_new_session=True)
         except OSError as e:
             raise Failed(f"{argv[0]}: {e.strerror or e}") from None
-        try:
-            out, _ = p.communicate(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.communicate()
-            raise
-        finally:
-            if p.poll() is None:        # an interrupt: nothing left running
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        with p:     # the pipe closed on every way out
+            try:
+                out, _ = p.communicate(timeout=left)
+            except BaseException:
+                # past the bound, or interrupted: the group killed and reaped,
+                # never read again (a process outside it may hold the pipe)
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+                raise
         said.append(out)
         if p.returncode:
-            raise Failed(f"{os.path.basename(argv[0])} exited with status {p.returncode}",
-                         "".join(said))
+            how = (f"was killed by signal {-p.returncode}" if p.returncode < 0
+                   else f"exited with status {p.returncode}")
+            raise Failed(f"{os.path.basename(argv[0])} {how}", "".join(said))
     return "".join(said)
