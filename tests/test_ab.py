@@ -9,6 +9,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import sysconfig
 import time
 
@@ -185,6 +186,23 @@ def test_a_file_name_with_quotes_and_a_newline_stays_a_name(capsys, tmp_path):
     assert "oops" in err and "undeclared" in err and "does not compile" in err
     assert 'we"ird\\na\nme.c: In function' in err      # the compiler's messages name it
     assert build.c_string(name) == 'we\\"ird\\\\na\\012me.c'
+
+
+def test_a_file_name_not_utf8_is_its_bytes_in_the_build(tmp_path):
+    """A name whose bytes are not UTF-8 (argv's surrogate escapes) goes into
+    the #line as those bytes: the build's messages name the file, no traceback."""
+    name = os.fsdecode(b"a\xff.c")
+    assert build.c_string(name) == "a\\377.c"
+    f = write(tmp_path, "#include <smpnet.h>\nSMPNET_STATE(struct smpnet_none, "
+              "struct smpnet_none);\nSMPNET_VARIANT(a) { }\nSMPNET_VARIANT(b) { oops; }\n", name)
+    # a child, as a user runs it: its stderr writes what it cannot encode escaped
+    p = subprocess.run([sys.executable, "-m", "smpnet", "ab", f, "--no-contended"] + FAST,
+                       capture_output=True, cwd=tmp_path, timeout=120)
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 2, err
+    assert "oops" in err and "undeclared" in err and "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith("does not compile (the compiler's messages "
+                                                 "are above)")
 
 
 def test_ab_takes_the_lock_and_contended_options_as_declared_once():

@@ -305,10 +305,11 @@ def build(source, name, algo, check=False, popf=False, timeout=COMPILE_TIMEOUT_S
 
 def c_string(text):
     """`text` as a C string literal's contents: a file name with a quote, a
-    backslash or a newline stays one string, and no code."""
+    backslash or a newline stays one string, and no code; a name's bytes
+    that are not UTF-8 (argv's surrogate escapes) as the bytes they were."""
     return "".join(c if c.isprintable() and c not in '"\\' else
                    "\\" + c if c in '"\\' else
-                   "".join(f"\\{b:03o}" for b in c.encode()) for c in text)
+                   "".join(f"\\{b:03o}" for b in os.fsencode(c)) for c in text)
 
 
 def _compile(source, name, modname, macros, debug, cache, path, timeout, stderr):
