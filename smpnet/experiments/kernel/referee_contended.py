@@ -296,13 +296,14 @@ def placement_group(spans):
     tie), a round being at one where the round trips before and after it
     both are; None where nothing moved or neither has stats.MIN_SAMPLES."""
     got = [t for span in spans for t in span if t is not None]
-    if not got or not referee_text.trips_apart(min(got), max(got)):
+    least = min(got, default=None)
+    if least is None or not referee_text.trips_apart(least, max(got)):
         return None
     at = {"nearer": [], "farther": []}
     for r, span in enumerate(spans):
         if None in span:
             continue
-        near = [not referee_text.trips_apart(min(got), t) for t in span]
+        near = [not referee_text.trips_apart(least, t) for t in span]
         if near[0] == near[1]:
             at["nearer" if near[0] else "farther"].append(r)
     name = max(at, key=lambda k: len(at[k]))    # the nearer on a tie: first
