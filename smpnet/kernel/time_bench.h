@@ -135,19 +135,28 @@ static __always_inline uint64_t tb_atomics_unrolled(uint32_t *word, uint64_t loo
 	return tsc_stop() - t0;
 }
 
-/* The referee's per-CPU increment, TB_UNROLL to a loop iteration as its
- * program runs them: a u64's load, add and store (the JIT's mov, add, mov).
- * One to an iteration hid in the loop's own instructions: 0.00 cycles on a
- * Zen 4 guest, where the kernel's came out 0.70. */
-static __always_inline uint64_t tb_this_cpu_inc_unrolled(uint64_t loops)
+/* The referee's per-CPU increment as its program runs it: a u64's load,
+ * add and store (the JIT's mov, add, mov), TB_PROG_OPS in a row (256 in
+ * the program, 128 in its twin), on this CPU's copy of a per-CPU variable
+ * (pcpu_lstats.packets), its address held in a register as the JIT holds
+ * the map value's (r6: %rbx, arch/x86/net/bpf_jit_comp.c).
+ * How many in a row decides the cost where the CPU renames memory: on a
+ * Zen 3 guest a chain of up to 24 such ops in a loop, or one on the stack
+ * pointer, costs 0.75 cycles an op, its load fed from the store before it
+ * without waiting; from 32 in a row on, 5.3-5.5, the store forwarded at its
+ * latency, as the kernel's (5.9-6.0). The model's 16 to an iteration on a
+ * stack slot came out 0.72 there, until 2026-12-07 (kernel.md, "A third CPU
+ * family"). One op to an iteration hid in the loop's own instructions. */
+static __always_inline uint64_t tb_this_cpu_inc_unrolled(struct cpu_ctx *c, uint64_t loops)
 {
-	volatile uint64_t value = 0;
+	struct pcpu_lstats *lstats = per_cpu_ptr(c->hdr, REGION_LSTATS, c->cpu);
+	volatile uint64_t *value = &lstats->packets;
 	uint64_t i, t0 = tsc_start();
 
-	for (i = 0; i < loops / TB_UNROLL; i++) {
-		_Pragma("GCC unroll 16")
-		for (int j = 0; j < TB_UNROLL; j++)
-			value = value + 1;
+	for (i = 0; i < loops / TB_PROG_OPS; i++) {
+		_Pragma("GCC unroll 128")
+		for (int j = 0; j < TB_PROG_OPS; j++)
+			*value = *value + 1;
 	}
 	return tsc_stop() - t0;
 }

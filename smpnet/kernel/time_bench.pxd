@@ -9,7 +9,7 @@ cdef extern from "time_bench.h" nogil:
     enum: TB_UNROLL_C "TB_UNROLL"
     enum: TB_PROG_OPS_C "TB_PROG_OPS"
     uint64_t tb_atomics_unrolled(uint32_t *word, uint64_t loops, int op)
-    uint64_t tb_this_cpu_inc_unrolled(uint64_t loops)
+    uint64_t tb_this_cpu_inc_unrolled(cpu_ctx *c, uint64_t loops)
     ctypedef uint64_t (*tb_lock_loop_t)(cpu_ctx *c, spinlock_t *l, uint64_t loops) noexcept nogil
     tb_lock_loop_t tb_lock_loop_of(int variant, int algo, int check, int popf, int build)
     enum: TB_VARIANT_IRQSAVE_NOPUSHF

@@ -61,7 +61,7 @@ TESTS = (
     Test("xchg", "BPF_ATOMIC BPF_XCHG on a map value: xchg", "atomic_xchg_unrolled", False,
          _core.TB_UNROLL),
     Test("this_cpu_inc", "a per-CPU array map's value + 1 (load, add, store)",
-         "this_cpu_inc", False, _core.TB_UNROLL),
+         "this_cpu_inc", False, _core.TB_PROG_OPS),
     Test("helper_call", "call bpf_get_numa_node_id() and return, as this kernel builds it, "
          "the calls back to back", "function_calls_unrolled", False, _core.TB_PROG_OPS),
     Test("irq_save_restore", "bpf_local_irq_save() + bpf_local_irq_restore() (kfuncs, Linux "
