@@ -93,6 +93,17 @@ MUTANTS = [
            'for v in ("CFLAGS", "CPPFLAGS"):', 'for v in ("CPPFLAGS",):',
            ["tests/test_ab_build.py::test_the_compilers_commands_take_the_environment_as_distutils_does"],
            "the environment's CFLAGS left out of a user's build"),
+    Mutant("build-key-without-the-compiler", "smpnet/experiments/ab/build.py",
+           "compiler.identity(), _core_identity()", "_core_identity()",
+           ["tests/test_ab_build.py::test_the_cache_key_follows_the_compiler_path_finds_and_its_"
+            "search_path"],
+           "a user's object kept across another compiler or an upgraded one"),
+    Mutant("build-key-stat-not-followed", "smpnet/experiments/ab/compiler.py",
+           "programs.append([found, st.st_size, st.st_mtime_ns] if st else None)",
+           "programs.append(found)",
+           ["tests/test_ab_build.py::test_the_cache_key_follows_the_compiler_path_finds_and_its_"
+            "search_path"],
+           "the compiler known by its path alone: one upgraded in place keeps its old objects"),
     Mutant("pv-no-kick", "smpnet/kernel/qspinlock_paravirt.h",
            "\tpv_kick_node(decode_tail(c, next));\n", "",
            ["tests/test_paravirt_locks.py::test_the_pv_hand_off_kicks_a_halted_successor"],

@@ -127,6 +127,37 @@ def test_the_cache_key_follows_the_environments_compiler_and_flags(monkeypatch):
     assert build.build_key(src, build.options_macros(3, False, False), False) == key
 
 
+def test_the_cache_key_follows_the_compiler_path_finds_and_its_search_path(tmp_path, monkeypatch):
+    """Another compiler first on PATH, the same compiler upgraded in place
+    (its size or time), or another header search path build anew; the same
+    compiler on another PATH (another venv's) does not."""
+    src = (EXAMPLES / "aa.c").read_text()
+
+    def key():
+        return build.build_key(src, build.options_macros(3, False, False), False)
+    cc = shlex.split(sysconfig.get_config_var("CC"))[0]
+    first = key()
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "empty"), os.environ["PATH"]]))
+    assert key() == first
+    fake = tmp_path / "bin" / os.path.basename(cc)
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(fake.parent), os.environ["PATH"]]))
+    assert compiler.identity()[0][0][0] == str(fake)
+    other = key()
+    assert other != first
+    os.utime(fake, ns=(10**18, 10**18))     # upgraded in place: the same name, another time
+    assert key() != other
+    monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])
+    assert key() == first
+    for var in compiler.SEARCH_ENV:
+        monkeypatch.setenv(var, str(tmp_path))
+        assert key() != first, var
+        monkeypatch.delenv(var)
+    assert key() == first
+
+
 def test_a_file_name_with_quotes_and_a_newline_stays_a_name(capsys, tmp_path):
     """The name goes into the generated C's #line: escaped, it is one
     string and no code, and the compiler's messages carry it."""

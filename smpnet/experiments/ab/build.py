@@ -251,7 +251,7 @@ def build_key(source, macros, debug):
                          sysconfig.get_config_var("CC"), sysconfig.get_config_var("CFLAGS"),
                          cffi.__version__, hex(_core.AB_ABI_HASH),
                          {v: os.environ.get(v) for v in compiler.BUILD_ENV},
-                         _core_identity()]).encode())
+                         compiler.identity(), _core_identity()]).encode())
     return h.hexdigest()
 
 

@@ -3,6 +3,7 @@ Python extension on Linux, run bounded in time (build.py writes the C
 source with cffi, then calls run()). docs/experiments/ab.md, "The build"."""
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sysconfig
@@ -10,6 +11,11 @@ import time
 
 # what the commands take from the environment, as distutils' customize_compiler()
 BUILD_ENV = ("CC", "CFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED")
+# what else the compiler reads from it: where it looks for headers (gcc's
+# and clang's variables) and for its own programs (cc1, as, ld). Not PATH
+# itself, which every venv's activation changes: the programs PATH finds
+# are in the cache key by what they are (identity())
+SEARCH_ENV = ("CPATH", "C_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH")
 
 
 class Failed(Exception):
@@ -26,6 +32,18 @@ def commands(src, obj, out, include_dirs, macros, compile_args, link_args, env=N
     sysconfig.py), the include path of Python's headers after `include_dirs`,
     and `compile_args`/`link_args` last, so that they win."""
     env = os.environ if env is None else env
+    cc, cflags, ccshared, ldshared = _tools(env)
+    python = [sysconfig.get_path("include"), sysconfig.get_path("platinclude")]
+    dirs = list(dict.fromkeys(list(include_dirs) + python))
+    return ([*_split(cc, env), *_split(cflags, env), *_split(ccshared, env),
+             *(f"-D{n}" if v is None else f"-D{n}={v}" for n, v in macros),
+             *(f"-I{d}" for d in dirs), "-c", src, "-o", obj, *compile_args],
+            [*_split(ldshared, env), obj, "-o", out, *link_args])
+
+
+def _tools(env):
+    """(CC, CFLAGS, CCSHARED, LDSHARED) as the build runs them: Python's, the
+    environment's over them."""
     cc, cflags, ccshared, ldshared = (sysconfig.get_config_var(v) or ""
                                       for v in ("CC", "CFLAGS", "CCSHARED", "LDSHARED"))
     if "CC" in env:
@@ -40,12 +58,27 @@ def commands(src, obj, out, include_dirs, macros, compile_args, link_args, env=N
         if v in env:
             cflags += " " + env[v]
             ldshared += " " + env[v]
-    python = [sysconfig.get_path("include"), sysconfig.get_path("platinclude")]
-    dirs = list(dict.fromkeys(list(include_dirs) + python))
-    return ([*_split(cc, env), *_split(cflags, env), *_split(ccshared, env),
-             *(f"-D{n}" if v is None else f"-D{n}={v}" for n, v in macros),
-             *(f"-I{d}" for d in dirs), "-c", src, "-o", obj, *compile_args],
-            [*_split(ldshared, env), obj, "-o", out, *link_args])
+    return cc, cflags, ccshared, ldshared
+
+
+def identity(env=None):
+    """What the build's output depends on beyond its command lines: the
+    compiler's and the linker's programs as PATH finds them, each by its
+    path, size and time (an upgraded or another compiler builds anew), and
+    the environment the compiler searches (SEARCH_ENV). A program not found,
+    or flags that do not split, are None here: the build says why."""
+    env = os.environ if env is None else env
+    cc, _, _, ldshared = _tools(env)
+    programs = []
+    for line in (cc, ldshared):
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            words = []
+        found = shutil.which(words[0], path=env.get("PATH")) if words else None
+        st = os.stat(found) if found else None
+        programs.append([found, st.st_size, st.st_mtime_ns] if st else None)
+    return [programs, {v: env.get(v) for v in SEARCH_ENV}]
 
 
 def _split(flags, env):
