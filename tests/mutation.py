@@ -95,15 +95,25 @@ MUTANTS = [
            "the environment's CFLAGS left out of a user's build"),
     Mutant("build-key-without-the-compiler", "smpnet/experiments/ab/build.py",
            "compiler.identity(), _core_identity()", "_core_identity()",
-           ["tests/test_ab_build.py::test_the_cache_key_follows_the_compiler_path_finds_and_its_"
+           ["tests/test_ab_build.py::test_the_cache_key_follows_the_programs_path_finds_and_the_"
             "search_path"],
            "a user's object kept across another compiler or an upgraded one"),
     Mutant("build-key-stat-not-followed", "smpnet/experiments/ab/compiler.py",
-           "programs.append([found, st.st_size, st.st_mtime_ns] if st else None)",
-           "programs.append(found)",
-           ["tests/test_ab_build.py::test_the_cache_key_follows_the_compiler_path_finds_and_its_"
+           "st = os.stat(found) if found else None", "st = os.lstat(found) if found else None",
+           ["tests/test_ab_build.py::test_the_cache_key_follows_the_programs_path_finds_and_the_"
             "search_path"],
-           "the compiler known by its path alone: one upgraded in place keeps its old objects"),
+           "the compiler known by its alternatives link: an upgrade behind it keeps old objects"),
+    Mutant("build-key-first-word-only", "smpnet/experiments/ab/compiler.py",
+           'for word in dict.fromkeys(words + ["as", "ld"]):',
+           'for word in dict.fromkeys(words[:1] + ["as", "ld"]):',
+           ["tests/test_ab_build.py::test_the_cache_key_follows_the_programs_path_finds_and_the_"
+            "search_path"],
+           "the compiler behind a wrapper (ccache gcc) and the linker left out of the key"),
+    Mutant("build-relative-cc-in-the-build-directory", "smpnet/experiments/ab/compiler.py",
+           "    cc[:1], ldshared[:1] = map(_program, cc[:1]), map(_program, ldshared[:1])\n", "",
+           ["tests/test_ab_build.py::test_a_relative_compiler_is_the_users_not_the_build_"
+            "directorys"],
+           "CC=./cc looked for in the build's own directory"),
     Mutant("pv-no-kick", "smpnet/kernel/qspinlock_paravirt.h",
            "\tpv_kick_node(decode_tail(c, next));\n", "",
            ["tests/test_paravirt_locks.py::test_the_pv_hand_off_kicks_a_halted_successor"],

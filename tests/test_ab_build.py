@@ -118,6 +118,7 @@ def test_a_planted_object_is_not_loaded(tmp_path, monkeypatch):
 
 
 def test_the_cache_key_follows_the_environments_compiler_and_flags(monkeypatch):
+    _clean_build_env(monkeypatch)
     src = (EXAMPLES / "aa.c").read_text()
     key = build.build_key(src, build.options_macros(3, False, False), False)
     for var in ("CC", "CFLAGS", "LDFLAGS"):
@@ -127,10 +128,27 @@ def test_the_cache_key_follows_the_environments_compiler_and_flags(monkeypatch):
     assert build.build_key(src, build.options_macros(3, False, False), False) == key
 
 
-def test_the_cache_key_follows_the_compiler_path_finds_and_its_search_path(tmp_path, monkeypatch):
-    """Another compiler first on PATH, the same compiler upgraded in place
-    (its size or time), or another header search path build anew; the same
-    compiler on another PATH (another venv's) does not."""
+def _clean_build_env(monkeypatch):
+    """The build's environment variables as a user's shell may have set
+    them, unset: each test sets its own."""
+    for var in compiler.BUILD_ENV + compiler.SEARCH_ENV:
+        monkeypatch.delenv(var, raising=False)
+
+
+def _program(path, text="#!/bin/sh\nexit 1\n"):
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_the_cache_key_follows_the_programs_path_finds_and_the_search_path(tmp_path,
+                                                                          monkeypatch):
+    """Another compiler first on PATH (behind a wrapper too), the same one
+    upgraded in place (through the link an alternatives system makes),
+    another linker, assembler or header search path: each builds anew; the
+    same programs on another PATH (another venv's) do not."""
+    _clean_build_env(monkeypatch)
     src = (EXAMPLES / "aa.c").read_text()
 
     def key():
@@ -139,23 +157,56 @@ def test_the_cache_key_follows_the_compiler_path_finds_and_its_search_path(tmp_p
     first = key()
     monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "empty"), os.environ["PATH"]]))
     assert key() == first
-    fake = tmp_path / "bin" / os.path.basename(cc)
-    fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\nexit 1\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", os.pathsep.join([str(fake.parent), os.environ["PATH"]]))
-    assert compiler.identity()[0][0][0] == str(fake)
+    # another compiler first on PATH, reached through a link: touching its
+    # binary (an upgrade in place) builds anew
+    real = _program(tmp_path / "lib" / "cc-99")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / os.path.basename(cc)).symlink_to(real)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "bin"), os.environ["PATH"]]))
     other = key()
     assert other != first
-    os.utime(fake, ns=(10**18, 10**18))     # upgraded in place: the same name, another time
+    os.utime(real, ns=(10**18, 10**18))
     assert key() != other
+    other = key()
+    # behind a wrapper, the same
+    monkeypatch.setenv("CC", f"env {cc}")
+    wrapped = key()
+    os.utime(real, ns=(2 * 10**18, 2 * 10**18))
+    assert key() != wrapped
+    monkeypatch.delenv("CC")
     monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])
     assert key() == first
-    for var in compiler.SEARCH_ENV:
+    # the linker alone, and gcc's assembler and linker as PATH finds them
+    ld = _program(tmp_path / "ld-bin" / "my-ld")
+    monkeypatch.setenv("LDSHARED", f"{ld} -shared")
+    linked = key()
+    os.utime(ld, ns=(10**18, 10**18))
+    assert key() != linked
+    monkeypatch.delenv("LDSHARED")
+    for tool in ("as", "ld"):
+        _program(tmp_path / tool / tool)
+        monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / tool), os.environ["PATH"]]))
+        assert key() != first, tool
+        monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])
+    assert key() == first
+    for var in ("CPATH", "C_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH"):
         monkeypatch.setenv(var, str(tmp_path))
         assert key() != first, var
         monkeypatch.delenv(var)
     assert key() == first
+
+
+def test_a_relative_compiler_is_the_users_not_the_build_directorys(tmp_path, monkeypatch):
+    """CC=./cc names the user's file: the build, which runs in a directory
+    of its own, runs it by its absolute path, and the key follows it."""
+    _clean_build_env(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    _program(tmp_path / "cc")
+    comp, link = compiler.commands("f.c", "f.o", "f.so", [], [], [], [],
+                                   env={"CC": "./cc -m64", "PATH": os.defpath})
+    assert comp[:2] == [str(tmp_path / "cc"), "-m64"]
+    monkeypatch.setenv("CC", "./cc")
+    assert compiler.identity()[0]["./cc"][0] == str(tmp_path / "cc")
 
 
 def test_a_file_name_with_quotes_and_a_newline_stays_a_name(capsys, tmp_path):

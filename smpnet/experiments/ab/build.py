@@ -8,8 +8,9 @@ distutils, bounded in time, the compiler's diagnostics whole).
 
 The object is cached in the user's cache directory under a hash of the
 source, every installed header, the flags (the environment's too), the
-core and the Python and cffi versions: an unchanged file does not compile
-again; a changed header, flag or build option does. Code is loaded from
+programs that build it (compiler.identity()), the core and the Python and
+cffi versions: an unchanged file does not compile again; a changed
+header, flag, compiler or build option does. Code is loaded from
 the cache only where no one else could have put it there (trusted()).
 """
 import contextlib
@@ -241,7 +242,8 @@ def _headers():
 
 
 def build_key(source, macros, debug):
-    """sha256 of everything the object depends on."""
+    """sha256 of what the object depends on: the file, the headers, the
+    flags and build options, the programs that build it, the core."""
     h = hashlib.sha256()
     h.update(source.encode())
     for p in _headers():

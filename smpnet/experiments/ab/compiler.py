@@ -35,10 +35,12 @@ def commands(src, obj, out, include_dirs, macros, compile_args, link_args, env=N
     cc, cflags, ccshared, ldshared = _tools(env)
     python = [sysconfig.get_path("include"), sysconfig.get_path("platinclude")]
     dirs = list(dict.fromkeys(list(include_dirs) + python))
-    return ([*_split(cc, env), *_split(cflags, env), *_split(ccshared, env),
+    cc, ldshared = _split(cc, env), _split(ldshared, env)
+    cc[:1], ldshared[:1] = map(_program, cc[:1]), map(_program, ldshared[:1])
+    return ([*cc, *_split(cflags, env), *_split(ccshared, env),
              *(f"-D{n}" if v is None else f"-D{n}={v}" for n, v in macros),
              *(f"-I{d}" for d in dirs), "-c", src, "-o", obj, *compile_args],
-            [*_split(ldshared, env), obj, "-o", out, *link_args])
+            [*ldshared, obj, "-o", out, *link_args])
 
 
 def _tools(env):
@@ -62,23 +64,39 @@ def _tools(env):
 
 
 def identity(env=None):
-    """What the build's output depends on beyond its command lines: the
-    compiler's and the linker's programs as PATH finds them, each by its
-    path, size and time (an upgraded or another compiler builds anew), and
-    the environment the compiler searches (SEARCH_ENV). A program not found,
-    or flags that do not split, are None here: the build says why."""
+    """What the build's output depends on beyond its command lines: each
+    program its commands name (a wrapper's compiler too: `ccache gcc`) and
+    the assembler and linker gcc runs (`as`, `ld`), as the build's PATH
+    finds them, each by its path, size and time (another compiler first on
+    PATH, or the same one upgraded in place, builds anew), and where the
+    compiler searches (SEARCH_ENV). A word that names no program is left
+    out: the build says why it fails."""
     env = os.environ if env is None else env
-    cc, _, _, ldshared = _tools(env)
-    programs = []
-    for line in (cc, ldshared):
+    # the build runs in a directory of its own, where a relative PATH entry finds nothing
+    path = os.pathsep.join(d for d in env.get("PATH", os.defpath).split(os.pathsep)
+                           if os.path.isabs(d))
+    words = []
+    for line in _tools(env)[::3]:       # CC and LDSHARED
         try:
-            words = shlex.split(line)
+            words += shlex.split(line)
         except ValueError:
-            words = []
-        found = shutil.which(words[0], path=env.get("PATH")) if words else None
-        st = os.stat(found) if found else None
-        programs.append([found, st.st_size, st.st_mtime_ns] if st else None)
+            pass
+    programs = {}
+    for word in dict.fromkeys(words + ["as", "ld"]):
+        found = shutil.which(_program(word), path=path)
+        try:
+            st = os.stat(found) if found else None     # an alternatives link: its binary
+        except OSError:
+            st = None
+        if st:
+            programs[word] = [found, st.st_size, st.st_mtime_ns]
     return [programs, {v: env.get(v) for v in SEARCH_ENV}]
+
+
+def _program(word):
+    """A command's program as the build runs it: a relative path (./cc)
+    made absolute here, since the build runs in a directory of its own."""
+    return os.path.abspath(word) if "/" in word else word
 
 
 def _split(flags, env):
