@@ -129,7 +129,7 @@ cdef uint64_t tb_ref_spin_lock_unlock(tb_ctx *t, uint64_t loops) noexcept nogil:
 
 cdef enum tb_needs:
     TB_NEEDS_NOTHING = 0    # a plain C loop
-    TB_NEEDS_CPU = 1        # an emulated CPU's IRQ state: seg, cpu
+    TB_NEEDS_CPU = 1        # an emulated CPU's IRQ state or per-CPU data: seg, cpu
     TB_NEEDS_LOCK = 2       # ... and a lock_slot: lock_region, lock_index
 
 cdef enum:
@@ -215,8 +215,9 @@ def time_bench_round(str test, uint64_t loops, seg=None, int cpu=0, int lock_reg
                      bint irqs_off=False):
     """Run one round of a time_bench test: (cycles, wall_ns) for `loops` ops.
 
-    Tests of the IRQ model need `seg` and `cpu` (whose irq_cpustat they
-    use); lock tests also a lock_slot region and index. Both run with the
+    Tests of the IRQ model and of per-CPU data need `seg` and `cpu` (whose
+    irq_cpustat or pcpu_lstats they use); lock tests also a lock_slot
+    region and index. Both run with the
     lock entry points and local_bh_enable() of kernel build `kbuild`
     (KERNEL_BUILDS); `irqs_off`: inside local_irq_save() and
     local_irq_restore(), untimed (the referee's lock pair with IRQs off).

@@ -143,7 +143,7 @@ static __always_inline uint64_t tb_atomics_unrolled(uint32_t *word, uint64_t loo
  * How many in a row decides the cost where the CPU renames memory: on a
  * Zen 3 guest a chain of up to 24 such ops in a loop, or one on the stack
  * pointer, costs 0.75 cycles an op, its load fed from the store before it
- * without waiting; from 32 in a row on, 5.3-5.5, the store forwarded at its
+ * without waiting; from 32 in a row on, 5.3-5.8, the store forwarded at its
  * latency, as the kernel's (5.9-6.0). The model's 16 to an iteration on a
  * stack slot came out 0.72 there, until 2026-12-07 (kernel.md, "A third CPU
  * family"). One op to an iteration hid in the loop's own instructions. */
