@@ -320,7 +320,9 @@ def test_a_compiler_past_the_bound_is_stopped_with_its_children(tmp_path):
     ({"CFLAGS": '-DX="'}, "the build's flags (CFLAGS) cannot be split into words: "
                           "No closing quotation"),
     ({"CC": str(pathlib.Path("/nonexistent") / "no-cc")}, "not built: /nonexistent/no-cc: "
-                                                          "No such file or directory")])
+                                                          "No such file or directory"),
+    ({"CC": " "}, "not built: CC is empty: no compiler to run"),
+    ({"LDSHARED": ""}, "not built: LDSHARED is empty: no linker to run")])
 def test_flags_that_cannot_run_are_one_line(capsys, tmp_path, monkeypatch, env, says):
     for k, v in env.items():
         monkeypatch.setenv(k, v)

@@ -36,6 +36,9 @@ def commands(src, obj, out, include_dirs, macros, compile_args, link_args, env=N
     python = [sysconfig.get_path("include"), sysconfig.get_path("platinclude")]
     dirs = list(dict.fromkeys(list(include_dirs) + python))
     cc, ldshared = _split(cc, env), _split(ldshared, env)
+    for var, words in (("CC", cc), ("LDSHARED", ldshared)):
+        if not words:   # its first word would be a flag's, run as the program
+            raise Failed(f"{var} is empty: no {'compiler' if var == 'CC' else 'linker'} to run")
     cc[:1], ldshared[:1] = map(_program, cc[:1]), map(_program, ldshared[:1])
     return ([*cc, *_split(cflags, env), *_split(ccshared, env),
              *(f"-D{n}" if v is None else f"-D{n}={v}" for n, v in macros),
