@@ -62,11 +62,6 @@ SMP_ENUM(lo_proto, LO_PROTO_TABLE, LO_NR_PROTOS);
 enum { PKT_REQUEST = 1, PKT_REPLY = 2, PKT_ACK = 3 };
 #define ACK_LEN 52
 
-static inline struct pcpu_lstats *this_lstats(struct cpu_ctx *c)
-{
-	return (struct pcpu_lstats *)per_cpu_ptr(c->hdr, REGION_LSTATS, c->cpu);
-}
-
 /* loopback_xmit(): 0, or -1 if the packet was dropped. */
 static int loopback_xmit(struct cpu_ctx *c, struct net_ctx *n, struct sk_buff *skb)
 {

@@ -79,6 +79,12 @@ static inline void cpu_ctx_init(struct cpu_ctx *c, struct smp_header *hdr, int c
 	c->numa_node = ((const struct cpu_state *)per_cpu_ptr(hdr, REGION_CPU, cpu))->numa_node;
 }
 
+/* this CPU's pcpu_lstats (loopback's counters; the referee's per-CPU word) */
+static inline struct pcpu_lstats *this_lstats(struct cpu_ctx *c)
+{
+	return (struct pcpu_lstats *)per_cpu_ptr(c->hdr, REGION_LSTATS, c->cpu);
+}
+
 static inline int smp_should_stop(const struct smp_header *hdr)
 {
 	return unlikely(READ_ONCE(hdr->stop) != 0);

@@ -149,8 +149,7 @@ static __always_inline uint64_t tb_atomics_unrolled(uint32_t *word, uint64_t loo
  * family"). One op to an iteration hid in the loop's own instructions. */
 static __always_inline uint64_t tb_this_cpu_inc_unrolled(struct cpu_ctx *c, uint64_t loops)
 {
-	struct pcpu_lstats *lstats = per_cpu_ptr(c->hdr, REGION_LSTATS, c->cpu);
-	volatile uint64_t *value = &lstats->packets;
+	volatile uint64_t *value = &this_lstats(c)->packets;
 	uint64_t i, t0 = tsc_start();
 
 	for (i = 0; i < loops / TB_PROG_OPS; i++) {
