@@ -252,7 +252,6 @@ def build_key(source, macros, debug):
                          macros, sys.version, sysconfig.get_config_var("EXT_SUFFIX"),
                          sysconfig.get_config_var("CC"), sysconfig.get_config_var("CFLAGS"),
                          cffi.__version__, hex(_core.AB_ABI_HASH),
-                         {v: os.environ.get(v) for v in compiler.BUILD_ENV},
                          compiler.identity(), _core_identity()]).encode())
     return h.hexdigest()
 

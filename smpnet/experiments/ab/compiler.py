@@ -36,9 +36,9 @@ def commands(src, obj, out, include_dirs, macros, compile_args, link_args, env=N
     python = [sysconfig.get_path("include"), sysconfig.get_path("platinclude")]
     dirs = list(dict.fromkeys(list(include_dirs) + python))
     cc, ldshared = _split(cc, env), _split(ldshared, env)
-    for var, words in (("CC", cc), ("LDSHARED", ldshared)):
+    for var, what, words in (("CC", "compiler", cc), ("LDSHARED", "linker", ldshared)):
         if not words:   # its first word would be a flag's, run as the program
-            raise Failed(f"{var} is empty: no {'compiler' if var == 'CC' else 'linker'} to run")
+            raise Failed(f"{var} is empty: no {what} to run")
     cc[:1], ldshared[:1] = map(_program, cc[:1]), map(_program, ldshared[:1])
     return ([*cc, *_split(cflags, env), *_split(ccshared, env),
              *(f"-D{n}" if v is None else f"-D{n}={v}" for n, v in macros),
@@ -72,17 +72,19 @@ def identity(env=None):
     the assembler and linker gcc runs (`as`, `ld`), as the build's PATH
     finds them, each by its path, size and time (another compiler first on
     PATH, or the same one upgraded in place, builds anew), and where the
-    compiler searches (SEARCH_ENV). A word that names no program is left
-    out: the build says why it fails."""
+    compiler searches (SEARCH_ENV), with the variables the commands take
+    (BUILD_ENV). A word that names no program, or flags that do not split,
+    are left out: the build says why it fails."""
     env = os.environ if env is None else env
     # the build runs in a directory of its own, where a relative PATH entry finds nothing
     path = os.pathsep.join(d for d in env.get("PATH", os.defpath).split(os.pathsep)
                            if os.path.isabs(d))
+    cc, _, _, ldshared = _tools(env)
     words = []
-    for line in _tools(env)[::3]:       # CC and LDSHARED
+    for line in (cc, ldshared):
         try:
-            words += shlex.split(line)
-        except ValueError:
+            words += _split(line, env)
+        except Failed:
             pass
     programs = {}
     for word in dict.fromkeys(words + ["as", "ld"]):
@@ -93,7 +95,7 @@ def identity(env=None):
             st = None
         if st:
             programs[word] = [found, st.st_size, st.st_mtime_ns]
-    return [programs, {v: env.get(v) for v in SEARCH_ENV}]
+    return [programs, {v: env.get(v) for v in BUILD_ENV + SEARCH_ENV}]
 
 
 def _program(word):
