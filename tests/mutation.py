@@ -145,6 +145,17 @@ MUTANTS = [
            "(lambda *a: None)(sum(c[4] for c in runs[i][-1]), p.unit,",
            ["tests/test_ab_roles.py::test_a_unit_never_counted_ends_the_run"],
            "a contended round with no unit of work reported as one unit's cost"),
+    Mutant("percpu-reserve-page-aligned", "smpnet/include/smpnet_percpu.h",
+           "aligned(SMP_CACHE_BYTES), unused", "aligned(4096), unused",
+           ["tests/test_ab_percpu.py::"
+            "test_per_cpu_data_as_the_kernel_declares_it_adds_up_on_every_cpu"],
+           "alloc_percpu()'s first object at this_cpu_off's offset in a page"),
+    Mutant("percpu-align-of-the-offset", "smpnet/include/smpnet_percpu.h",
+           "at = ((base + smpnet_percpu_reserved + align - 1) & ~(align - 1)) - base;",
+           "at = (smpnet_percpu_reserved + align - 1) & ~(align - 1);",
+           ["tests/test_ab_percpu.py::"
+            "test_per_cpu_data_as_the_kernel_declares_it_adds_up_on_every_cpu"],
+           "alloc_percpu() aligning the reserve's offset, not the address"),
     Mutant("this-cpu-off-zero", "smpnet/include/smpnet_percpu.h",
            "\t\tsmpnet_per_cpu_offset(e, e->cpu);", "\t\t0;",
            ["tests/test_ab_qspinlock.py::"

@@ -107,6 +107,11 @@ SMPNET_INIT(allocated)
 	BUG_ON(__alloc_percpu(SMPNET_PERCPU_RESERVE, 64) != NULL);	/* past the reserve */
 	BUG_ON(__alloc_percpu(8, 8192) != NULL);	/* an alignment over a page */
 	BUG_ON(__alloc_percpu(8, 0) == __alloc_percpu(8, 0));	/* two, apart */
+	/* not at this_cpu_off's offset in a page (4K aliasing: a this_cpu_ptr()
+	 * loop would wait on its own store), as after the static variables */
+	BUG_ON(((unsigned long)shared->tstats - (unsigned long)&this_cpu_off) % 4096
+	       < sizeof(this_cpu_off));
+	BUG_ON((unsigned long)__alloc_percpu(8, 4096) % 4096);	/* the address aligned */
 }
 SMPNET_VARIANT(allocated)
 {
@@ -133,7 +138,8 @@ def test_per_cpu_data_as_the_kernel_declares_it_adds_up_on_every_cpu(tmp_path, a
     alloc_percpu() reached by this_cpu_inc(), this_cpu_ptr(), per_cpu()
     and per_cpu_ptr(), every CPU at once: each check's sum over the CPUs is
     the ops the copy ran, so no two CPUs shared a copy and none was lost;
-    the reserve refuses past its end."""
+    the reserve refuses past its end; its first object does not share
+    this_cpu_off's offset in a page, and a page's alignment is the address's."""
     assert main(["ab", write(tmp_path, PER_CPU_DATA, "percpu_data.c"), *FAST,
                  *two_cpus(allowed), "--repeat", "2", "--duration", "0.01",
                  "--algo", "qspinlock", "--kernel-build", "inline"]) == 0
@@ -189,6 +195,29 @@ def test_the_dev_tstats_example_adds_up_and_reads_its_cpu_by_gs(allowed):
     tstats = fns[next(f for f in fns if f.startswith("smpnet_timed_tstats"))]
     assert re.search(r"%gs:0x[0-9a-f]+\(%rip\),%r\w+ +# [0-9a-f]+ <this_cpu_off>", tstats)
     assert not re.search(r"\block\b", tstats)
+
+
+def test_the_dev_core_stats_example_runs_the_patchs_two_listings(allowed):
+    """examples/dev_core_stats.c (6510ea973d8d) on two CPUs (emulated on one
+    where there is one): its checks held, and each variant's loop is the
+    patch's listing: local_inc() an unlocked `incq` through this_cpu_ptr()'s
+    %gs-relative read of this_cpu_off, this_cpu_inc() one `incq %gs:(%reg)`
+    and no this_cpu_off."""
+    cpus = "0,1" if len(allowed) > 1 else str(allowed[0])
+    extra = {} if len(allowed) > 1 else {"ncpus": 2, "oversubscribe": True}
+    out = smpnet.ab(EXAMPLES / "dev_core_stats.c", cpus=cpus, loops=2000, rounds=12, repeat=2,
+                    duration=0.01, algo="qspinlock", kernel_build="inline", **extra)
+    assert [r["variant"] for r in out.rows if r["role"] == "variant"][:2] == \
+        ["local_inc", "this_cpu_inc"]
+    obj = build.build((EXAMPLES / "dev_core_stats.c").read_text(), "dev_core_stats.c",
+                      smpnet._core.LOCK_ALGOS["qspinlock"])
+    fns = object_functions(obj.path)
+    before, after = (fns[next(f for f in fns if f.startswith("smpnet_timed_" + v))]
+                     for v in ("local_inc", "this_cpu_inc"))
+    assert re.search(r"%gs:0x[0-9a-f]+\(%rip\),%r\w+ +# [0-9a-f]+ <this_cpu_off>", before)
+    assert re.search(r"\bincq +\(%r\w+\)", before)
+    assert re.search(r"\bincq +%gs:\(%r\w+\)", after) and "this_cpu_off" not in after
+    assert not re.search(r"\block\b", before + after)
 
 
 PERCPU_COUNTER = """#include <smpnet.h>

@@ -39,8 +39,9 @@ static __always_inline unsigned long smpnet_per_cpu_offset(const struct smpnet_e
 	return (unsigned long)smpnet_percpu_area(e, cpu) - (unsigned long)__smpnet_percpu_start;
 }
 
-/* DEFINE_PER_CPU(unsigned long, this_cpu_off), as arch/x86 has it */
-static unsigned long this_cpu_off SMPNET_PERCPU_SECTION __attribute__((unused));
+/* DEFINE_PER_CPU_CACHE_HOT(unsigned long, this_cpu_off), as arch/x86 has
+ * it: first in the section (smpnet_percpu.ld) */
+static unsigned long this_cpu_off __attribute__((section("smpnet_percpu..first"), unused));
 
 /* Map this CPU's copy of the section (in the shared segment) over the
  * template: mremap() of a shared mapping with an old size of 0 makes a
@@ -106,25 +107,28 @@ static inline void smpnet_percpu_map(const struct smpnet_env *e)
 #define put_cpu_ptr(ptr)	do { (void)(ptr); preempt_enable(); } while (0)
 
 /* alloc_percpu() (mm/percpu.c): room for `size` bytes in every CPU's copy,
- * zeroed, from the section's reserve (SMPNET_PERCPU_RESERVE bytes a CPU);
+ * zeroed, from the section's reserve (SMPNET_PERCPU_RESERVE bytes a CPU),
+ * the first chunk's dynamic area after the static variables (smpnet_percpu.ld);
  * NULL once it is spent. In an SMPNET_INIT: each variant's init starts the
  * reserve afresh on its own copies; an alignment of a power of 2 up to a
- * page. free_percpu() gives nothing back. */
+ * page, of the address (the copies lie at the template's page offsets).
+ * free_percpu() gives nothing back. */
 #ifndef SMPNET_PERCPU_RESERVE
 #define SMPNET_PERCPU_RESERVE	(8 << 10)
 #endif
-static char smpnet_percpu_reserve[SMPNET_PERCPU_RESERVE] SMPNET_PERCPU_SECTION
-	__attribute__((aligned(4096), unused));
+static char smpnet_percpu_reserve[SMPNET_PERCPU_RESERVE]
+	__attribute__((section("smpnet_percpu..dynamic"), aligned(SMP_CACHE_BYTES), unused));
 static size_t smpnet_percpu_reserved __attribute__((unused));
 static inline void *__alloc_percpu(size_t size, size_t align)
 {
+	unsigned long base = (unsigned long)smpnet_percpu_reserve;
 	size_t at;
 
 	if (align < 4)		/* mm/percpu.c's PCPU_MIN_ALLOC_SIZE */
 		align = 4;
 	if (!size || align > 4096 || (align & (align - 1)))	/* its refusals */
 		return NULL;
-	at = (smpnet_percpu_reserved + align - 1) & ~(align - 1);
+	at = ((base + smpnet_percpu_reserved + align - 1) & ~(align - 1)) - base;
 	if (at + size > sizeof(smpnet_percpu_reserve))
 		return NULL;
 	smpnet_percpu_reserved = at + size;
