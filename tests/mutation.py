@@ -145,6 +145,18 @@ MUTANTS = [
            "(lambda *a: None)(sum(c[4] for c in runs[i][-1]), p.unit,",
            ["tests/test_ab_roles.py::test_a_unit_never_counted_ends_the_run"],
            "a contended round with no unit of work reported as one unit's cost"),
+    Mutant("local-lock-irq-leaves-irqs-on", "smpnet/include/smpnet_local_lock.h",
+           "do { local_irq_disable(); local_lock_acquire(this_cpu_ptr(lock)); }",
+           "do { local_lock_acquire(this_cpu_ptr(lock)); }",
+           ["tests/test_ab_percpu.py::"
+            "test_local_lock_guards_this_cpus_data_as_a_kernel_without_rt_builds_it"],
+           "local_lock_irq() without IRQs off"),
+    Mutant("debug-net-warn-evaluated", "smpnet/include/smpnet_bug.h",
+           "#define SMPNET_UNEVALUATED(e)\t\t((void)sizeof((long)(e)))",
+           "#define SMPNET_UNEVALUATED(e)\t\t((void)(e))",
+           ["tests/test_ab_percpu.py::"
+            "test_local_lock_guards_this_cpus_data_as_a_kernel_without_rt_builds_it"],
+           "DEBUG_NET_WARN_ON_ONCE() running its condition without CONFIG_DEBUG_NET"),
     Mutant("percpu-reserve-page-aligned", "smpnet/include/smpnet_percpu.h",
            "aligned(SMP_CACHE_BYTES), unused", "aligned(4096), unused",
            ["tests/test_ab_percpu.py::"

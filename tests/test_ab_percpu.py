@@ -220,6 +220,70 @@ def test_the_dev_core_stats_example_runs_the_patchs_two_listings(allowed):
     assert not re.search(r"\block\b", before + after)
 
 
+LOCAL_LOCK = """#include <smpnet.h>
+struct cache { local_lock_t bh_lock; unsigned long count; };
+static DEFINE_PER_CPU(struct cache, cache) = { .bh_lock = INIT_LOCAL_LOCK(bh_lock) };
+struct shared { spinlock_t lock; unsigned long evaluated; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+SMPNET_INIT(locked)
+{
+	spin_lock_init(&shared->lock);
+	BUG_ON(sizeof(local_lock_t) != 0);	/* lockdep's fields alone, and no lockdep */
+	local_lock_init(this_cpu_ptr(&cache.bh_lock));
+}
+SMPNET_VARIANT(locked)
+{
+	unsigned long flags;
+
+	local_lock(&cache.bh_lock);
+	this_cpu_inc(cache.count);
+	local_unlock(&cache.bh_lock);
+	local_lock_irq(&cache.bh_lock);
+	BUG_ON(!irqs_disabled());
+	this_cpu_inc(cache.count);
+	local_unlock_irq(&cache.bh_lock);
+	BUG_ON(irqs_disabled());
+	local_lock_irqsave(&cache.bh_lock, flags);
+	BUG_ON(!irqs_disabled());
+	this_cpu_inc(cache.count);
+	local_unlock_irqrestore(&cache.bh_lock, flags);
+	BUG_ON(irqs_disabled());
+	local_bh_disable();
+	local_lock_nested_bh(&cache.bh_lock);
+	lockdep_assert_in_softirq();
+	this_cpu_inc(cache.count);
+	local_unlock_nested_bh(&cache.bh_lock);
+	local_bh_enable();
+	spin_lock(&shared->lock);
+	lockdep_assert_held(&shared->lock);
+	spin_unlock(&shared->lock);
+	DEBUG_NET_WARN_ON_ONCE(shared->evaluated++);	/* no CONFIG_DEBUG_NET: not run */
+}
+SMPNET_CHECK(locked)
+{
+	unsigned long sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu(cache, cpu).count;
+	expect(sum == 4 * nr_ops, "a local_lock()ed count lost an op");
+	expect(shared->evaluated == 0, "DEBUG_NET_WARN_ON_ONCE() ran its condition");
+}
+SMPNET_VARIANT(none) { }
+"""
+
+
+def test_local_lock_guards_this_cpus_data_as_a_kernel_without_rt_builds_it(tmp_path, allowed):
+    """local_lock_t in a DEFINE_PER_CPU struct, every form taken on every
+    CPU at once: the _irq and _irqsave forms run with IRQs off and give
+    them back, each CPU's count sums to the ops; the lock holds nothing
+    (no lockdep), and lockdep's asserts and DEBUG_NET_WARN_ON_ONCE() build
+    but run nothing, as in a kernel without either."""
+    assert main(["ab", write(tmp_path, LOCAL_LOCK, "local_lock.c"), *FAST,
+                 *two_cpus(allowed), "--repeat", "2", "--duration", "0.01"]) == 0
+    assert open_segments() == set()
+
+
 PERCPU_COUNTER = """#include <smpnet.h>
 struct shared { struct percpu_counter c; };
 SMPNET_STATE(struct shared, struct smpnet_none);

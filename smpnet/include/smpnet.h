@@ -485,8 +485,10 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 /* the model's names given back to the file */
 #include "smpnet_model_names_end.h"
 
-/* per-CPU data as the kernel declares it, and percpu_counter on it */
+/* per-CPU data as the kernel declares it, and percpu_counter and
+ * local_lock_t on it */
 #include "smpnet_percpu.h"
 #include "smpnet_percpu_counter.h"
+#include "smpnet_local_lock.h"
 
 #endif

@@ -48,4 +48,18 @@ static inline void smpnet_warn(const char *where)
 	({ int __ret = !!(cond); if (unlikely(__ret)) smpnet_warn(SMPNET_HERE("WARN(" #cond ")")); __ret; })
 #define WARN_ONCE(cond, ...)	WARN(cond, __VA_ARGS__)
 
+/* A kernel without CONFIG_DEBUG_NET (include/net/net_debug.h) and without
+ * lockdep (include/linux/lockdep.h): the condition and the lock are type
+ * checked, never run, as BUILD_BUG_ON_INVALID() has them. */
+#define SMPNET_UNEVALUATED(e)		((void)sizeof((long)(e)))
+#define DEBUG_NET_WARN_ON_ONCE(cond)	SMPNET_UNEVALUATED(cond)
+#define DEBUG_NET_WARN_ONCE(cond, ...)	SMPNET_UNEVALUATED(cond)
+#define lockdep_assert_held(l)		do { (void)(l); } while (0)
+#define lockdep_assert_held_once(l)	do { (void)(l); } while (0)
+#define lockdep_assert_not_held(l)	do { (void)(l); } while (0)
+#define lockdep_assert_irqs_disabled()	do { } while (0)
+#define lockdep_assert_irqs_enabled()	do { } while (0)
+#define lockdep_assert_in_softirq()	do { } while (0)
+#define lockdep_assert_preemption_disabled()	do { } while (0)
+
 #endif
