@@ -157,6 +157,18 @@ MUTANTS = [
            ["tests/test_ab_percpu.py::"
             "test_local_lock_guards_this_cpus_data_as_a_kernel_without_rt_builds_it"],
            "DEBUG_NET_WARN_ON_ONCE() running its condition without CONFIG_DEBUG_NET"),
+    Mutant("static-key-nop-jumps", "smpnet/include/smpnet_jump_label.h",
+           '__asm__ goto(".byte 0x0f, 0x1f, 0x44, 0x00, 0x00" : : : : l_yes);',
+           '__asm__ goto("jmp %l[l_yes]" : : : : l_yes);',
+           ["tests/test_ab_jump_label.py::"
+            "test_a_static_key_takes_the_branch_it_is_defined_with_in_code"],
+           "a key defined off taking its branch"),
+    Mutant("static-key-a-test", "smpnet/include/smpnet_jump_label.h",
+           "unlikely(SMPNET_KEY_IS(x, static_key_true) ? arch_static_branch_jump() :",
+           "unlikely(READ_ONCE((x)->key.enabled) ? arch_static_branch_jump() :",
+           ["tests/test_ab_jump_label.py::"
+            "test_a_static_key_takes_the_branch_it_is_defined_with_in_code"],
+           "static_branch_unlikely() a load and test of the key, not code"),
     Mutant("percpu-reserve-page-aligned", "smpnet/include/smpnet_percpu.h",
            "aligned(SMP_CACHE_BYTES), unused", "aligned(4096), unused",
            ["tests/test_ab_percpu.py::"

@@ -266,6 +266,9 @@ static inline void smpnet_cpu_relax(void)
 /* the kernel's barriers (after cpu_relax(), which their waits call) */
 #include "smpnet_barrier.h"
 
+/* static keys, as the kernel's jump labels, and prefetch() */
+#include "smpnet_jump_label.h"
+
 /* The kernel's types, atomics, local_t, seqcount, u64_stats, refcount_t and
  * llist, by the kernel's names (after the barriers they wait with) */
 #include "smpnet_atomic.h"
