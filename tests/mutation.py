@@ -169,6 +169,17 @@ MUTANTS = [
            ["tests/test_ab_jump_label.py::"
             "test_a_static_key_takes_the_branch_it_is_defined_with_in_code"],
            "static_branch_unlikely() a load and test of the key, not code"),
+    Mutant("jiffies-never-set", "smpnet/include/smpnet.h",
+           "\tsmpnet_jiffies_update(e->c);\n", "",
+           ["tests/test_ab_jiffies.py::"
+            "test_jiffies_tick_at_hz_between_rounds_and_compare_across_the_wrap"],
+           "jiffies stuck at INITIAL_JIFFIES"),
+    Mutant("time-after-unsigned", "smpnet/include/smpnet_jiffies.h",
+           "#define time_after(a, b)\t((long)((b) - (a)) < 0)",
+           "#define time_after(a, b)\t((a) > (b))",
+           ["tests/test_ab_jiffies.py::"
+            "test_jiffies_tick_at_hz_between_rounds_and_compare_across_the_wrap"],
+           "time_after() wrong across the wrap"),
     Mutant("percpu-reserve-page-aligned", "smpnet/include/smpnet_percpu.h",
            "aligned(SMP_CACHE_BYTES), unused", "aligned(4096), unused",
            ["tests/test_ab_percpu.py::"

@@ -244,11 +244,15 @@ const char *smpnet_init_failure(void) { return smpnet_fail; }
  * (smpnet_percpu.h) */
 static inline void smpnet_percpu_map(const struct smpnet_env *e);
 
+/* jiffies, set as each loop and hook begins */
+#include "smpnet_jiffies.h"
+
 static inline void smpnet_enter(struct smpnet_env *e)
 {
 	smpnet_env = e;
 	smpnet_cpu = e->c;
 	smpnet_percpu_map(e);
+	smpnet_jiffies_update(e->c);
 }
 
 /* cpu_relax() in the file's own code: the pause, and at the run's stop an
