@@ -180,6 +180,23 @@ MUTANTS = [
            ["tests/test_ab_jiffies.py::"
             "test_jiffies_tick_at_hz_between_rounds_and_compare_across_the_wrap"],
            "time_after() wrong across the wrap"),
+    Mutant("test-and-set-bit-unlocked", "smpnet/include/smpnet_bitops.h",
+           'SMPNET_TEST_AND(test_and_set_bit, "lock ", "btsq")',
+           'SMPNET_TEST_AND(test_and_set_bit, "", "btsq")',
+           ["tests/test_ab_kernel_lib.py::"
+            "test_lists_bits_and_minmax_behave_as_the_kernels_and_a_bit_lock_excludes"],
+           "test_and_set_bit() without its lock prefix"),
+    Mutant("min-evaluates-twice", "smpnet/include/smpnet_minmax.h",
+           "#define min(x, y)\t\tSMPNET_CMP(x, y, <)",
+           "#define min(x, y)\t\t((x) < (y) ? (x) : (y))",
+           ["tests/test_ab_kernel_lib.py::"
+            "test_lists_bits_and_minmax_behave_as_the_kernels_and_a_bit_lock_excludes"],
+           "min() evaluating an argument twice"),
+    Mutant("list-add-tail-at-head", "smpnet/include/smpnet_list.h",
+           "{ __list_add(new_, head->prev, head); }", "{ __list_add(new_, head, head->next); }",
+           ["tests/test_ab_kernel_lib.py::"
+            "test_lists_bits_and_minmax_behave_as_the_kernels_and_a_bit_lock_excludes"],
+           "list_add_tail() adding at the head"),
     Mutant("percpu-reserve-page-aligned", "smpnet/include/smpnet_percpu.h",
            "aligned(SMP_CACHE_BYTES), unused", "aligned(4096), unused",
            ["tests/test_ab_percpu.py::"

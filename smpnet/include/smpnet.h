@@ -280,6 +280,11 @@ static inline void smpnet_cpu_relax(void)
 /* BUG_ON() and WARN_ON() */
 #include "smpnet_bug.h"
 
+/* lists, bit operations, min()/max() and their kin, by the kernel's names */
+#include "smpnet_list.h"
+#include "smpnet_bitops.h"
+#include "smpnet_minmax.h"
+
 #define nr_cpus		(smpnet_env->nr_cpus)
 #define smp_processor_id()	(smpnet_cpu->cpu)
 #define raw_smp_processor_id()	smp_processor_id()
