@@ -82,8 +82,15 @@ MUTANTS = [
     Mutant("build-key-no-debug", "smpnet/experiments/ab/build.py",
            "[compile_args(debug), build_flags.define_macros(debug),",
            "[compile_args(False), build_flags.define_macros(False),",
-           ["tests/test_ab_build.py::test_the_cache_key_follows_source_headers_flags_and_build_options"],
+           ["tests/test_ab_build.py::"
+            "test_the_cache_key_follows_source_name_headers_flags_and_build_options"],
            "the build cache key ignoring a debug core"),
+    Mutant("build-key-without-the-name", "smpnet/experiments/ab/build.py",
+           'h.update(source.encode() + b"\\0" + c_string(name).encode() + b"\\0")',
+           "h.update(source.encode())",
+           ["tests/test_ab_build.py::"
+            "test_the_cache_key_follows_source_name_headers_flags_and_build_options"],
+           "a copy of a file under another name loading an object whose messages name the first"),
     Mutant("build-reads-a-held-pipe", "smpnet/experiments/ab/compiler.py",
            "                    p.wait()\n                raise",
            "                    p.communicate()\n                raise",

@@ -22,28 +22,30 @@ from smpnet.experiments.ab import build, compiler
 from ab_helpers import EXAMPLES, FAST, cache, one_error_line, write  # noqa: F401
 
 
-def test_the_cache_key_follows_source_headers_flags_and_build_options(tmp_path, monkeypatch):
+def test_the_cache_key_follows_source_name_headers_flags_and_build_options(tmp_path, monkeypatch):
     src = (EXAMPLES / "aa.c").read_text()
-    key = build.build_key(src, build.options_macros(3, False, False), False)
-    assert key == build.build_key(src, build.options_macros(3, False, False), False)
-    assert key != build.build_key(src + "\n", build.options_macros(3, False, False), False)
+    key = build.build_key(src, "aa.c", build.options_macros(3, False, False), False)
+    assert key == build.build_key(src, "aa.c", build.options_macros(3, False, False), False)
+    assert key != build.build_key(src + "\n", "aa.c", build.options_macros(3, False, False), False)
+    # the name its messages give it: a copy under another name names itself
+    assert key != build.build_key(src, "copy/aa.c", build.options_macros(3, False, False), False)
     for other in (build.options_macros(0, False, False), build.options_macros(3, True, False),
                   build.options_macros(3, False, True)):
-        assert key != build.build_key(src, other, False)
-    assert key != build.build_key(src, build.options_macros(3, False, False), True)
+        assert key != build.build_key(src, "aa.c", other, False)
+    assert key != build.build_key(src, "aa.c", build.options_macros(3, False, False), True)
     monkeypatch.setattr(build.build_flags, "compile_args", lambda debug: ["-O1"])
-    assert key != build.build_key(src, build.options_macros(3, False, False), False)
+    assert key != build.build_key(src, "aa.c", build.options_macros(3, False, False), False)
     monkeypatch.undo()
     # another core (rebuilt: another debug setting, another compiler)
     monkeypatch.setattr(build, "_core_identity", lambda: [1, 2])
-    assert key != build.build_key(src, build.options_macros(3, False, False), False)
+    assert key != build.build_key(src, "aa.c", build.options_macros(3, False, False), False)
     monkeypatch.undo()
     headers = tmp_path / "kernel"
     shutil.copytree(build.INCLUDE_DIRS[1], headers)
     monkeypatch.setattr(build, "INCLUDE_DIRS", [build.INCLUDE_DIRS[0], str(headers)])
-    assert key == build.build_key(src, build.options_macros(3, False, False), False)
+    assert key == build.build_key(src, "aa.c", build.options_macros(3, False, False), False)
     (headers / "spinlock.h").write_text((headers / "spinlock.h").read_text() + "\n")
-    assert key != build.build_key(src, build.options_macros(3, False, False), False)
+    assert key != build.build_key(src, "aa.c", build.options_macros(3, False, False), False)
 
 
 def test_an_object_of_another_layout_is_refused():
@@ -75,7 +77,7 @@ def _planted(tmp_path, monkeypatch, marker):
     private = tmp_path / "cache"
     monkeypatch.setenv("SMPNET_CACHE_DIR", str(private))
     src = (EXAMPLES / "aa.c").read_text() + f"/* {marker} */\n"
-    key = build.build_key(src, build.options_macros(3, False, False), build._core.CORE_DEBUG)
+    key = build.build_key(src, "aa.c", build.options_macros(3, False, False), build._core.CORE_DEBUG)
     real = build.trusted(private)
     return src, real / (f"_smpnet_ab_{key[:24]}" + build.sysconfig.get_config_var("EXT_SUFFIX"))
 
@@ -120,12 +122,12 @@ def test_a_planted_object_is_not_loaded(tmp_path, monkeypatch):
 def test_the_cache_key_follows_the_environments_compiler_and_flags(monkeypatch):
     _clean_build_env(monkeypatch)
     src = (EXAMPLES / "aa.c").read_text()
-    key = build.build_key(src, build.options_macros(3, False, False), False)
+    key = build.build_key(src, "aa.c", build.options_macros(3, False, False), False)
     for var in ("CC", "CFLAGS", "LDFLAGS"):
         monkeypatch.setenv(var, "-O0")
-        assert build.build_key(src, build.options_macros(3, False, False), False) != key, var
+        assert build.build_key(src, "aa.c", build.options_macros(3, False, False), False) != key, var
         monkeypatch.delenv(var)
-    assert build.build_key(src, build.options_macros(3, False, False), False) == key
+    assert build.build_key(src, "aa.c", build.options_macros(3, False, False), False) == key
 
 
 def _clean_build_env(monkeypatch):
@@ -152,7 +154,7 @@ def test_the_cache_key_follows_the_programs_path_finds_and_the_search_path(tmp_p
     src = (EXAMPLES / "aa.c").read_text()
 
     def key():
-        return build.build_key(src, build.options_macros(3, False, False), False)
+        return build.build_key(src, "aa.c", build.options_macros(3, False, False), False)
     cc = shlex.split(sysconfig.get_config_var("CC"))[0]
     first = key()
     monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "empty"), os.environ["PATH"]]))

@@ -241,11 +241,12 @@ def _headers():
         [PERCPU_SCRIPT]
 
 
-def build_key(source, macros, debug):
-    """sha256 of what the object depends on: the file, the headers, the
-    flags and build options, the programs that build it, the core."""
+def build_key(source, name, macros, debug):
+    """sha256 of what the object depends on: the file and the name its
+    messages give it (BUG_ON()'s and WARN()'s places, #line), the headers,
+    the flags and build options, the programs that build it, the core."""
     h = hashlib.sha256()
-    h.update(source.encode())
+    h.update(source.encode() + b"\0" + c_string(name).encode() + b"\0")
     for p in _headers():
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     h.update(json.dumps([compile_args(debug), build_flags.define_macros(debug),
@@ -288,7 +289,7 @@ def build(source, name, algo, check=False, popf=False, timeout=COMPILE_TIMEOUT_S
     t0 = time.monotonic()
     debug = _core.CORE_DEBUG
     macros = options_macros(algo, check, popf, kbuild)
-    key = build_key(source, macros, debug)
+    key = build_key(source, name, macros, debug)
     if key in _LOADED:   # loaded by an earlier call: not built by this one
         return replace(_LOADED[key], compiled=False, build_s=time.monotonic() - t0)
     modname = f"_smpnet_ab_{key[:24]}"
