@@ -204,6 +204,18 @@ MUTANTS = [
            ["tests/test_ab_kernel_lib.py::"
             "test_lists_bits_and_minmax_behave_as_the_kernels_and_a_bit_lock_excludes"],
            "list_add_tail() adding at the head"),
+    Mutant("printk-evaluates-its-arguments", "smpnet/include/smpnet_printk.h",
+           "({ if (0) smpnet_no_printk(fmt, ##__VA_ARGS__); 0; })",
+           "({ smpnet_no_printk(fmt, ##__VA_ARGS__); 0; })",
+           ["tests/test_ab_kernel_lib.py::"
+            "test_attributes_kconfig_tests_and_printk_as_a_kernel_function_carries_them"],
+           "a message's arguments evaluated in the op"),
+    Mutant("is-enabled-always", "smpnet/include/smpnet_attributes.h",
+           "#define IS_ENABLED(option)\t(IS_BUILTIN(option) || IS_MODULE(option))",
+           "#define IS_ENABLED(option)\t1",
+           ["tests/test_ab_kernel_lib.py::"
+            "test_attributes_kconfig_tests_and_printk_as_a_kernel_function_carries_them"],
+           "IS_ENABLED() of an option the file does not set"),
     Mutant("percpu-reserve-page-aligned", "smpnet/include/smpnet_percpu.h",
            "aligned(SMP_CACHE_BYTES), unused", "aligned(4096), unused",
            ["tests/test_ab_percpu.py::"

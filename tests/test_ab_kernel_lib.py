@@ -3,6 +3,7 @@ lists (and rculist.h's, published and read), x86's bit operations, minmax.h's he
 behaves as the kernel's, the bit operations as x86's instructions (read from
 the built object), a bit lock under contention. No test asserts a timing.
 The rest of the kernel API: test_ab_kernel_api.py."""
+import json
 import re
 
 from ab_helpers import FAST, two_cpus, write
@@ -113,3 +114,56 @@ def test_lists_bits_and_minmax_behave_as_the_kernels_and_a_bit_lock_excludes(tmp
     assert re.search(r"lock bts +%r\w+,", ops), ops
     assert re.search(r"\tbtr +%r\w+,", ops) and re.search(r"\tbtsq? +\$0x9,", ops), ops
     assert re.search(r"lock btsq? +\$0x0,", lock), lock
+
+
+DECLARED = """#define CONFIG_ON 1
+#define CONFIG_MOD_MODULE 1
+#include <smpnet.h>
+struct wire { u8 type; u32 len; } __packed;
+struct shared { unsigned long n, printed; };
+SMPNET_STATE(struct shared, struct smpnet_none);
+static __cold noinline void slow_path(struct shared *s) { s->n += 2; }
+EXPORT_SYMBOL(slow_path);
+SMPNET_INIT(says)
+{
+	int __maybe_unused spare;
+
+	BUG_ON(!IS_ENABLED(CONFIG_ON) || IS_ENABLED(CONFIG_OFF) || !IS_ENABLED(CONFIG_MOD));
+	BUG_ON(sizeof(struct wire) != 5);
+	switch (shared->n) {
+	case 0:
+		shared->n = 1;
+		fallthrough;
+	default:
+		slow_path(shared);
+	}
+	BUG_ON(shared->n != 3);
+}
+SMPNET_VARIANT(says)
+{
+	if (++shared->n % 1000 == 0)
+		net_warn_ratelimited("queue %lu full\\n", shared->printed++);
+	pr_debug("never %lu\\n", shared->printed++);
+}
+SMPNET_CHECK(says) { expect(shared->printed == 0, "a message's arguments were evaluated"); }
+SMPNET_VARIANT(quiet) { }
+"""
+
+
+def test_attributes_kconfig_tests_and_printk_as_a_kernel_function_carries_them(tmp_path, capfd):
+    """A file with the kernel's attributes, EXPORT_SYMBOL() and
+    IS_ENABLED() of options it sets (built in or as a module) and one it
+    does not builds and runs; a message in the op is counted and placed as
+    a WARN is, never printed (by any process of the run) and its arguments
+    never evaluated, and pr_debug() is nothing."""
+    f = write(tmp_path, DECLARED, "declared.c")
+    assert main(["ab", f, "--cpus", "0", "--no-contended", "--json"] + FAST) == 0
+    out, err = capfd.readouterr()
+    env = json.loads(out)
+    said = [w for w in env["warnings"] if "net_warn_ratelimited" in w]
+    assert [w.split(",")[0] for w in said] == ["variant 'says'", "variant 'says (A/A)'"], said
+    for w in said:
+        assert re.search(r"declared\.c:\d+: net_warn_ratelimited\(\"queue %lu full\\n\"\) "
+                         r"fired \d+ times$", w), w
+    assert "queue 0 full" not in out + err and "never 0" not in out + err
+    assert not any("pr_debug" in w for w in env["warnings"])

@@ -277,8 +277,12 @@ static inline void smpnet_cpu_relax(void)
  * llist, by the kernel's names (after the barriers they wait with) */
 #include "smpnet_atomic.h"
 
-/* BUG_ON() and WARN_ON() */
+/* BUG_ON() and WARN_ON(), and printk() counted as they are */
 #include "smpnet_bug.h"
+#include "smpnet_printk.h"
+
+/* the kernel's attributes, IS_ENABLED() and EXPORT_SYMBOL() */
+#include "smpnet_attributes.h"
 
 /* lists, bit operations, min()/max() and their kin, by the kernel's names */
 #include "smpnet_list.h"
@@ -378,7 +382,7 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 	static __always_inline void smpnet_op_##name(struct smpnet_env *smpnet_env,	\
 		struct smpnet_model_cpu_ctx *smpnet_cpu, smpnet_shared_t *shared,	\
 		smpnet_percpu_t *this_cpu, const int role);				\
-	static __attribute__((noinline)) uint64_t smpnet_timed_##name(			\
+	static __attribute__((__noinline__)) uint64_t smpnet_timed_##name(			\
 		struct smpnet_env *e, uint64_t loops)					\
 	{										\
 		/* in registers: barrier() spares them */				\
@@ -408,7 +412,7 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 			return tsc_read_unordered() - t0;				\
 		return smpnet_timed_##name(e, loops);					\
 	}										\
-	static __attribute__((noinline)) int smpnet_hammer_##name(			\
+	static __attribute__((__noinline__)) int smpnet_hammer_##name(			\
 		struct smpnet_env *e, uint64_t deadline, uint64_t *done)		\
 	{										\
 		struct smpnet_model_cpu_ctx *cpu = e->c;				\

@@ -168,7 +168,7 @@ static __always_inline void set_locked(struct qspinlock *lock)
 }
 
 /* out of line, as the kernel's (a direct call: no PLT, no interposing) */
-#define SMPNET_SLOWPATH		static __attribute__((noinline, unused))
+#define SMPNET_SLOWPATH		static __attribute__((__noinline__, unused))
 SMPNET_SLOWPATH void queued_spin_lock_slowpath(struct qspinlock *lock, u32 val);
 
 /* include/asm-generic/qspinlock.h */

@@ -25,14 +25,14 @@ static union { struct { u8 blocked, need_qs, exp_hint, need_mb; } b; u32 s; }
 /* PREEMPT_RCU's, out of line as the kernel's (EXPORT_SYMBOL_GPL): the
  * nesting count, and at the outermost unlock a look at the special
  * state, which nothing sets here (no grace period ever waits on a reader). */
-static __attribute__((noinline)) SMPNET_RW_VIA void __rcu_read_lock(void)
+static __attribute__((__noinline__)) SMPNET_RW_VIA void __rcu_read_lock(void)
 {
 	SMPNET_RW_ENTER;
 	WRITE_ONCE(rcu_read_lock_nesting, rcu_read_lock_nesting + 1);
 	barrier();	/* the critical section after the entry code */
 }
 
-static __attribute__((noinline)) SMPNET_RW_VIA void __rcu_read_unlock(void)
+static __attribute__((__noinline__)) SMPNET_RW_VIA void __rcu_read_unlock(void)
 {
 	SMPNET_RW_ENTER;
 	barrier();	/* the critical section before the exit code */

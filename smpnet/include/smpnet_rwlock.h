@@ -44,7 +44,7 @@ static __always_inline void smpnet_qrw_xadd(atomic_t *v, int i)
 
 /* ---------------------------------------------------------------- qrwlock.c */
 
-static __attribute__((noinline)) void queued_read_lock_slowpath(rwlock_t *lock)
+static __attribute__((__noinline__)) void queued_read_lock_slowpath(rwlock_t *lock)
 {
 	/* a reader in interrupt context takes the lock at once unless a
 	 * writer holds it (a waiting writer does not stop it) */
@@ -60,7 +60,7 @@ static __attribute__((noinline)) void queued_read_lock_slowpath(rwlock_t *lock)
 			   kbuild_return(SMPNET_BUILD_KERNEL));
 }
 
-static __attribute__((noinline)) void queued_write_lock_slowpath(rwlock_t *lock)
+static __attribute__((__noinline__)) void queued_write_lock_slowpath(rwlock_t *lock)
 {
 	int cnts;
 
@@ -197,25 +197,25 @@ static __always_inline int __raw_##rw##_trylock(rwlock_t *l)				\
 	preempt_enable();								\
 	return 0;									\
 }											\
-static __attribute__((noinline)) SMPNET_RW_VIA void _raw_##rw##_lock(rwlock_t *l)	\
+static __attribute__((__noinline__)) SMPNET_RW_VIA void _raw_##rw##_lock(rwlock_t *l)	\
 	{ SMPNET_RW_ENTER; __raw_##rw##_lock(l); }					\
-static __attribute__((noinline)) SMPNET_RW_VIA void _raw_##rw##_lock_bh(rwlock_t *l)	\
+static __attribute__((__noinline__)) SMPNET_RW_VIA void _raw_##rw##_lock_bh(rwlock_t *l)	\
 	{ SMPNET_RW_ENTER; __raw_##rw##_lock_bh(l); }					\
-static __attribute__((noinline)) SMPNET_RW_VIA void _raw_##rw##_lock_irq(rwlock_t *l)	\
+static __attribute__((__noinline__)) SMPNET_RW_VIA void _raw_##rw##_lock_irq(rwlock_t *l)	\
 	{ SMPNET_RW_ENTER; __raw_##rw##_lock_irq(l); }					\
-static __attribute__((noinline)) SMPNET_RW_VIA unsigned long				\
+static __attribute__((__noinline__)) SMPNET_RW_VIA unsigned long				\
 _raw_##rw##_lock_irqsave(rwlock_t *l)							\
 	{ SMPNET_RW_ENTER; return __raw_##rw##_lock_irqsave(l); }			\
-static __attribute__((noinline)) SMPNET_RW_VIA void _raw_##rw##_unlock(rwlock_t *l)	\
+static __attribute__((__noinline__)) SMPNET_RW_VIA void _raw_##rw##_unlock(rwlock_t *l)	\
 	{ SMPNET_RW_ENTER; __raw_##rw##_unlock(l); }					\
-static __attribute__((noinline)) SMPNET_RW_VIA void _raw_##rw##_unlock_bh(rwlock_t *l)	\
+static __attribute__((__noinline__)) SMPNET_RW_VIA void _raw_##rw##_unlock_bh(rwlock_t *l)	\
 	{ SMPNET_RW_ENTER; __raw_##rw##_unlock_bh(l); }					\
-static __attribute__((noinline)) SMPNET_RW_VIA void _raw_##rw##_unlock_irq(rwlock_t *l)	\
+static __attribute__((__noinline__)) SMPNET_RW_VIA void _raw_##rw##_unlock_irq(rwlock_t *l)	\
 	{ SMPNET_RW_ENTER; __raw_##rw##_unlock_irq(l); }				\
-static __attribute__((noinline)) SMPNET_RW_VIA void					\
+static __attribute__((__noinline__)) SMPNET_RW_VIA void					\
 _raw_##rw##_unlock_irqrestore(rwlock_t *l, unsigned long flags)				\
 	{ SMPNET_RW_ENTER; __raw_##rw##_unlock_irqrestore(l, flags); }			\
-static __attribute__((noinline)) SMPNET_RW_VIA int _raw_##rw##_trylock(rwlock_t *l)	\
+static __attribute__((__noinline__)) SMPNET_RW_VIA int _raw_##rw##_trylock(rwlock_t *l)	\
 	{ SMPNET_RW_ENTER; return __raw_##rw##_trylock(l); }
 
 SMPNET_RW_OPS(read)

@@ -14,7 +14,7 @@
 
 /* napi_alloc_skb(): from this CPU's cache, its slab, then the pool; NULL
  * when every skb is held */
-static __attribute__((noinline)) struct sk_buff *ab_napi_alloc_skb(struct cpu_ctx *c,
+static __attribute__((__noinline__)) struct sk_buff *ab_napi_alloc_skb(struct cpu_ctx *c,
 								    unsigned int len)
 {
 	return napi_alloc_skb(c, c->net, len);
@@ -24,7 +24,7 @@ static __attribute__((noinline)) struct sk_buff *ab_napi_alloc_skb(struct cpu_ct
  * back into its cache, one of another CPU's back to that CPU's slab (the
  * remote free). A free of an skb that is not live (freed already, or on a
  * defer list) is counted, not done: double_free, which the run checks. */
-static __attribute__((noinline)) void ab_kfree_skb(struct cpu_ctx *c, struct sk_buff *skb)
+static __attribute__((__noinline__)) void ab_kfree_skb(struct cpu_ctx *c, struct sk_buff *skb)
 {
 	struct net_ctx *n = c->net;
 
@@ -38,18 +38,18 @@ static __attribute__((noinline)) void ab_kfree_skb(struct cpu_ctx *c, struct sk_
 		kfree_skb_remote(c, n, skb);
 }
 
-static __attribute__((noinline)) void ab_skb_attempt_defer_free(struct cpu_ctx *c,
+static __attribute__((__noinline__)) void ab_skb_attempt_defer_free(struct cpu_ctx *c,
 								 struct sk_buff *skb)
 {
 	skb_attempt_defer_free(c, c->net, skb);
 }
 
-static __attribute__((noinline)) void ab_net_rx_ipi(struct cpu_ctx *c)
+static __attribute__((__noinline__)) void ab_net_rx_ipi(struct cpu_ctx *c)
 {
 	trigger_rx_softirq(c, IPI_NET_RX);
 }
 
-static __attribute__((noinline)) void ab_net_rx_action(struct cpu_ctx *c)
+static __attribute__((__noinline__)) void ab_net_rx_action(struct cpu_ctx *c)
 {
 	net_rx_action(c);
 }

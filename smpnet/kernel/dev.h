@@ -153,7 +153,7 @@ _Static_assert(XMIT_FRAME <= RCV_FRAME, "stack_frames[] is sized by XMIT_FRAME, 
 _Static_assert(sizeof(((struct net_ctx *)0)->stack_frames) >= (THREAD_SIZE_MAX - STACK_BASE) / XMIT_FRAME,
 	       "stack_frames[] must hold a full THREAD_SIZE_MAX of the smallest frames");
 
-static void __attribute__((cold, noinline)) stack_oops(struct net_ctx *n, enum stack_frame refused)
+static void __attribute__((cold, __noinline__)) stack_oops(struct net_ctx *n, enum stack_frame refused)
 {
 	uint32_t i, kept = n->stack_depth < OOPS_TRACE ? n->stack_depth : OOPS_TRACE;
 

@@ -87,7 +87,7 @@ static inline void irq_entry_cost(const struct cpu_ctx *c)
 
 /* Run every pending hard IRQ, in hardirq context with IRQs off, then the
  * softirqs they raised (irq_exit -> invoke_softirq). */
-static __attribute__((noinline)) void irq_replay(struct cpu_ctx *c)
+static __attribute__((__noinline__)) void irq_replay(struct cpu_ctx *c)
 {
 	struct irq_cpustat *irq = c->irq;
 	uint64_t t0 = tsc_read_unordered();	/* into irq_cycles: see percpu.h */
@@ -257,7 +257,7 @@ static inline void raise_softirq(struct cpu_ctx *c, unsigned int nr)
 /* __do_softirq(): handlers run with IRQs on and SOFTIRQ_OFFSET held;
  * restart while more was raised, at most MAX_SOFTIRQ_RESTART times.
  * Entered and left with IRQs off. */
-static __attribute__((noinline)) void __do_softirq(struct cpu_ctx *c)
+static __attribute__((__noinline__)) void __do_softirq(struct cpu_ctx *c)
 {
 	struct irq_cpustat *irq = c->irq;
 	int restart = MAX_SOFTIRQ_RESTART;
@@ -289,7 +289,7 @@ static __attribute__((noinline)) void __do_softirq(struct cpu_ctx *c)
  * popf where the kernel is older than 5.12 (c->popf, as the loopback
  * experiment's 2.6.24 is). The stack switch is the count alone: the
  * stack pointer stays. */
-static __attribute__((noinline)) void do_softirq(struct cpu_ctx *c)
+static __attribute__((__noinline__)) void do_softirq(struct cpu_ctx *c)
 {
 	unsigned long flags;
 
@@ -334,7 +334,7 @@ static __always_inline void __local_bh_enable(struct cpu_ctx *c, const int check
  * copy is smpnet's body: not the kernel's WARN_ON_ONCE(in_hardirq()) nor,
  * in a PREEMPTION build, its preempt_check_resched(). */
 #define DEFINE_LOCAL_BH_ENABLE_IP(check, t)						\
-	static __attribute__((noinline)) RETURN_VIA_##t void				\
+	static __attribute__((__noinline__)) RETURN_VIA_##t void				\
 	__local_bh_enable_ip_##check##_##t(struct cpu_ctx *c)				\
 	{										\
 		RETURN_ENTER_##t;							\

@@ -110,7 +110,7 @@ static inline struct lock_info *spin_lock_info(struct cpu_ctx *c, const spinlock
 
 /* ---------------------------------------------------------------- reports */
 
-static __attribute__((noinline)) void lockdep_bug(struct cpu_ctx *c, int kind,
+static __attribute__((__noinline__)) void lockdep_bug(struct cpu_ctx *c, int kind,
 						  const struct spinlock *lock)
 {
 	struct irq_cpustat *irq = c->irq;
@@ -127,7 +127,7 @@ static __attribute__((noinline)) void lockdep_bug(struct cpu_ctx *c, int kind,
  * Every lock is initialised through spin_lock_init(), for the algorithm it
  * is taken with (c->lock_algo must agree): anything else is a bug here.
  * Returns the lock's entry, for the owner the acquire then records. */
-static __attribute__((noinline)) struct lock_info *lockdep_acquire(struct cpu_ctx *c,
+static __attribute__((__noinline__)) struct lock_info *lockdep_acquire(struct cpu_ctx *c,
 								   struct spinlock *l, int algo)
 {
 	struct lock_info *lock = spin_lock_info(c, l);

@@ -138,7 +138,7 @@ static __always_inline int mcs_node_holds(const struct mcs_node *node, uint64_t 
 /* The node this CPU holds lock `key` with, searched for (an unlock of
  * another lock than the last one taken); -1 if none (an unlock of a lock
  * this CPU does not hold, which then does nothing). */
-static __attribute__((noinline)) int mcs_node_find(struct mcs_node *nodes, uint64_t key,
+static __attribute__((__noinline__)) int mcs_node_find(struct mcs_node *nodes, uint64_t key,
 						   const int clh)
 {
 	int i;
@@ -163,7 +163,7 @@ static __always_inline int mcs_node_held(struct cpu_ctx *c, struct mcs_node *nod
 
 /* No free node: take back a released CLH node of this CPU's, else wait
  * for a successor to free one (or, MCS nested past MCS_NODES, the stop). */
-static __attribute__((noinline)) int mcs_node_wait(struct cpu_ctx *c, struct mcs_node *nodes,
+static __attribute__((__noinline__)) int mcs_node_wait(struct cpu_ctx *c, struct mcs_node *nodes,
 						   uint64_t key)
 {
 	int idx, i;
@@ -219,7 +219,7 @@ static inline void mcs_nodes_reset(struct smp_header *hdr)
 
 /* ---------------------------------------------------------------- mcs */
 
-static __attribute__((noinline)) int mcs_spin_lock_contended(struct cpu_ctx *c,
+static __attribute__((__noinline__)) int mcs_spin_lock_contended(struct cpu_ctx *c,
 							     struct mcs_node *node,
 							     uint32_t tail, uint32_t prev)
 {
@@ -234,7 +234,7 @@ static __attribute__((noinline)) int mcs_spin_lock_contended(struct cpu_ctx *c,
 
 /* Somebody queued behind us but has not linked in yet: wait for it (the
  * kernel's loop in mcs_spin_unlock); 0 when the run was stopped first. */
-static __attribute__((noinline)) uint32_t mcs_wait_next(struct cpu_ctx *c, struct mcs_node *node)
+static __attribute__((__noinline__)) uint32_t mcs_wait_next(struct cpu_ctx *c, struct mcs_node *node)
 {
 	uint32_t next;
 
@@ -270,7 +270,7 @@ out:
 
 /* Spin on the predecessor's node until it is released, then recycle that
  * node: give it back to its CPU. */
-static __attribute__((noinline)) int clh_spin_lock_contended(struct cpu_ctx *c,
+static __attribute__((__noinline__)) int clh_spin_lock_contended(struct cpu_ctx *c,
 							     struct mcs_node *pred)
 {
 	while (__atomic_load_n(&pred->locked, __ATOMIC_ACQUIRE))	/* the predecessor's node */

@@ -96,7 +96,7 @@ static inline uint32_t xchg_tail_and_link(struct cpu_ctx *c, spinlock_t *l, uint
 	return old;
 }
 
-static __attribute__((noinline)) int queued_spin_lock_slowpath(struct cpu_ctx *c,
+static __attribute__((__noinline__)) int queued_spin_lock_slowpath(struct cpu_ctx *c,
 								spinlock_t *l, uint32_t val)
 {
 	struct qnodes *nodes = (struct qnodes *)per_cpu_ptr(c->hdr, REGION_QNODES, c->cpu);

@@ -23,7 +23,7 @@
  * "because fair locks have horrible lock 'holder' preemption issues".
  * The fast path (the cmpxchg) and the unlock (the byte store) are
  * qspinlock's. */
-static __attribute__((noinline)) int virt_spin_lock(struct cpu_ctx *c, spinlock_t *l)
+static __attribute__((__noinline__)) int virt_spin_lock(struct cpu_ctx *c, spinlock_t *l)
 {
 	uint32_t val;
 
@@ -187,7 +187,7 @@ stopped:
 /* __pv_queued_spin_lock_slowpath(): kernel/locking/qspinlock.c with
  * pv_enabled(), its accesses to the lock's and the nodes' lines; what
  * differs is the PV hash's (above) and the head's futex on the whole word */
-static __attribute__((noinline)) int pv_queued_spin_lock_slowpath(struct cpu_ctx *c,
+static __attribute__((__noinline__)) int pv_queued_spin_lock_slowpath(struct cpu_ctx *c,
 								   spinlock_t *l)
 {
 	struct qnodes *nodes = (struct qnodes *)per_cpu_ptr(c->hdr, REGION_QNODES, c->cpu);
@@ -251,7 +251,7 @@ static inline int pv_queued_spin_lock(struct cpu_ctx *c, spinlock_t *l)
 }
 
 /* __pv_queued_spin_unlock_slowpath(): the head halted; release and kick it */
-static __attribute__((noinline)) void pv_queued_spin_unlock_slowpath(spinlock_t *l)
+static __attribute__((__noinline__)) void pv_queued_spin_unlock_slowpath(spinlock_t *l)
 {
 	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
 	pv_kick(&l->val);
@@ -263,7 +263,7 @@ static __attribute__((noinline)) void pv_queued_spin_unlock_slowpath(spinlock_t 
  * __x86_return_thunk` in a MITIGATION_RETHUNK kernel (asm/linkage.h): it
  * returns as the build returns. One copy per return (kernel_build.h). */
 #define DEFINE_PV_QUEUED_SPIN_UNLOCK(t)							\
-	static __attribute__((noinline)) RETURN_VIA_##t void				\
+	static __attribute__((__noinline__)) RETURN_VIA_##t void				\
 	pv_queued_spin_unlock_##t(spinlock_t *l)					\
 	{										\
 		RETURN_ENTER_##t;							\

@@ -88,7 +88,7 @@ static __always_inline void ref_lock(uint32_t *word, pthread_mutex_t *mutex,
 	}
 }
 
-static __attribute__((noinline)) void ref_pv_unlock(uint8_t *locked)
+static __attribute__((__noinline__)) void ref_pv_unlock(uint8_t *locked)
 {
 	uint8_t v = 1;
 

@@ -292,7 +292,7 @@ static inline void slab_take_remote(struct net_ctx *n, struct skb_slab *s)
 
 /* Fill this CPU's slab from the shared pool, under its lock; -1 if the run
  * was stopped while waiting for it. */
-static __attribute__((noinline)) int slab_refill(struct cpu_ctx *c, struct net_ctx *n,
+static __attribute__((__noinline__)) int slab_refill(struct cpu_ctx *c, struct net_ctx *n,
 						  struct skb_slab *s)
 {
 	struct skb_pool *p = n->pool;
@@ -315,7 +315,7 @@ static __attribute__((noinline)) int slab_refill(struct cpu_ctx *c, struct net_c
 }
 
 /* Give half of this CPU's slab to the shared pool, under its lock. */
-static __attribute__((noinline)) int slab_spill(struct cpu_ctx *c, struct net_ctx *n,
+static __attribute__((__noinline__)) int slab_spill(struct cpu_ctx *c, struct net_ctx *n,
 						 struct skb_slab *s)
 {
 	struct skb_pool *p = n->pool;
@@ -338,7 +338,7 @@ static __attribute__((noinline)) int slab_spill(struct cpu_ctx *c, struct net_ct
 }
 
 /* Take up to `want` heads from this CPU's slab into its cache. */
-static __attribute__((noinline)) void napi_cache_refill(struct cpu_ctx *c, struct net_ctx *n,
+static __attribute__((__noinline__)) void napi_cache_refill(struct cpu_ctx *c, struct net_ctx *n,
 							 uint32_t want)
 {
 	struct skb_slab *s = slab_of(n, c->cpu);
@@ -360,7 +360,7 @@ static __attribute__((noinline)) void napi_cache_refill(struct cpu_ctx *c, struc
 /* napi_skb_cache_put() with a full cache: its newer half to the slab, as
  * the kernel frees skb_cache[NAPI_SKB_CACHE_HALF..]; -1 if the run was
  * stopped while waiting for the pool's lock. */
-static __attribute__((noinline)) int napi_cache_spill(struct cpu_ctx *c, struct net_ctx *n)
+static __attribute__((__noinline__)) int napi_cache_spill(struct cpu_ctx *c, struct net_ctx *n)
 {
 	struct napi_alloc_cache *nc = n->cache;
 	struct skb_slab *s = slab_of(n, c->cpu);

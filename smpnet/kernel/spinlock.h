@@ -29,7 +29,7 @@
 
 /* ---------------------------------------------------------------- tas, ttas */
 
-static __attribute__((noinline)) int tas_lock_slowpath(struct cpu_ctx *c, spinlock_t *l)
+static __attribute__((__noinline__)) int tas_lock_slowpath(struct cpu_ctx *c, spinlock_t *l)
 {
 	do {
 		if (spin_wait(c))
@@ -38,7 +38,7 @@ static __attribute__((noinline)) int tas_lock_slowpath(struct cpu_ctx *c, spinlo
 	return 0;
 }
 
-static __attribute__((noinline)) int ttas_lock_slowpath(struct cpu_ctx *c, spinlock_t *l)
+static __attribute__((__noinline__)) int ttas_lock_slowpath(struct cpu_ctx *c, spinlock_t *l)
 {
 	for (;;) {
 		while (READ_ONCE(l->val))	/* spin on a shared copy of the line */
@@ -51,7 +51,7 @@ static __attribute__((noinline)) int ttas_lock_slowpath(struct cpu_ctx *c, spinl
 
 /* ---------------------------------------------------------------- ticket */
 
-static __attribute__((noinline)) int ticket_lock_slowpath(struct cpu_ctx *c, spinlock_t *l,
+static __attribute__((__noinline__)) int ticket_lock_slowpath(struct cpu_ctx *c, spinlock_t *l,
 							   uint16_t ticket)
 {
 	while (__atomic_load_n(&l->locked_pending, __ATOMIC_ACQUIRE) != ticket)
@@ -95,7 +95,7 @@ static inline pthread_mutex_t *lock_mutex(struct cpu_ctx *c, const spinlock_t *l
 	return &spin_lock_info(c, l)->mutex;
 }
 
-static __attribute__((noinline)) int pthread_lock_slowpath(struct cpu_ctx *c,
+static __attribute__((__noinline__)) int pthread_lock_slowpath(struct cpu_ctx *c,
 							     pthread_mutex_t *m, int rc)
 {
 	struct timespec ts;

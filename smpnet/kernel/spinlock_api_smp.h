@@ -207,7 +207,7 @@ static __always_inline void __spin_unlock_irqrestore(struct cpu_ctx *c, spinlock
 
 #define LOCKFUNC_FIELD(F, type, name, params, body)	type (*name) params;
 #define LOCKFUNC_DEFINE(F, type, name, params, body)					\
-	static __attribute__((noinline)) LOCKFUNC_VIA F type LOCKFUNC(name, F) params	\
+	static __attribute__((__noinline__)) LOCKFUNC_VIA F type LOCKFUNC(name, F) params	\
 	{										\
 		LOCKFUNC_ENTER F;							\
 		LOCKFUNC_RETURN_##type body;						\

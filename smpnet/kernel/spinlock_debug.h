@@ -77,13 +77,13 @@ struct raw_spin_debug_ops {
 };
 
 #define DEFINE_DO_RAW_SPIN_DEBUG(algo, check, ret)					\
-	static __attribute__((noinline)) RETURN_VIA_##ret int				\
+	static __attribute__((__noinline__)) RETURN_VIA_##ret int				\
 	do_raw_spin_lock_##algo##_##check##_##ret(struct cpu_ctx *c, spinlock_t *l)	\
 	{										\
 		RETURN_ENTER_##ret;							\
 		return __do_raw_spin_lock_debug(c, l, algo, check);			\
 	}										\
-	static __attribute__((noinline)) RETURN_VIA_##ret void				\
+	static __attribute__((__noinline__)) RETURN_VIA_##ret void				\
 	do_raw_spin_unlock_##algo##_##check##_##ret(struct cpu_ctx *c, spinlock_t *l)	\
 	{										\
 		RETURN_ENTER_##ret;							\

@@ -10,7 +10,7 @@
 #include "tsc.h"
 
 /* An empty function the compiler may not inline: function_call_cost. */
-static __attribute__((noinline)) void tb_empty_function(void)
+static __attribute__((__noinline__)) void tb_empty_function(void)
 {
 	barrier();
 }
@@ -24,18 +24,18 @@ static __attribute__((noinline)) void tb_empty_function(void)
  * The IRQ bodies are the model's (a real pushf; pop, the mask kept in
  * software, no cli or sti: user space may not run them). */
 #define DEFINE_TB_CALLS(t)								\
-	static __attribute__((noinline)) RETURN_VIA_##t void tb_helper_##t(void)	\
+	static __attribute__((__noinline__)) RETURN_VIA_##t void tb_helper_##t(void)	\
 	{										\
 		RETURN_ENTER_##t;							\
 		TB_HELPER_BODY;								\
 	}										\
-	static __attribute__((noinline)) RETURN_VIA_##t void				\
+	static __attribute__((__noinline__)) RETURN_VIA_##t void				\
 	tb_irq_save_call_##t(struct cpu_ctx *c, unsigned long *flags)			\
 	{										\
 		RETURN_ENTER_##t;							\
 		*flags = __local_irq_save(c, 0);					\
 	}										\
-	static __attribute__((noinline)) RETURN_VIA_##t void				\
+	static __attribute__((__noinline__)) RETURN_VIA_##t void				\
 	tb_irq_restore_call_##t(struct cpu_ctx *c, unsigned long *flags)		\
 	{										\
 		RETURN_ENTER_##t;							\
