@@ -355,6 +355,8 @@ def test_the_aa_example_from_source_text_and_its_result_for_compare(capsys, tmp_
     assert env["params"]["source"] == text and env["params"]["variants"] == ["a", "b"]
     assert main(["compare", str(a), str(b)]) == 0
     assert "a (A/A)" in capsys.readouterr().out
+    # its object names "<source>" in its messages: its own, built once
+    smpnet.ab(source=text, cpus="0", loops=2000, rounds=12)
     out = smpnet.ab(source=text, cpus="0", loops=2000, rounds=12)
     assert out.params["file"] == "<source>" and out.params["compiled"] is False
     # the API's warnings and load are the command line's: the machine's

@@ -284,6 +284,39 @@ def test_local_lock_guards_this_cpus_data_as_a_kernel_without_rt_builds_it(tmp_p
     assert open_segments() == set()
 
 
+PLACES = """#include <smpnet.h>
+struct pcpu { unsigned long n; };
+struct shared { unsigned long *first; };
+SMPNET_STATE(struct shared, struct pcpu);
+static unsigned long page_offset(const void *p) { return (unsigned long)p % 4096; }
+SMPNET_INIT(places)
+{
+	unsigned long at[4];
+	int i, j;
+
+	shared->first = alloc_percpu(unsigned long);
+	at[0] = page_offset(shared);
+	at[1] = page_offset(per_cpu(0));
+	at[2] = page_offset(&this_cpu_off);
+	at[3] = page_offset(this_cpu_ptr(shared->first));
+	for (i = 0; i < 4; i++)
+		for (j = i + 1; j < 4; j++)
+			BUG_ON(at[i] / 64 == at[j] / 64);	/* each kind on a line of its own */
+}
+SMPNET_VARIANT(places) { this_cpu->n++; }
+SMPNET_VARIANT(none) { }
+"""
+
+
+def test_each_kind_of_record_begins_at_a_page_offset_of_its_own(tmp_path, allowed):
+    """The shared record, CPU 0's per-CPU record, this_cpu_off and the first
+    alloc_percpu() object lie at four page offsets, a line apart at the
+    least: where two kinds began pages alike, a store to the first field of
+    one held a later load of the other (4K aliasing), run to run."""
+    assert main(["ab", write(tmp_path, PLACES, "places.c"), "--cpus", str(allowed[0]),
+                 "--no-contended"] + FAST) == 0
+
+
 PERCPU_COUNTER = """#include <smpnet.h>
 struct shared { struct percpu_counter c; };
 SMPNET_STATE(struct shared, struct smpnet_none);

@@ -34,6 +34,16 @@ def _record(size):
 PAGE = mmap.PAGESIZE
 
 
+# ...and each kind of record at a page offset of its own: the shared
+# records begin pages, the per-CPU records half a page in (after ab_colour),
+# the per-CPU section's this_cpu_off and alloc_percpu() room a quarter in
+# (smpnet_percpu.ld). Where two began pages alike, an op that stored to the
+# first field of one and then loaded the first of the other (this_cpu->n++,
+# then shared->p) waited on the store (4K aliasing): 1.8 cycles an op in
+# some runs, 7.8-12.6 in others, A/A controls apart. docs/experiments/ab.md.
+PERCPU_COLOUR = PAGE // 2
+
+
 def _whole_pages(size):
     return -(-max(1, size) // PAGE) * PAGE
 
@@ -49,13 +59,14 @@ def percpu_records(obj, nr_cpus):
 
 def regions(obj, copies, nr_cpus):
     """The state's regions: one shared record per copy (whole pages),
-    percpu_records() per copy, where each CPU is, and nr_cpus copies per copy
-    of the object's per-CPU section (DEFINE_PER_CPU, alloc_percpu; every
+    PERCPU_COLOUR bytes, percpu_records() per copy, where each CPU is, and
+    nr_cpus copies per copy of the object's per-CPU section (DEFINE_PER_CPU, alloc_percpu; every
     object has one, this_cpu_off at least), on whole pages (the segment
     starts them on a page); the model's skb pool where the file takes it.
     The core finds a copy's per-CPU records by the shared region's count
     (core/ab.pyx)."""
     return [("ab_shared", _record(_whole_pages(obj.shared_size)), copies),
+            ("ab_colour", _record(PERCPU_COLOUR), 1),
             ("ab_percpu", _record(obj.percpu_size), copies * percpu_records(obj, nr_cpus)),
             ("ab_now", NOW, nr_cpus),
             ("ab_pcpu_area", _record(len(obj.pcpu_template)), copies * nr_cpus)] + \
@@ -64,9 +75,10 @@ def regions(obj, copies, nr_cpus):
 
 def state_bytes(obj, copies, nr_cpus):
     """What the state's regions take in the segment."""
-    return copies * (_whole_pages(obj.shared_size)
-                     + percpu_records(obj, nr_cpus) * layout.stride(_record(obj.percpu_size))
-                     + nr_cpus * len(obj.pcpu_template))
+    return PERCPU_COLOUR + copies * (_whole_pages(obj.shared_size)
+                                     + percpu_records(obj, nr_cpus)
+                                     * layout.stride(_record(obj.percpu_size))
+                                     + nr_cpus * len(obj.pcpu_template))
 
 
 class Where:
