@@ -13,6 +13,9 @@ from smpnet.cli import main
 from smpnet.experiments.ab import build
 
 LIB = """#include <smpnet.h>
+#if BITS_PER_LONG != 64
+#error "BITS_PER_LONG is a number the preprocessor reads"
+#endif
 struct item { struct list_head list; struct hlist_node node; int v; };
 struct shared { unsigned long bits, lock, counter; struct list_head head;
 		struct hlist_head table[4]; struct item items[8], more[2]; };
@@ -75,6 +78,13 @@ SMPNET_INIT(bit_lock)
 
 	i = 0;
 	BUG_ON(min(i++, 10) != 0 || i != 1);			/* each argument once */
+	{
+		int x_ = 5, y_ = 3;				/* the helpers' own names: not captured */
+
+		BUG_ON(max(x_, y_) != 5 || min(y_, x_) != 3);
+		swap(x_, y_);
+		BUG_ON(x_ != 3 || y_ != 5);
+	}
 	BUG_ON(max_t(u8, 300, 1) != 44 || clamp(12, 0, 10) != 10 || min3(4, 2, 3) != 2);
 	BUG_ON(DIV_ROUND_UP(9, 4) != 3 || ALIGN(9, 8) != 16 || round_down(9, 8) != 8);
 }
@@ -94,7 +104,10 @@ SMPNET_VARIANT(ops)
 	set_bit(7, &shared->bits);
 	set_bit(nr, &shared->bits);
 	__clear_bit(nr, &shared->bits);
+	__set_bit(nr + 1, &shared->bits);
 	(void)__test_and_set_bit(9, &shared->bits);
+	if (test_bit(nr, &shared->bits))
+		shared->counter++;
 }
 """
 
@@ -103,8 +116,9 @@ def test_lists_bits_and_minmax_behave_as_the_kernels_and_a_bit_lock_excludes(tmp
     """The init's list, hlist, bit and minmax checks hold (BUG_ON ends a
     run); a bit lock (test_and_set_bit_lock, clear_bit_unlock) on every CPU
     at once counts every op; set_bit() of a constant bit is x86's `lock
-    orb`, of a variable one `lock bts`, test_and_set_bit() a `lock bts`
-    and __set_bit() and __test_and_set_bit() a `bts` without the lock."""
+    orb`, of a variable one `lock bts`, test_and_set_bit() a `lock bts`,
+    __set_bit(), __clear_bit() and __test_and_set_bit() a `bts` or `btr`
+    without the lock, test_bit() of a variable bit a `bt` of the string."""
     assert main(["ab", write(tmp_path, LIB, "lib.c"), *two_cpus(allowed),
                  "--duration", "0.01", "--repeat", "2"] + FAST) == 0
     assert open_segments() == set()
@@ -112,7 +126,8 @@ def test_lists_bits_and_minmax_behave_as_the_kernels_and_a_bit_lock_excludes(tmp
     ops, lock = fns[timed_loop(fns, "ops")], fns[timed_loop(fns, "bit_lock")]
     assert re.search(r"lock orb +\$0x80,", ops), ops
     assert re.search(r"lock bts +%r\w+,", ops), ops
-    assert re.search(r"\tbtr +%r\w+,", ops) and re.search(r"\tbtsq? +\$0x9,", ops), ops
+    assert re.search(r"\tbtr +%r\w+,", ops) and re.search(r"\tbts +%r\w+,", ops), ops
+    assert re.search(r"\tbtsq? +\$0x9,", ops) and re.search(r"\tbtq? +%r\w+,\(", ops), ops
     assert re.search(r"lock btsq? +\$0x0,", lock), lock
 
 
@@ -129,6 +144,7 @@ SMPNET_INIT(says)
 	int __maybe_unused spare;
 
 	BUG_ON(!IS_ENABLED(CONFIG_ON) || IS_ENABLED(CONFIG_OFF) || !IS_ENABLED(CONFIG_MOD));
+	BUG_ON(IS_REACHABLE(CONFIG_MOD) || !IS_ENABLED(CONFIG_SMP));	/* built in, on SMP */
 	BUG_ON(sizeof(struct wire) != 5);
 	switch (shared->n) {
 	case 0:
@@ -147,6 +163,11 @@ SMPNET_VARIANT(says)
 }
 SMPNET_CHECK(says) { expect(shared->printed == 0, "a message's arguments were evaluated"); }
 SMPNET_VARIANT(quiet) { }
+SMPNET_VARIANT(levels)
+{
+	if (++shared->n % 1000 == 0)
+		printk(KERN_ERR "level %lu\\n", shared->printed++);
+}
 """
 
 
@@ -165,5 +186,7 @@ def test_attributes_kconfig_tests_and_printk_as_a_kernel_function_carries_them(t
     for w in said:
         assert re.search(r"declared\.c:\d+: net_warn_ratelimited\(\"queue %lu full\\n\"\) "
                          r"fired \d+ times$", w), w
+    assert any(re.search(r'printk\(KERN_ERR "level %lu\\n"\) fired \d+ times$', w)
+               for w in env["warnings"]), env["warnings"]
     assert "queue 0 full" not in out + err and "never 0" not in out + err
     assert not any("pr_debug" in w for w in env["warnings"])

@@ -235,9 +235,12 @@ SMPNET_VARIANT(locked)
 {
 	unsigned long flags;
 
+	BUG_ON(!preemptible());
 	local_lock(&cache.bh_lock);
+	BUG_ON(preemptible() || irqs_disabled());	/* preemption off, IRQs on */
 	this_cpu_inc(cache.count);
 	local_unlock(&cache.bh_lock);
+	BUG_ON(!preemptible());
 	local_lock_irq(&cache.bh_lock);
 	BUG_ON(!irqs_disabled());
 	this_cpu_inc(cache.count);
@@ -251,6 +254,7 @@ SMPNET_VARIANT(locked)
 	local_bh_disable();
 	local_lock_nested_bh(&cache.bh_lock);
 	lockdep_assert_in_softirq();
+	BUG_ON(!in_softirq());
 	this_cpu_inc(cache.count);
 	local_unlock_nested_bh(&cache.bh_lock);
 	local_bh_enable();
@@ -275,8 +279,9 @@ SMPNET_VARIANT(none) { }
 
 def test_local_lock_guards_this_cpus_data_as_a_kernel_without_rt_builds_it(tmp_path, allowed):
     """local_lock_t in a DEFINE_PER_CPU struct, every form taken on every
-    CPU at once: the _irq and _irqsave forms run with IRQs off and give
-    them back, each CPU's count sums to the ops; the lock holds nothing
+    CPU at once: local_lock() runs with preemption off and gives it back,
+    the _irq and _irqsave forms with IRQs off, the nested one in a BH-off
+    section, each CPU's count sums to the ops; the lock holds nothing
     (no lockdep), and lockdep's asserts and DEBUG_NET_WARN_ON_ONCE() build
     but run nothing, as in a kernel without either."""
     assert main(["ab", write(tmp_path, LOCAL_LOCK, "local_lock.c"), *FAST,

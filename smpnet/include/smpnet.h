@@ -252,7 +252,7 @@ static inline void smpnet_enter(struct smpnet_env *e)
 	smpnet_env = e;
 	smpnet_cpu = e->c;
 	smpnet_percpu_map(e);
-	smpnet_jiffies_update(e->c);
+	smpnet_jiffies_at(e->c, tsc_read_unordered());
 }
 
 /* cpu_relax() in the file's own code: the pause, and at the run's stop an
@@ -328,6 +328,14 @@ static inline void smpnet_cpu_relax(void)
 #define preempt_disable()	preempt_disable(smpnet_cpu)
 #define preempt_enable()	preempt_enable(smpnet_cpu)
 #define irqs_disabled()		irqs_disabled(smpnet_cpu)
+/* include/linux/preempt.h's context tests, on the model's count */
+#define preempt_count()		(READ_ONCE(smpnet_cpu->irq->preempt_count))
+#define hardirq_count()		(preempt_count() & HARDIRQ_MASK)
+#define softirq_count()		(preempt_count() & SOFTIRQ_MASK)
+#define in_softirq()		(softirq_count() != 0)
+#define in_task()		(!(preempt_count() & (HARDIRQ_MASK | SOFTIRQ_OFFSET)))
+#define in_atomic()		(preempt_count() != 0)
+#define preemptible()		(preempt_count() == 0 && !irqs_disabled())
 
 /* this_cpu_*(), every width, as x86's unlocked instructions */
 #include "smpnet_this_cpu.h"
@@ -445,6 +453,7 @@ _Static_assert(SPIN_NR_ALGOS == 9, "a new lock algorithm needs its name for SMPN
 					   uint64_t *done)				\
 	{										\
 		smpnet_enter(e);							\
+		smpnet_jiffies_at(e->c, deadline);	/* every CPU's the same */	\
 		*done = 0;								\
 		if (setjmp(smpnet_unwind))	/* an acquire stopped: so is the run */	\
 			return 1;							\

@@ -30,7 +30,8 @@
 
 /* include/linux/kconfig.h: IS_ENABLED(CONFIG_X) is 1 where the file
  * defines CONFIG_X (or CONFIG_X_MODULE) as 1, else 0, a constant the
- * compiler folds; no option is set unless the file sets it */
+ * compiler folds; no option is set unless the file sets it, but SMP
+ * and x86-64's (below) */
 #define __ARG_PLACEHOLDER_1	0,
 #define __take_second_arg(__ignored, val, ...)	val
 #define __is_defined(x)		___is_defined(x)
@@ -39,6 +40,21 @@
 #define IS_BUILTIN(option)	__is_defined(option)
 #define IS_MODULE(option)	__is_defined(option##_MODULE)
 #define IS_ENABLED(option)	(IS_BUILTIN(option) || IS_MODULE(option))
-#define IS_REACHABLE(option)	IS_ENABLED(option)
+#define IS_REACHABLE(option)	(IS_BUILTIN(option) || (IS_MODULE(option) && __is_defined(MODULE)))
+
+/* what every kernel smpnet models is: SMP, 64-bit, x86 (the file may say
+ * otherwise first) */
+#ifndef CONFIG_SMP
+#define CONFIG_SMP	1
+#endif
+#ifndef CONFIG_64BIT
+#define CONFIG_64BIT	1
+#endif
+#ifndef CONFIG_X86
+#define CONFIG_X86	1
+#endif
+#ifndef CONFIG_X86_64
+#define CONFIG_X86_64	1
+#endif
 
 #endif

@@ -4,7 +4,7 @@
 #ifndef SMPNET_BITOPS_H
 #define SMPNET_BITOPS_H
 
-#define BITS_PER_LONG		(8 * (int)sizeof(long))
+#define BITS_PER_LONG		(__SIZEOF_LONG__ * 8)	/* a number, for #if */
 #define BIT(nr)			(1UL << (nr))
 #define BIT_ULL(nr)		(1ULL << (nr))
 #define BIT_MASK(nr)		(1UL << ((nr) % BITS_PER_LONG))
@@ -87,9 +87,19 @@ static inline bool __test_and_change_bit(long nr, volatile unsigned long *addr)
 { bool old = *SMPNET_WORD_(nr, addr) & SMPNET_MASK_(nr); __change_bit(nr, addr); return old; }
 #endif
 
-/* test_bit(): a plain read of the word, as generic_test_bit() */
+/* test_bit(): a constant bit a plain read of its word (constant_test_bit()),
+ * a variable one x86's `bt` of the bit string (variable_test_bit()) */
 static __always_inline bool test_bit(long nr, const volatile unsigned long *addr)
 {
+#if defined(__x86_64__)
+	bool old;
+
+	if (!__builtin_constant_p(nr)) {
+		__asm__ __volatile__("btq %2,%1" : "=@ccc"(old)
+				     : "m"(*(const unsigned long *)addr), "Ir"(nr) : "memory");
+		return old;
+	}
+#endif
 	return 1UL & (addr[BIT_WORD(nr)] >> (nr & (BITS_PER_LONG - 1)));
 }
 

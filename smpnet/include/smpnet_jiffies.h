@@ -11,29 +11,37 @@
 /* five minutes before the 32-bit wrap, so that a comparison done wrong
  * shows early, as the kernel's */
 #define INITIAL_JIFFIES	((unsigned long)(unsigned int)(-300 * HZ))
+#define MAX_JIFFY_OFFSET	((unsigned long)((__LONG_MAX__ >> 1) - 1))
 
 /* The kernel's jiffies is a word the tick writes and every CPU reads: an
- * op reads it with one load. Here each CPU's process has its word, set
- * from the TSC (its count since boot, at HZ) each time a loop or hook
+ * op reads it with one load. Here each CPU's process has its word, a
+ * variable as the kernel's (a struct may have a member of the name), set
+ * from the TSC (its count since boot, at HZ) as each loop and hook
  * begins, outside the timing: it advances between rounds, where the
- * kernel's advances at each tick (a few times a contended round). */
-static unsigned long smpnet_jiffies = INITIAL_JIFFIES;
-#define jiffies		(*(volatile unsigned long *)&smpnet_jiffies)
-#define jiffies_64	((u64)jiffies)
+ * kernel's advances at each tick. A contended round's is set from the
+ * round's deadline, one TSC value for every CPU, so that the CPUs agree
+ * on it as the kernel's share one word. */
+static volatile unsigned long jiffies = INITIAL_JIFFIES;
+#define jiffies_64		((u64)jiffies)
 #define get_jiffies_64()	((u64)jiffies)
 
-static inline void smpnet_jiffies_update(const struct smpnet_model_cpu_ctx *c)
+static inline void smpnet_jiffies_at(const struct smpnet_model_cpu_ctx *c, uint64_t tsc)
 {
 	double hz = c->hdr->tsc_hz;
 
 	if (hz > 0)
-		smpnet_jiffies = INITIAL_JIFFIES + (unsigned long)((double)tsc_read_unordered() / hz * HZ);
+		jiffies = INITIAL_JIFFIES + (unsigned long)((double)tsc / hz * HZ);
 }
 
-/* include/linux/jiffies.h's comparisons, safe across the wrap */
-#define time_after(a, b)	((long)((b) - (a)) < 0)
+/* include/linux/jiffies.h's comparisons, safe across the wrap; each
+ * argument must be an unsigned long (typecheck(): a warning otherwise, as
+ * the kernel's, where a u32 stamp compares wrong) */
+#define smpnet_typecheck(type, x)	({ type d1_; __typeof__(x) d2_; (void)(&d1_ == &d2_); 1; })
+#define time_after(a, b)	(smpnet_typecheck(unsigned long, a) && smpnet_typecheck(unsigned long, b) \
+				 && ((long)((b) - (a)) < 0))
 #define time_before(a, b)	time_after(b, a)
-#define time_after_eq(a, b)	((long)((a) - (b)) >= 0)
+#define time_after_eq(a, b)	(smpnet_typecheck(unsigned long, a) && smpnet_typecheck(unsigned long, b) \
+				 && ((long)((a) - (b)) >= 0))
 #define time_before_eq(a, b)	time_after_eq(b, a)
 #define time_in_range(a, b, c)	(time_after_eq(a, b) && time_before_eq(a, c))
 #define time_in_range_open(a, b, c)	(time_after_eq(a, b) && time_before(a, c))
@@ -42,10 +50,14 @@ static inline void smpnet_jiffies_update(const struct smpnet_model_cpu_ctx *c)
 #define time_is_before_eq_jiffies(a)	time_after_eq(jiffies, a)
 #define time_is_after_eq_jiffies(a)	time_before_eq(jiffies, a)
 
-/* conversions, rounded up as the kernel's (a timeout is never shorter) */
-#define msecs_to_jiffies(m)	((unsigned long)(((u64)(m) * HZ + 999) / 1000))
-#define usecs_to_jiffies(u)	((unsigned long)(((u64)(u) * HZ + 999999) / 1000000))
-#define jiffies_to_msecs(j)	((unsigned int)((u64)(j) * 1000 / HZ))
+/* kernel/time/time.c's conversions: to jiffies rounded up (a timeout is
+ * never shorter; a negative one the longest), jiffies to ms rounded up
+ * and to us down, as its 64-bit forms */
+#define msecs_to_jiffies(m)	((int)(m) < 0 ? MAX_JIFFY_OFFSET :				\
+				 (unsigned long)(((u64)(unsigned int)(m) * HZ + 999) / 1000))
+#define usecs_to_jiffies(u)	((int)(u) < 0 ? MAX_JIFFY_OFFSET :				\
+				 (unsigned long)(((u64)(unsigned int)(u) * HZ + 999999) / 1000000))
+#define jiffies_to_msecs(j)	((unsigned int)(((u64)(j) * 1000 + HZ - 1) / HZ))
 #define jiffies_to_usecs(j)	((unsigned int)((u64)(j) * 1000000 / HZ))
 
 #endif

@@ -79,8 +79,8 @@ static inline void list_splice_init(struct list_head *list, struct list_head *he
 #define list_first_entry(ptr, type, member)	list_entry((ptr)->next, type, member)
 #define list_last_entry(ptr, type, member)	list_entry((ptr)->prev, type, member)
 #define list_first_entry_or_null(ptr, type, member)					\
-	({ struct list_head *head_ = (ptr), *pos_ = READ_ONCE(head_->next);		\
-	   pos_ != head_ ? list_entry(pos_, type, member) : NULL; })
+	({ struct list_head *list_head_ = (ptr), *list_pos_ = READ_ONCE(list_head_->next);	\
+	   list_pos_ != list_head_ ? list_entry(list_pos_, type, member) : NULL; })
 #define list_next_entry(pos, member)	list_entry((pos)->member.next, __typeof__(*(pos)), member)
 #define list_for_each(pos, head)	for (pos = (head)->next; pos != (head); pos = pos->next)
 #define list_for_each_safe(pos, n, head)						\
@@ -130,7 +130,7 @@ static inline void hlist_del_init(struct hlist_node *n)
 }
 #define hlist_entry(ptr, type, member)	container_of(ptr, type, member)
 #define hlist_entry_safe(ptr, type, member)						\
-	({ __typeof__(ptr) p_ = (ptr); p_ ? hlist_entry(p_, type, member) : NULL; })
+	({ __typeof__(ptr) hlist_p_ = (ptr); hlist_p_ ? hlist_entry(hlist_p_, type, member) : NULL; })
 #define hlist_for_each_entry(pos, head, member)						\
 	for (pos = hlist_entry_safe((head)->first, __typeof__(*(pos)), member); pos;	\
 	     pos = hlist_entry_safe((pos)->member.next, __typeof__(*(pos)), member))

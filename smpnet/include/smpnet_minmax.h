@@ -4,11 +4,17 @@
 #ifndef SMPNET_MINMAX_H
 #define SMPNET_MINMAX_H
 
-/* Each argument evaluated once, as the kernel's; min()/max() of two
- * types the kernel would refuse (its type check) are the C promotion's
- * here, min_t()/max_t() cast both, as the kernel's do. */
-#define SMPNET_CMP(x, y, op)	({ __typeof__(x) x_ = (x); __typeof__(y) y_ = (y); \
-				   x_ op y_ ? x_ : y_; })
+/* Each argument evaluated once into a temporary of a name no caller has
+ * (__UNIQUE_ID(), as the kernel's: a caller's x_ would be captured), of
+ * the argument's promoted type (a bit-field's too); min()/max() of two types the
+ * kernel would refuse (its type check) are the C promotion's here,
+ * min_t()/max_t() cast both, as the kernel's do. */
+#define __PASTE_(a, b)		a##b
+#define __PASTE(a, b)		__PASTE_(a, b)
+#define __UNIQUE_ID(prefix)	__PASTE(__PASTE(__UNIQUE_ID_, prefix), __COUNTER__)
+#define SMPNET_CMP_(x, y, op, ux, uy)	({ __typeof__((x) + 0) ux = (x);		\
+					   __typeof__((y) + 0) uy = (y); ux op uy ? ux : uy; })
+#define SMPNET_CMP(x, y, op)	SMPNET_CMP_(x, y, op, __UNIQUE_ID(x_), __UNIQUE_ID(y_))
 #define min(x, y)		SMPNET_CMP(x, y, <)
 #define max(x, y)		SMPNET_CMP(x, y, >)
 #define min_t(type, x, y)	SMPNET_CMP((type)(x), (type)(y), <)
@@ -18,7 +24,8 @@
 #define clamp(val, lo, hi)	min((__typeof__(val))max(val, lo), hi)
 #define clamp_t(type, val, lo, hi)	min_t(type, max_t(type, val, lo), hi)
 #define clamp_val(val, lo, hi)	clamp_t(__typeof__(val), val, lo, hi)
-#define swap(a, b)		do { __typeof__(a) t_ = (a); (a) = (b); (b) = t_; } while (0)
+#define SMPNET_SWAP_(a, b, t)	do { __auto_type t = (a); (a) = (b); (b) = t; } while (0)
+#define swap(a, b)		SMPNET_SWAP_(a, b, __UNIQUE_ID(t_))
 
 #define ARRAY_SIZE(arr)		(sizeof(arr) / sizeof((arr)[0]))
 #define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
