@@ -10,13 +10,14 @@
  * more. local_lock() disables preemption, local_lock_irq() and
  * _irqsave() IRQs, local_lock_nested_bh() nothing (its caller has BHs
  * off, which lockdep alone asserts); the acquire and release on
- * this_cpu_ptr(lock) are lockdep's and compile to nothing (sizeof: not
- * even this_cpu_ptr()'s read of this_cpu_off, which is asm here). */
+ * this_cpu_ptr(lock) are lockdep's and compile to nothing (SMPNET_UNEVALUATED(),
+ * smpnet_bug.h's: not even this_cpu_ptr()'s read of this_cpu_off, which
+ * is asm here). */
 typedef struct { } local_lock_t;
 #define INIT_LOCAL_LOCK(lockname)	{ }
 #define local_lock_init(lock)		do { (void)(lock); } while (0)
-#define local_lock_acquire(l)		do { (void)sizeof(l); } while (0)
-#define local_lock_release(l)		do { (void)sizeof(l); } while (0)
+#define local_lock_acquire(l)		SMPNET_UNEVALUATED(l)
+#define local_lock_release(l)		SMPNET_UNEVALUATED(l)
 
 #define local_lock(lock)		do { preempt_disable(); local_lock_acquire(this_cpu_ptr(lock)); } while (0)
 #define local_unlock(lock)		do { local_lock_release(this_cpu_ptr(lock)); preempt_enable(); } while (0)
