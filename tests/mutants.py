@@ -10,6 +10,7 @@ Mutant = namedtuple("Mutant", "id file old new tests why")
 
 FIG = "smpnet/experiments/ab/figures.py"
 HDR = "smpnet/include/smpnet.h"
+IRQ_LOCKS = "smpnet/include/smpnet_irq_locks.h"
 T_FIG = "tests/test_ab_figures.py::"
 T_LOCKS = "tests/test_ab_locks.py::"
 T_SKB = "tests/test_ab_skbs.py::"
@@ -61,7 +62,7 @@ MUTANTS = [
            "v->check = smpnet_hooks_[k].fn;",
            ["tests/test_ab.py::test_an_init_runs_before_the_rounds_and_a_check_after"],
            "INIT hooks run as checks"),
-    Mutant("user-popf-ignored", HDR, "(flags), SMPNET_LOCK_ARGS, SMPNET_BUILD_POPF,",
+    Mutant("user-popf-ignored", IRQ_LOCKS, "(flags), SMPNET_LOCK_ARGS, SMPNET_BUILD_POPF,",
            "(flags), SMPNET_LOCK_ARGS, 0,",
            [T_LOCKS + "test_a_users_irqsave_saves_the_flags_and_restores_them_as_built"],
            "`--restore popf` ignored for user code"),
@@ -69,7 +70,7 @@ MUTANTS = [
            "tsc_spend_until(smpnet_env->think_cycles,",
            [T_LOCKS + "test_hold_cycles_change_only_the_variants_that_hold"],
            "`hold()` spending the think cycles"),
-    Mutant("user-irqsave-nopushf", HDR, "SMPNET_STOP_IF(_raw_spin_lock_irqsave(",
+    Mutant("user-irqsave-nopushf", IRQ_LOCKS, "SMPNET_STOP_IF(_raw_spin_lock_irqsave(",
            "SMPNET_STOP_IF(_raw_spin_lock_irqsave_nopushf(",
            [T_LOCKS + "test_a_users_irqsave_saves_the_flags_and_restores_them_as_built"],
            "a user's `spin_lock_irqsave` compiled as the no-pushf control"),
